@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Trusted runner for the storage-ownership obligation ledger (manifest schema v2).
+
+Validates the manifest exactly as the checker does, requires the tracked tree to match HEAD,
+then executes every active row's typed argv exactly once (never a deferred one, never through a
+shell) and writes the candidate-bound receipt ``tenferro.storage-ownership-receipt.v1``.  The
+receipt is the only execution evidence the checker accepts.  It is an execution log for a
+trusted CI runner, not a security attestation.
+
+Standard library only.  Child output goes to this process's stderr so that ``--diagnostics-json``
+keeps stdout a single JSON document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+
+def _load_checker() -> ModuleType:
+    # The checker is the single implementation of the manifest rules; load it from beside this
+    # file, never from the current working directory.
+    name = "check_storage_ownership_contracts"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = Path(__file__).resolve().with_name("check-storage-ownership-contracts.py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the checker from {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+checker = _load_checker()
+
+RUNNER_CONTRACT: dict[str, Any] = {
+    "schema": checker.CLI_CONTRACT_SCHEMA,
+    "tool": "run-storage-ownership-contracts",
+    "role": "runner",
+    "manifest_schema": checker.MANIFEST_SCHEMA,
+    "probe": "--contract-schema",
+    "options": [
+        "--root",
+        "--manifest",
+        "--base-commit",
+        "--receipt-out",
+        "--diagnostics-json",
+    ],
+}
+
+# A command whose executable cannot be started is recorded like a shell would report it.
+NOT_STARTED = 127
+
+
+def execute(root: Path, argv: Sequence[str], cwd: str) -> int:
+    try:
+        done = subprocess.run(
+            list(argv),
+            cwd=root / cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr.fileno(),
+            stderr=sys.stderr.fileno(),
+            check=False,
+        )
+    except OSError as exc:
+        sys.stderr.write(f"run-storage-ownership-contracts: cannot start {argv[0]!r}: {exc}\n")
+        return NOT_STARTED
+    return done.returncode
+
+
+def run(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
+    sink = checker.Diagnostics()
+    loaded = checker.load(args.root, args.manifest, sink)
+    if loaded is None:
+        return sink, None
+    candidate = checker.require_candidate(loaded.root, sink)
+    if candidate is None:
+        return sink, None
+    base: str | None = None
+    if args.base_commit is not None:
+        base = checker.compare_base_revision(loaded, args.base_commit, candidate, sink)
+    checker.check_tree_clean(loaded.root, sink)
+    checker.check_tracked(loaded.root, loaded.manifest, loaded.manifest_rel, sink)
+    if sink:
+        return sink, None  # nothing is executed for an invalid or unprovenanced candidate
+
+    # Every active argv runs exactly once: rows that share a command (identical typed value and
+    # artifact binding, enforced by the checker) share its single execution.
+    by_command: dict[str, int] = {}
+    executions: list[dict[str, Any]] = []
+    rows = loaded.manifest.by_id()
+    for skeleton in checker.receipt_executions(loaded.manifest):
+        command = rows[skeleton["obligation_id"]].command
+        if command.id not in by_command:
+            sys.stderr.write(f"run-storage-ownership-contracts: {' '.join(command.argv)}\n")
+            sys.stderr.flush()
+            by_command[command.id] = execute(loaded.root, command.argv, command.cwd)
+        executions.append({**skeleton, "exit_code": by_command[command.id]})
+        if by_command[command.id] != 0:
+            sink.add(
+                "E_COMMAND_FAILED",
+                f"{skeleton['obligation_id']}: {' '.join(command.argv)} exited with status "
+                f"{by_command[command.id]}",
+                obligation_id=skeleton["obligation_id"],
+                exit_code=by_command[command.id],
+            )
+    receipt = {
+        "schema": checker.RECEIPT_SCHEMA,
+        "candidate_commit": candidate,
+        "base_commit": base,
+        "executions": executions,
+    }
+    return sink, receipt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if checker.probe_requested(args_list):
+        return int(checker.write_probe(RUNNER_CONTRACT))
+    parser = checker._Parser(
+        prog="run-storage-ownership-contracts",
+        description="Execute every active storage-ownership obligation once and write the "
+        "candidate-bound receipt.",
+    )
+    parser.add_argument("--root", required=True, help="repository top-level directory")
+    parser.add_argument("--manifest", required=True, help="repository-relative manifest path")
+    parser.add_argument("--base-commit", help="base revision recorded in the receipt")
+    parser.add_argument("--receipt-out", required=True, help="where to write the receipt")
+    parser.add_argument(
+        "--diagnostics-json", action="store_true", help="print the diagnostics envelope on stdout"
+    )
+    parser.add_argument("--contract-schema", action="store_true", help="print the CLI contract")
+    args = parser.parse_args(args_list)
+
+    sink, receipt = run(args)
+    if receipt is not None:
+        out = Path(args.receipt_out)
+        try:
+            out.write_text(json.dumps(receipt, indent=2) + "\n", encoding="utf-8")
+        except OSError:
+            sink.add(
+                "E_RECEIPT_WRITE",
+                f"cannot write the receipt to {args.receipt_out}",
+                path=args.receipt_out,
+            )
+    ok = "ok"
+    if receipt is not None:
+        ok = f"ok: {len(receipt['executions'])} active obligations executed; receipt {args.receipt_out}"
+    return int(checker.emit(sink, args.diagnostics_json, "run-storage-ownership-contracts", ok))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""tenferro_storage: the explicit-ownership storage kernel.
+
+Every allocation has one owner (:class:`Tensor`, :class:`OwnedStorage`); reads go
+through shared borrows (:class:`TensorView`), writes through exclusive borrows
+(:class:`TensorViewMut`); layouts are validated once and then accessed through
+prepared objects whose hot loop is numpy's; two ledgers (:mod:`tenferro_storage.ledger`)
+record every allocation and every byte-preserving copy with its reason.
+"""
+
+from . import errors, kernel, ledger, random
+from ._access import (
+    PreparedContiguousRead,
+    PreparedContiguousWrite,
+    PreparedHostRead,
+    PreparedHostWrite,
+    PreparedStridedRead,
+    PreparedStridedWrite,
+)
+from ._creation import allocate_storage, arange, from_numpy, full, ones, zeros
+from ._descriptor import CheckedDescriptor
+from ._dtypes import (
+    DType,
+    bool_,
+    complex64,
+    complex128,
+    dtype,
+    float32,
+    float64,
+    int32,
+    int64,
+)
+from ._layout import (
+    CheckedInjectiveStrided,
+    CheckedLayout,
+    CheckedStrided,
+    Contiguous,
+    Strided,
+    WriteInjectivityProof,
+)
+from ._ledger import AllocationReason, CopyReason
+from ._provider import HOST as host_provider
+from ._provider import HostProvider, ProviderCounters
+from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._root import (
+    AllocationDiagnostics,
+    OwnedSpanClaim,
+    OwnedStorage,
+    RootResource,
+    StorageMut,
+    StorageRef,
+)
+from ._tensor import Tensor, TensorView, TensorViewMut
+
+__all__ = [
+    "AllocationDiagnostics",
+    "AllocationReason",
+    "CheckedDescriptor",
+    "CheckedInjectiveStrided",
+    "CheckedLayout",
+    "CheckedStrided",
+    "Contiguous",
+    "CopyReason",
+    "DType",
+    "DynRank",
+    "HostProvider",
+    "OwnedSpanClaim",
+    "OwnedStorage",
+    "PreparedContiguousRead",
+    "PreparedContiguousWrite",
+    "PreparedHostRead",
+    "PreparedHostWrite",
+    "PreparedStridedRead",
+    "PreparedStridedWrite",
+    "ProviderCounters",
+    "Rank0",
+    "Rank1",
+    "Rank2",
+    "Rank3",
+    "Rank4",
+    "RootResource",
+    "StorageMut",
+    "StorageRef",
+    "Strided",
+    "Tensor",
+    "TensorView",
+    "TensorViewMut",
+    "WriteInjectivityProof",
+    "allocate_storage",
+    "arange",
+    "bool_",
+    "complex64",
+    "complex128",
+    "dtype",
+    "errors",
+    "float32",
+    "float64",
+    "from_numpy",
+    "full",
+    "host_provider",
+    "int32",
+    "int64",
+    "kernel",
+    "ledger",
+    "ones",
+    "random",
+    "zeros",
+]

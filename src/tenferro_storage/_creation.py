@@ -1,0 +1,133 @@
+"""Module-level creation functions.  Each returns a fresh owner and records exactly one
+allocation event; imports from numpy also record one ``TRANSFER`` copy."""
+
+from __future__ import annotations
+
+from typing import Any, overload
+
+import numpy as np
+
+from ._dtypes import dtype as resolve_dtype, from_numpy_dtype
+from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._root import OwnedStorage, allocate
+from ._tensor import Tensor
+
+_OUT = AllocationReason.OPERATION_OUTPUT
+
+Shape = int | tuple[int, ...]
+
+
+def _shape(operation: str, shape: object) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
+        shape = (int(shape),)
+    if isinstance(shape, list):
+        shape = tuple(shape)
+    if not isinstance(shape, tuple) or not all(
+        isinstance(n, int | np.integer) and not isinstance(n, bool) and n >= 0 for n in shape
+    ):
+        raise ValueError(f"{operation}: shape must be a non-negative int or tuple of them, got {shape!r}")
+    return tuple(int(n) for n in shape)
+
+
+@overload
+def zeros(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...
+@overload
+def zeros(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...
+@overload
+def zeros(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...
+@overload
+def zeros(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...
+@overload
+def zeros(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...
+@overload
+def zeros(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
+def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
+    """A new owner filled with zeros. One ``OPERATION_OUTPUT`` allocation. O(size)."""
+    dt = resolve_dtype(dtype)
+    return Tensor._adopt(np.zeros(_shape("zeros", shape), dt.numpy), dt, _OUT, "zeros")  # type: ignore[no-any-return]
+
+
+@overload
+def ones(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...
+@overload
+def ones(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...
+@overload
+def ones(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...
+@overload
+def ones(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...
+@overload
+def ones(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...
+@overload
+def ones(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
+def ones(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
+    """A new owner filled with ones. One ``OPERATION_OUTPUT`` allocation. O(size)."""
+    dt = resolve_dtype(dtype)
+    return Tensor._adopt(np.ones(_shape("ones", shape), dt.numpy), dt, _OUT, "ones")  # type: ignore[no-any-return]
+
+
+@overload
+def full(shape: tuple[()], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank0]: ...
+@overload
+def full(shape: int | tuple[int], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank1]: ...
+@overload
+def full(shape: tuple[int, int], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank2]: ...
+@overload
+def full(shape: tuple[int, int, int], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank3]: ...
+@overload
+def full(
+    shape: tuple[int, int, int, int], fill_value: Any, dtype: object = ...
+) -> Tensor[Any, Rank4]: ...
+@overload
+def full(shape: tuple[int, ...], fill_value: Any, dtype: object = ...) -> Tensor[Any, DynRank]: ...
+def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any, Any]:
+    """A new owner filled with ``fill_value``. One ``OPERATION_OUTPUT`` allocation. O(size)."""
+    dt = resolve_dtype(dtype)
+    arr = np.full(_shape("full", shape), fill_value, dtype=dt.numpy)
+    return Tensor._adopt(arr, dt, _OUT, "full")  # type: ignore[no-any-return]
+
+
+def arange(
+    start: float, stop: float | None = None, step: float = 1, dtype: object = None
+) -> Tensor[Any, Rank1]:
+    """Evenly spaced values as in ``numpy.arange``. One ``OPERATION_OUTPUT`` allocation.
+
+    ``dtype`` defaults to int64 for integer arguments and float64 otherwise.
+    """
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        ints = all(isinstance(v, int) for v in (start, stop, step))
+        dtype = "int64" if ints else "float64"
+    dt = resolve_dtype(dtype)
+    arr = np.arange(start, stop, step, dtype=dt.numpy)
+    return Tensor._adopt(arr, dt, _OUT, "arange")  # type: ignore[no-any-return]
+
+
+def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """Copy a numpy array (or array-like) into a new owner.
+
+    Records one ``TRANSFER`` copy and one ``TRANSFER_DESTINATION`` allocation; the
+    source is not referenced afterwards.  ``dtype`` converts on the way in (the
+    conversion is part of the same transfer).  Unsupported dtypes raise ``DTypeError``.
+    """
+    src = np.asarray(array)
+    dt = resolve_dtype(dtype) if dtype is not None else from_numpy_dtype(src.dtype, "from_numpy")
+    LEDGER.check_copy_allowed("from_numpy")
+    arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
+    t: Tensor[Any, DynRank] = Tensor._adopt(arr, dt, AllocationReason.TRANSFER_DESTINATION, "from_numpy")
+    LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, "from_numpy")
+    return t
+
+
+def allocate_storage(
+    nbytes: int, reason: AllocationReason = AllocationReason.OPERATION_OUTPUT
+) -> OwnedStorage:
+    """Allocate ``nbytes`` of uninitialized host memory as a new owner (one allocation event).
+
+    Build tensors over it (or over pieces of it, after ``split``) with
+    :meth:`Tensor.from_storage`.
+    """
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
+        raise ValueError(f"allocate_storage: nbytes must be a non-negative int, got {nbytes!r}")
+    return allocate(nbytes, reason, "allocate_storage")

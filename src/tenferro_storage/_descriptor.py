@@ -1,0 +1,410 @@
+"""Checked descriptors: a dtype and layout validated once against an exact root-bound span.
+
+A :class:`CheckedDescriptor` retains every construction-time proof (arithmetic,
+bounds, dtype size, alignment, provider compatibility, and — when first asked for
+writing — write injectivity).  Derived descriptors (slices, transposes,
+reinterpretations) check only their new arithmetic.  The numpy array a descriptor
+describes is built at most once and cached, so later reads hand out that array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._dtypes import DType
+from ._layout import (
+    CheckedInjectiveStrided,
+    CheckedLayout,
+    CheckedStrided,
+    Contiguous,
+    Strided,
+    WriteInjectivityProof,
+    c_strides,
+    check_arithmetic,
+    classify,
+    prove_injective,
+    whole,
+)
+from ._root import RootResource
+from .errors import LayoutError
+
+
+_PROOF_FRESH = prove_injective((), ())  # a fresh C-contiguous array is trivially injective
+
+
+class CheckedDescriptor:
+    """A typed, validated interpretation of part of one root.
+
+    ``start``/``stop`` are the exact root-bound span (bytes) the layout was checked
+    against; ``shape``/``strides``/``offset`` are in elements of ``dtype``, offset
+    counted from ``start``.  ``lo``/``hi`` are the reachable element envelope.
+    Non-owning metadata: it grants nothing by itself.
+    """
+
+    __slots__ = (
+        "_array",
+        "_injective",
+        "_readonly",
+        "buffer",
+        "dtype",
+        "hi",
+        "layout",
+        "lo",
+        "offset",
+        "shape",
+        "size",
+        "start",
+        "stop",
+        "strides",
+    )
+
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+    size: int
+    lo: int
+    hi: int
+    start: int
+    stop: int
+    layout: CheckedLayout
+    buffer: np.ndarray[Any, Any]
+    _array: np.ndarray[Any, Any] | None
+    _readonly: np.ndarray[Any, Any] | None
+    _injective: WriteInjectivityProof | None | bool
+
+    # -- byte envelope (for disjointness) ------------------------------------------
+    @property
+    def byte_envelope(self) -> tuple[int, int]:
+        """Half-open root byte range ``[lo, hi)`` reachable by this layout (empty if size 0)."""
+        if self.size == 0:
+            return (self.start, self.start)
+        item = self.dtype.itemsize
+        return (self.start + self.lo * item, self.start + (self.hi + 1) * item)
+
+    def injectivity(self) -> WriteInjectivityProof | None:
+        """The retained write-injectivity proof, computed on first request. O(rank log rank)."""
+        proof = self._injective
+        if proof is False:
+            proof = self._injective = prove_injective(self.shape, self.strides)
+        return proof  # type: ignore[return-value]
+
+    @property
+    def has_injectivity_proof(self) -> bool:
+        """Whether the proof question was already answered (retained)."""
+        return self._injective is not False
+
+    def injective_plan(self) -> CheckedInjectiveStrided:
+        """The strided traversal plan carrying the write-injectivity proof."""
+        proof = self.injectivity()
+        assert proof is not None and isinstance(self.layout, Strided)
+        return CheckedInjectiveStrided.from_plan(self.layout.plan, proof)
+
+    # -- arrays --------------------------------------------------------------------
+    def array(self) -> np.ndarray[Any, Any]:
+        """The writable numpy array over exactly this layout (built once, cached)."""
+        arr = self._array
+        if arr is None:
+            item = self.dtype.itemsize
+            arr = np.ndarray(
+                self.shape,
+                dtype=self.dtype.numpy,
+                buffer=self.buffer,  # type: ignore[call-overload]
+                offset=self.start + self.offset * item if self.size else self.start,
+                strides=tuple(s * item for s in self.strides),
+            )
+            self._array = arr
+        return arr
+
+    def readonly(self) -> np.ndarray[Any, Any]:
+        """A read-only numpy array over this layout (built once, cached)."""
+        ro = self._readonly
+        if ro is None:
+            ro = self.array().view()
+            ro.flags.writeable = False
+            self._readonly = ro
+        return ro
+
+    def flat(self, writable: bool) -> np.ndarray[Any, Any]:
+        """The 1-D array over the contiguous element range (only for ``Contiguous``)."""
+        assert isinstance(self.layout, Contiguous)
+        r = self.layout.element_range
+        item = self.dtype.itemsize
+        arr: np.ndarray[Any, Any] = np.ndarray(
+            (len(r),),
+            dtype=self.dtype.numpy,
+            buffer=self.buffer,  # type: ignore[call-overload]
+            offset=self.start + r.start * item if len(r) else self.start,
+        )
+        if not writable:
+            arr.flags.writeable = False
+        return arr
+
+    def __repr__(self) -> str:
+        return (
+            f"CheckedDescriptor({self.dtype.name}, shape={self.shape}, strides={self.strides}, "
+            f"offset={self.offset}, layout={type(self.layout).__name__})"
+        )
+
+
+def _new(
+    dt: DType,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    offset: int,
+    size: int,
+    lo: int,
+    hi: int,
+    start: int,
+    stop: int,
+    buffer: np.ndarray[Any, Any],
+    layout: CheckedLayout | None = None,
+) -> CheckedDescriptor:
+    d = CheckedDescriptor.__new__(CheckedDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = strides
+    d.offset = offset
+    d.size = size
+    d.lo = lo
+    d.hi = hi
+    d.start = start
+    d.stop = stop
+    d.buffer = buffer
+    d.layout = classify(shape, strides, offset, size) if layout is None else layout
+    d._array = None
+    d._readonly = None
+    d._injective = False
+    return d
+
+
+def build(
+    operation: str,
+    root: RootResource,
+    start: int,
+    stop: int,
+    dt: DType,
+    shape: object,
+    strides: object,
+    offset: object,
+    placement: str = "host",
+) -> CheckedDescriptor:
+    """Validate a full request against the span ``[start, stop)`` of ``root`` (the six checks).
+
+    Checks 1-5 run here; check 6 (write injectivity) runs on first write request
+    and is retained.  Counts one validation on the root's provider.
+    """
+    span = root.span(start, stop)
+    shape_t, strides_t, off, size, lo, hi = check_arithmetic(
+        operation, shape, strides, offset, dtype=dt.name, span=span
+    )
+
+    def fail(reason: str) -> LayoutError:
+        return LayoutError(
+            operation, reason, shape=shape_t, strides=strides_t, offset=off, dtype=dt.name, span=span
+        )
+
+    root.provider.counters.validations += 1
+    nbytes = stop - start
+    item = dt.itemsize
+    # Check 3: the span holds a whole number of elements of this dtype.
+    if nbytes % item:
+        raise fail(f"span of {nbytes} bytes is not a multiple of the {dt.name} size {item}")
+    # Check 4: alignment of the span start for this dtype.
+    if start % dt.alignment:
+        raise fail(f"span start byte {start} is not aligned to {dt.alignment} bytes for {dt.name}")
+    # Check 2: bounds inside the exact span.
+    n_elems = nbytes // item
+    if size == 0:
+        if not 0 <= off <= n_elems:
+            raise fail(f"offset {off} lies outside the span's {n_elems} elements")
+    elif lo < 0 or hi >= n_elems:
+        raise fail(
+            f"layout reaches elements [{lo}, {hi}] but the span holds only {n_elems} "
+            f"{dt.name} elements"
+        )
+    # Check 5: storage and provider compatibility.
+    if placement != root.provider.placement:
+        raise fail(f"placement {placement!r} does not match provider {root.provider.placement!r}")
+    return _new(dt, shape_t, strides_t, off, size, lo, hi, start, stop, root.allocation)
+
+
+def fresh(dt: DType, array: np.ndarray[Any, Any], root: RootResource) -> CheckedDescriptor:
+    """The descriptor of a fresh C-contiguous array that is the whole root (trivially valid).
+
+    The caller hands in a *view* of the root's buffer; it becomes the cached array.
+    """
+    root.provider.counters.validations += 1
+    shape = array.shape
+    size = array.size
+    d = CheckedDescriptor.__new__(CheckedDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = c_strides(shape)
+    d.offset = 0
+    d.size = size
+    d.lo = 0
+    d.hi = size - 1
+    d.start = 0
+    d.stop = root.capacity_bytes
+    d.buffer = root.allocation
+    d.layout = whole(size)
+    d._array = array
+    d._readonly = None
+    d._injective = _PROOF_FRESH
+    return d
+
+
+# -- derivations (only the new arithmetic is checked) ---------------------------------
+
+
+def transpose(parent: CheckedDescriptor, axes: tuple[int, ...]) -> CheckedDescriptor:
+    """Permute axes; ``axes`` is already a checked permutation."""
+    shape = tuple(parent.shape[a] for a in axes)
+    strides = tuple(parent.strides[a] for a in axes)
+    d = _new(
+        parent.dtype, shape, strides, parent.offset, parent.size, parent.lo, parent.hi,
+        parent.start, parent.stop, parent.buffer,
+    )
+    if parent._array is not None:
+        d._array = parent._array.transpose(axes)
+    return d
+
+
+def check_axes(operation: str, axes: tuple[object, ...], ndim: int) -> tuple[int, ...]:
+    """Normalize a transpose permutation (default: reverse)."""
+    if not axes:
+        return tuple(range(ndim - 1, -1, -1))
+    if len(axes) == 1 and isinstance(axes[0], tuple | list):
+        axes = tuple(axes[0])
+    norm: list[int] = []
+    for a in axes:
+        if not isinstance(a, int) or isinstance(a, bool) or not -ndim <= a < ndim:
+            raise LayoutError(operation, f"axis {a!r} is out of range for rank {ndim}")
+        norm.append(a % ndim)
+    if sorted(norm) != list(range(ndim)):
+        raise LayoutError(operation, f"axes {tuple(axes)!r} are not a permutation of {ndim} axes")
+    return tuple(norm)
+
+
+def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDescriptor:
+    """Basic indexing: ints drop an axis, slices keep it, ``...`` and ``None`` as in numpy."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise IndexError(f"{operation}: an index can only have a single ellipsis ('...')")
+    consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+    ndim = len(parent.shape)
+    if consumed > ndim:
+        raise IndexError(
+            f"{operation}: too many indices: the view has {ndim} axes but {consumed} were indexed"
+        )
+    if n_ell:
+        i = next(j for j, k in enumerate(key) if k is Ellipsis)
+        key = key[:i] + (slice(None),) * (ndim - consumed) + key[i + 1 :]
+    else:
+        key = key + (slice(None),) * (ndim - consumed)
+    shape: list[int] = []
+    strides: list[int] = []
+    offset = parent.offset
+    empty = False
+    axis = 0
+    for k in key:
+        if k is None:
+            shape.append(1)
+            strides.append(0)
+            continue
+        n = parent.shape[axis]
+        s = parent.strides[axis]
+        axis += 1
+        if isinstance(k, slice):
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                offset += start * s
+            else:
+                empty = True
+            shape.append(length)
+            strides.append(s * step)
+        elif isinstance(k, int | np.integer) and not isinstance(k, bool):
+            i = int(k)
+            if not -n <= i < n:
+                raise IndexError(
+                    f"{operation}: index {i} is out of bounds for axis {axis - 1} with size {n}"
+                )
+            offset += (i % n) * s
+        else:
+            raise TypeError(
+                f"{operation}: only basic indices (ints, slices, ..., None) make views; got "
+                f"{type(k).__name__}. Integer-array indexing creates new values: use the AD "
+                "ops or to_numpy()"
+            )
+    shape_t, strides_t = tuple(shape), tuple(strides)
+    size = 1
+    for n in shape_t:
+        size *= n
+    if empty or size == 0:
+        offset = parent.offset if parent.size else parent.offset
+        return _new(
+            parent.dtype, shape_t, strides_t, offset, 0, offset, offset - 1,
+            parent.start, parent.stop, parent.buffer,
+        )
+    lo = hi = offset
+    for n, s in zip(shape_t, strides_t, strict=True):
+        r = s * (n - 1)
+        if r < 0:
+            lo += r
+        else:
+            hi += r
+    # A basic index of a checked layout stays inside the parent's envelope.
+    assert parent.lo <= lo and hi <= parent.hi, (lo, hi, parent.lo, parent.hi)
+    return _new(
+        parent.dtype, shape_t, strides_t, offset, size, lo, hi, parent.start, parent.stop,
+        parent.buffer,
+    )
+
+
+def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -> CheckedDescriptor:
+    """Reshape a ``Contiguous`` descriptor (metadata only); anything else is refused."""
+    size = 1
+    for n in shape:
+        if not isinstance(n, int) or n < 0:
+            raise LayoutError(operation, f"bad extent {n!r} in shape {shape!r}")
+        size *= n
+    if size != parent.size:
+        raise LayoutError(
+            operation,
+            f"cannot reshape {parent.size} elements into shape {shape!r}",
+            shape=shape,
+        )
+    if not isinstance(parent.layout, Contiguous):
+        raise LayoutError(
+            operation,
+            "only a row-major contiguous layout can be reshaped without a copy; this layout "
+            "is strided (duplicate() first for a contiguous owner)",
+            shape=shape,
+            strides=parent.strides,
+            offset=parent.offset,
+        )
+    d = _new(
+        parent.dtype, shape, c_strides(shape), parent.offset, size, parent.lo, parent.hi,
+        parent.start, parent.stop, parent.buffer, Contiguous(parent.layout.element_range),
+    )
+    if parent._array is not None:
+        d._array = parent._array.reshape(shape)
+    return d
+
+
+__all__ = [
+    "CheckedDescriptor",
+    "CheckedInjectiveStrided",
+    "CheckedStrided",
+    "build",
+    "fresh",
+    "index",
+    "reshape",
+    "transpose",
+]

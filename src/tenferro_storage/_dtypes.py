@@ -1,0 +1,125 @@
+"""The supported scalar types, their sizes and alignment, and the sealed reinterpretation pairs."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+from .errors import DTypeError
+
+
+class DType:
+    """One supported scalar type (immutable; compare with ``==`` or by ``name``).
+
+    ``itemsize`` and ``alignment`` are in bytes.  ``partner`` is the sealed
+    reinterpretation partner (complex64<->float32, complex128<->float64) or ``None``.
+    """
+
+    __slots__ = ("alignment", "itemsize", "kind", "name", "numpy")
+
+    name: str
+    numpy: np.dtype[Any]
+    itemsize: int
+    alignment: int
+    kind: str
+
+    def __init__(self, name: str) -> None:
+        nd = np.dtype(name)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "numpy", nd)
+        object.__setattr__(self, "itemsize", nd.itemsize)
+        object.__setattr__(self, "alignment", nd.alignment)
+        object.__setattr__(self, "kind", nd.kind)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DType is immutable (tried to set {name!r})")
+
+    @property
+    def partner(self) -> DType | None:
+        """The sealed complex<->real reinterpretation partner, or ``None``."""
+        other = _PARTNERS.get(self.name)
+        return None if other is None else _BY_NAME[other]
+
+    @property
+    def is_complex(self) -> bool:
+        return self.kind == "c"
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind in "fc"
+
+    def __repr__(self) -> str:
+        return f"dtype({self.name!r})"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DType):
+            return self is other
+        if isinstance(other, str):
+            return other == self.name
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dtype, (self.name,))
+
+
+SUPPORTED: Final = ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128")
+_BY_NAME: Final[dict[str, DType]] = {name: DType(name) for name in SUPPORTED}
+_BY_NUMPY: Final[dict[np.dtype[Any], DType]] = {d.numpy: d for d in _BY_NAME.values()}
+_PARTNERS: Final = {
+    "complex64": "float32",
+    "float32": "complex64",
+    "complex128": "float64",
+    "float64": "complex128",
+}
+
+bool_ = _BY_NAME["bool"]
+int32 = _BY_NAME["int32"]
+int64 = _BY_NAME["int64"]
+float32 = _BY_NAME["float32"]
+float64 = _BY_NAME["float64"]
+complex64 = _BY_NAME["complex64"]
+complex128 = _BY_NAME["complex128"]
+
+
+def dtype(spec: object) -> DType:
+    """Resolve a dtype name (``"float64"``), a :class:`DType`, or a numpy dtype/type. O(1).
+
+    Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype.
+    """
+    if isinstance(spec, DType):
+        return spec
+    if isinstance(spec, str):
+        found = _BY_NAME.get(spec)
+        if found is not None:
+            return found
+        if spec == "bool_":
+            return bool_
+    else:
+        try:
+            nd = np.dtype(spec)  # type: ignore[call-overload]
+        except TypeError:
+            nd = None
+        if nd is not None:
+            found = _BY_NUMPY.get(nd)
+            if found is not None:
+                return found
+    raise DTypeError(
+        f"dtype: unknown or unsupported dtype {spec!r}; supported: {', '.join(SUPPORTED)}"
+    )
+
+
+def from_numpy_dtype(nd: np.dtype[Any], operation: str) -> DType:
+    """The :class:`DType` of a numpy dtype, or a ``DTypeError`` naming ``operation``."""
+    found = _BY_NUMPY.get(nd)
+    if found is None:
+        raise DTypeError(
+            f"{operation}: numpy dtype {nd} is not supported; supported: {', '.join(SUPPORTED)}"
+        )
+    return found

@@ -1,0 +1,268 @@
+"""Shape/stride/offset arithmetic, checked layouts, strided plans and the write-injectivity proof.
+
+Everything here is pure arithmetic on Python ints (strides and offsets in elements);
+nothing touches memory.  A layout is checked once when a descriptor is built and
+the result is retained; derived views check only their new arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final, TypeAlias
+
+import numpy as np
+
+from .errors import LayoutError
+
+INTP_MAX: Final = int(np.iinfo(np.intp).max)
+
+
+class WriteInjectivityProof:
+    """Proof token: no two in-bounds coordinates of a layout share an element address.
+
+    Computed at most once per descriptor and retained; it can only be obtained from
+    :func:`prove_injective`.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "WriteInjectivityProof()"
+
+
+_PROOF: Final = WriteInjectivityProof()
+
+
+class CheckedStrided:
+    """A validated strided traversal plan: start offset, extents, strides, count.
+
+    ``carry`` holds, per axis, how far to step back when that axis wraps, so the
+    cursor advances incrementally and never decodes a flat index.
+    """
+
+    __slots__ = ("carry", "count", "shape", "start", "strides")
+
+    start: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    count: int
+    carry: tuple[int, ...]
+
+    def __init__(self, start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        self.start = start
+        self.shape = shape
+        self.strides = strides
+        count = 1
+        for n in shape:
+            count *= n
+        self.count = count
+        self.carry = tuple(s * (n - 1) for s, n in zip(strides, shape, strict=True))
+
+    def offsets(self) -> Iterator[int]:
+        """Element offsets in row-major logical order (an incremental carry cursor).
+
+        Per element: one yield, one add and, on wrap, one subtract per wrapped axis.
+        """
+        remaining = self.count
+        if remaining == 0:
+            return
+        shape, strides, carry = self.shape, self.strides, self.carry
+        rank = len(shape)
+        coord = [0] * rank
+        off = self.start
+        last = rank - 1
+        while True:
+            yield off
+            remaining -= 1
+            if remaining == 0:
+                return
+            axis = last
+            while coord[axis] == shape[axis] - 1:
+                coord[axis] = 0
+                off -= carry[axis]
+                axis -= 1
+            coord[axis] += 1
+            off += strides[axis]
+
+    def __repr__(self) -> str:
+        return f"CheckedStrided(start={self.start}, shape={self.shape}, strides={self.strides})"
+
+
+class CheckedInjectiveStrided(CheckedStrided):
+    """A :class:`CheckedStrided` plan that also carries the write-injectivity proof."""
+
+    __slots__ = ("proof",)
+
+    proof: WriteInjectivityProof
+
+    @classmethod
+    def from_plan(cls, plan: CheckedStrided, proof: WriteInjectivityProof) -> CheckedInjectiveStrided:
+        out = cls(plan.start, plan.shape, plan.strides)
+        out.proof = proof
+        return out
+
+
+class Contiguous:
+    """Row-major contiguous in logical order over ``element_range`` of the span."""
+
+    __slots__ = ("element_range",)
+
+    def __init__(self, element_range: range) -> None:
+        self.element_range = element_range
+
+    def __repr__(self) -> str:
+        r = self.element_range
+        return f"Contiguous(element_range=range({r.start}, {r.stop}))"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Contiguous) and other.element_range == self.element_range
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Strided:
+    """Anything not row-major contiguous (e.g. a transposed or stepped view)."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, plan: CheckedStrided) -> None:
+        self.plan = plan
+
+    def __repr__(self) -> str:
+        return f"Strided({self.plan!r})"
+
+
+CheckedLayout: TypeAlias = Contiguous | Strided
+
+
+def c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides in elements (memoized: shapes repeat on the per-op path)."""
+    hit = _C_STRIDES.get(shape)
+    if hit is None:
+        out = []
+        acc = 1
+        for n in reversed(shape):
+            out.append(acc)
+            acc *= n
+        hit = tuple(reversed(out))
+        if len(_C_STRIDES) > 4096:
+            _C_STRIDES.clear()
+        _C_STRIDES[shape] = hit
+    return hit
+
+
+_C_STRIDES: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def whole(size: int) -> Contiguous:
+    """The shared immutable ``Contiguous`` layout over elements ``[0, size)`` (memoized)."""
+    hit = _WHOLE.get(size)
+    if hit is None:
+        if len(_WHOLE) > 4096:
+            _WHOLE.clear()
+        hit = _WHOLE[size] = Contiguous(range(0, size))
+    return hit
+
+
+_WHOLE: dict[int, Contiguous] = {}
+
+
+def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n == 0:
+            return True
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def classify(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, size: int) -> CheckedLayout:
+    """Pick the layout variant once (the variant is the state; no booleans)."""
+    if is_c_contiguous(shape, strides):
+        return Contiguous(range(offset, offset + size))
+    return Strided(CheckedStrided(offset, shape, strides))
+
+
+def prove_injective(shape: tuple[int, ...], strides: tuple[int, ...]) -> WriteInjectivityProof | None:
+    """Return the proof if distinct coordinates always reach distinct elements, else ``None``.
+
+    Sufficient test: sorting the axes of extent > 1 by ``|stride|``, each stride must
+    exceed the farthest reach of all smaller axes.  Empty layouts are injective.
+    Conservative: a layout it cannot prove is treated as non-injective.
+    """
+    if 0 in shape:
+        return _PROOF
+    reach = 0
+    for s, n in sorted((abs(s), n) for s, n in zip(strides, shape, strict=True) if n > 1):
+        if s <= reach:
+            return None
+        reach += s * (n - 1)
+    return _PROOF
+
+
+def check_arithmetic(
+    operation: str,
+    shape: object,
+    strides: object,
+    offset: object,
+    *,
+    dtype: str,
+    span: str,
+) -> tuple[tuple[int, ...], tuple[int, ...], int, int, int, int]:
+    """Check 1 of 6: the shape/stride/offset arithmetic.
+
+    Returns ``(shape, strides, offset, size, lo, hi)`` where ``lo``/``hi`` are the
+    lowest and highest reachable element offsets (``hi < lo`` for empty layouts).
+    """
+
+    def fail(reason: str) -> LayoutError:
+        return LayoutError(
+            operation,
+            reason,
+            shape=shape if isinstance(shape, tuple) else None,  # type: ignore[arg-type]
+            strides=strides if isinstance(strides, tuple) else None,  # type: ignore[arg-type]
+            offset=offset if isinstance(offset, int) else None,
+            dtype=dtype,
+            span=span,
+        )
+
+    if not isinstance(shape, tuple) or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in shape
+    ):
+        raise fail(f"shape must be a tuple of ints, got {shape!r}")
+    if not isinstance(strides, tuple) or not all(
+        isinstance(s, int) and not isinstance(s, bool) for s in strides
+    ):
+        raise fail(f"strides must be a tuple of ints (in elements), got {strides!r}")
+    if not isinstance(offset, int) or isinstance(offset, bool):
+        raise fail(f"offset must be an int (in elements), got {offset!r}")
+    if len(shape) != len(strides):
+        raise fail(f"shape has {len(shape)} axes but strides has {len(strides)}")
+    if len(shape) > 32:
+        raise fail(f"rank {len(shape)} exceeds the supported maximum of 32")
+    if any(n < 0 for n in shape):
+        raise fail("negative extent in shape")
+    size = 1
+    for n in shape:
+        size *= n
+    if size > INTP_MAX:
+        raise fail("element count overflows the platform index range")
+    lo = hi = offset
+    for n, s in zip(shape, strides, strict=True):
+        if n == 0:
+            continue
+        reach = s * (n - 1)
+        if abs(reach) > INTP_MAX:
+            raise fail("stride arithmetic overflows the platform index range")
+        if reach < 0:
+            lo += reach
+        else:
+            hi += reach
+    if size == 0:
+        return shape, strides, offset, 0, offset, offset - 1
+    if abs(lo) > INTP_MAX or abs(hi) > INTP_MAX:
+        raise fail("offset arithmetic overflows the platform index range")
+    return shape, strides, offset, size, lo, hi

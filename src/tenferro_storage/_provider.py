@@ -1,0 +1,80 @@
+"""Providers: who allocates, maps and synchronizes the bytes behind a root.
+
+The host provider is numpy memory, synchronous.  Its counters let tests prove that
+validation, provider resolution, mapping, synchronization and dispatch happen a
+fixed number of times per operation, independent of element count.  Fault
+injection lets tests drive every failure path without monkeypatching.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import attrs
+
+
+@attrs.define
+class ProviderCounters:
+    """Work counters of one provider (plain integers; reset with :meth:`reset`)."""
+
+    validations: int = 0
+    resolutions: int = 0
+    maps: int = 0
+    syncs: int = 0
+    dispatches: int = 0
+    allocations: int = 0
+    releases: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """A copy of the counters as a dict."""
+        return attrs.asdict(self)
+
+    def reset(self) -> None:
+        """Set every counter to zero."""
+        for field in attrs.fields(ProviderCounters):
+            setattr(self, field.name, 0)
+
+
+class FaultInjected(RuntimeError):
+    """The provider failure raised by :meth:`HostProvider.fail_next` (tests only)."""
+
+
+class HostProvider:
+    """Synchronous numpy host memory.
+
+    ``placement`` is ``"host"``; ``counters`` are the work counters; the set of live
+    allocation ids lets tests prove every root is released exactly once.
+    """
+
+    placement: Final = "host"
+
+    def __init__(self, name: str = "host") -> None:
+        self.name = name
+        self.counters = ProviderCounters()
+        self._faults: dict[str, int] = {}
+
+    # -- fault injection (tests) -----------------------------------------------------
+    def fail_next(self, operation: str, times: int = 1) -> None:
+        """Make the next ``times`` calls of provider ``operation`` (``"map"``) fail."""
+        self._faults[operation] = self._faults.get(operation, 0) + times
+
+    def _maybe_fail(self, operation: str) -> None:
+        n = self._faults.get(operation)
+        if n:
+            self._faults[operation] = n - 1
+            raise FaultInjected(f"injected {self.name} provider fault in {operation}")
+
+    # -- access-time work ------------------------------------------------------------
+    def map_host(self) -> None:
+        """Resolve, map and synchronize for host access (O(1); may be fault-injected)."""
+        c = self.counters
+        c.resolutions += 1
+        self._maybe_fail("map")
+        c.maps += 1
+        c.syncs += 1
+
+    def __repr__(self) -> str:
+        return f"HostProvider({self.name!r})"
+
+
+HOST: Final = HostProvider()

@@ -1,0 +1,321 @@
+"""Roots and claims: the one module that creates physical roots.
+
+A :class:`RootResource` is one physical allocation.  Claims (:class:`OwnedSpanClaim`)
+own a byte range of a root and keep it alive through a plain reference; the root is
+released by its provider exactly once, when the last claim or record that refers to
+it is gone (CPython reference counting runs ``__del__`` once).  Safe code may narrow
+or split a claim but never widen it.  ``allocate`` and ``adopt`` below are the
+audited import boundary: nothing else in the package constructs a root.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ._ledger import LEDGER, AllocationReason
+from ._linear import Borrow, Lender, NoCopy
+from ._provider import HOST, HostProvider
+from .errors import LayoutError
+
+
+@attrs.frozen
+class AllocationDiagnostics:
+    """Observation-only facts about an allocation (never an authority)."""
+
+    allocation_id: int
+    reason: AllocationReason
+    operation: str
+    capacity_bytes: int
+
+
+class RootResource(NoCopy):
+    """One physical allocation: provider, provider allocation, capacity, diagnostics.
+
+    Held by plain references from claims and descriptor records; released by its
+    provider exactly once when the last reference goes.  Holding a reference grants
+    neither ownership nor write authority.
+    """
+
+    __slots__ = ("_operation", "allocation", "alloc_id", "capacity_bytes", "provider", "reason")
+
+    provider: HostProvider
+    allocation: np.ndarray[Any, Any]
+    capacity_bytes: int
+    alloc_id: int
+    reason: AllocationReason
+    _operation: str
+
+    @property
+    def diagnostics(self) -> AllocationDiagnostics:
+        """Allocation id, reason, creating operation and capacity (for messages and tests)."""
+        return AllocationDiagnostics(self.alloc_id, self.reason, self._operation, self.capacity_bytes)
+
+    def span(self, start: int, stop: int) -> str:
+        """A printable span identity such as ``alloc#12[0:96)``."""
+        return f"alloc#{self.alloc_id}[{start}:{stop})"
+
+    def __del__(self) -> None:
+        # Every root is built by _new_root, so every field is set.
+        LEDGER.release(self.reason, self.capacity_bytes, self.alloc_id)
+        self.provider.counters.releases += 1
+
+    def __repr__(self) -> str:
+        return f"RootResource(alloc#{self.alloc_id}, {self.capacity_bytes} bytes, {self.reason.name})"
+
+
+def _new_root(
+    provider: HostProvider, buffer: np.ndarray[Any, Any], reason: AllocationReason, operation: str
+) -> RootResource:
+    root = RootResource.__new__(RootResource)
+    nbytes = buffer.nbytes
+    root.provider = provider
+    root.allocation = buffer
+    root.capacity_bytes = nbytes
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    provider.counters.allocations += 1
+    return root
+
+
+def allocate(nbytes: int, reason: AllocationReason, operation: str) -> OwnedStorage:
+    """Allocate ``nbytes`` of uninitialized host memory; return the full-range claim.
+
+    Records one allocation event with ``reason``.
+    """
+    root = _new_root(HOST, np.empty(nbytes, dtype=np.uint8), reason, operation)
+    return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
+
+
+def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str) -> OwnedStorage:
+    """Adopt a *fresh* numpy array that owns its memory as a new root.
+
+    The caller guarantees that nothing else refers to ``array``; ``array.base is None``
+    and C-contiguity are checked (a view of another root always has a base, so a
+    kernel that returned one of its inputs is refused rather than aliased).
+    """
+    if array.base is not None or not array.flags.c_contiguous:  # one flags read
+        raise LayoutError(
+            operation,
+            "a kernel output must be a fresh C-contiguous array that owns its memory "
+            "(got a view or a non-contiguous array); adopting it would alias another owner",
+            shape=tuple(array.shape),
+            dtype=str(array.dtype),
+        )
+    root = _new_root(HOST, array, reason, operation)
+    return OwnedStorage._make(root, 0, root.capacity_bytes)  # type: ignore[return-value]
+
+
+class OwnedSpanClaim(Lender):
+    """Unique ownership of ``byte_range`` of one root.  Move-only; never widened.
+
+    ``split(at)`` consumes the claim into two checked disjoint children.
+    """
+
+    __slots__ = ("_root", "start", "stop")
+
+    _root: RootResource | None
+    start: int
+    stop: int
+
+    @classmethod
+    def _make(cls, root: RootResource, start: int, stop: int) -> OwnedSpanClaim:
+        claim = cls.__new__(cls)
+        claim._init_lender()
+        claim._root = root
+        claim.start = start
+        claim.stop = stop
+        return claim
+
+    @property
+    def byte_range(self) -> range:
+        """The owned bytes of the root, ``range(start, stop)``."""
+        self._live("byte_range")
+        return range(self.start, self.stop)
+
+    @property
+    def nbytes(self) -> int:
+        return self.stop - self.start
+
+    @property
+    def root(self) -> RootResource:
+        """The root this claim keeps alive (a reference: no ownership, no write authority)."""
+        self._live("root")
+        assert self._root is not None
+        return self._root
+
+    @property
+    def span(self) -> str:
+        """The span identity, e.g. ``alloc#4[0:64)``."""
+        return self.root.span(self.start, self.stop)
+
+    def split(self, at: int) -> tuple[OwnedSpanClaim, OwnedSpanClaim]:
+        """Consume this claim into ``[start, start+at)`` and ``[start+at, stop)``. O(1).
+
+        ``at`` is a byte count relative to the claim's start, ``0 <= at <= nbytes``.
+        A bad ``at`` raises ``LayoutError`` and leaves the claim unchanged.
+        """
+        self._live("OwnedSpanClaim.split")
+        if not (isinstance(at, int) and 0 <= at <= self.stop - self.start):
+            raise LayoutError(
+                "OwnedSpanClaim.split",
+                f"split point {at!r} is outside the claim's {self.stop - self.start} bytes",
+                span=self.span,
+            )
+        root = self.root
+        self._consume("OwnedSpanClaim.split")
+        self._root = None
+        mid = self.start + at
+        return (
+            OwnedSpanClaim._make(root, self.start, mid),
+            OwnedSpanClaim._make(root, mid, self.stop),
+        )
+
+    def narrow(self, start: int, stop: int) -> OwnedSpanClaim:
+        """Consume this claim into the sub-range ``[start, stop)`` (relative bytes). O(1)."""
+        self._live("OwnedSpanClaim.narrow")
+        n = self.stop - self.start
+        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= n):
+            raise LayoutError(
+                "OwnedSpanClaim.narrow",
+                f"range [{start!r}:{stop!r}) is not inside the claim's {n} bytes (claims "
+                "never widen)",
+                span=self.span,
+            )
+        root = self.root
+        self._consume("OwnedSpanClaim.narrow")
+        self._root = None
+        return OwnedSpanClaim._make(root, self.start + start, self.start + stop)
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"OwnedSpanClaim(<consumed by {self._moved_by}>)"
+        return f"OwnedSpanClaim({self.span})"
+
+
+class OwnedStorage(OwnedSpanClaim):
+    """The owner of one claim: what a tensor or group entry holds.  Move-only.
+
+    An ``OwnedStorage`` *is* its claim, owned as storage (one object on the per-op
+    path instead of two): ``claim`` returns itself, ``into_claim()`` consumes it into
+    a plain :class:`OwnedSpanClaim`.  ``as_ref()``/``as_mut()`` borrow it
+    shared/exclusively (O(1), no reference to the root is taken).
+    """
+
+    __slots__ = ()
+
+    def __init__(self, claim: OwnedSpanClaim) -> None:
+        """Consume ``claim`` and own its bytes. O(1)."""
+        root = claim.root
+        claim._consume("OwnedStorage")
+        claim._root = None
+        self._init_lender()
+        self._root = root
+        self.start = claim.start
+        self.stop = claim.stop
+
+    @classmethod
+    def _wrap(cls, claim: OwnedSpanClaim) -> OwnedStorage:
+        """Own a claim nobody else can reach (fresh from ``allocate``/``adopt``/``split``)."""
+        if type(claim) is OwnedStorage:
+            return claim
+        storage = cls.__new__(cls)
+        storage._init_lender()
+        storage._root = claim._root
+        storage.start = claim.start
+        storage.stop = claim.stop
+        return storage
+
+    @property
+    def claim(self) -> OwnedSpanClaim:
+        """This storage's claim (itself). O(1)."""
+        self._live("OwnedStorage.claim")
+        return self
+
+    def as_ref(self) -> StorageRef:
+        """A shared borrow of the owned bytes (O(1))."""
+        ref = StorageRef.__new__(StorageRef)
+        self._borrow_shared("OwnedStorage.as_ref", "StorageRef")
+        ref._lender = self
+        ref._exclusive_borrow = False
+        ref._ended = None
+        return ref
+
+    def as_mut(self) -> StorageMut:
+        """An exclusive borrow of the owned bytes (O(1)): the write capability."""
+        ref = StorageMut.__new__(StorageMut)
+        self._borrow_exclusive("OwnedStorage.as_mut", "StorageMut")
+        ref._lender = self
+        ref._exclusive_borrow = True
+        ref._ended = None
+        return ref
+
+    def split(self, at: int) -> tuple[OwnedStorage, OwnedStorage]:  # type: ignore[override]
+        """Consume into two owners of disjoint sub-ranges ``[0, at)`` and ``[at, nbytes)``."""
+        a, b = OwnedSpanClaim.split(self, at)
+        return OwnedStorage._wrap(a), OwnedStorage._wrap(b)
+
+    def narrow(self, start: int, stop: int) -> OwnedStorage:
+        """Consume into the owner of the sub-range ``[start, stop)`` (never wider)."""
+        return OwnedStorage._wrap(OwnedSpanClaim.narrow(self, start, stop))
+
+    def into_claim(self) -> OwnedSpanClaim:
+        """Consume the storage and return its claim. O(1)."""
+        root = self.root
+        self._consume("OwnedStorage.into_claim")
+        self._root = None
+        return OwnedSpanClaim._make(root, self.start, self.stop)
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"OwnedStorage(<consumed by {self._moved_by}>)"
+        return f"OwnedStorage({self.span})"
+
+
+class _StorageBorrow(Borrow):
+    __slots__ = ("_ended", "_exclusive_borrow", "_lender")
+
+    _lender: OwnedStorage | None  # type: ignore[assignment]
+
+    def _storage(self, operation: str) -> OwnedStorage:
+        lender = self._lender
+        if lender is None:
+            self._dead(operation)
+        return lender
+
+    @property
+    def byte_range(self) -> range:
+        """The borrowed bytes of the root."""
+        c = self._storage("byte_range").claim
+        return range(c.start, c.stop)
+
+    @property
+    def span(self) -> str:
+        return self._storage("span").span
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class StorageRef(_StorageBorrow):
+    """A shared borrow of an :class:`OwnedStorage` (read capability)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> StorageRef:
+        return self
+
+
+class StorageMut(_StorageBorrow):
+    """An exclusive borrow of an :class:`OwnedStorage` (the write capability)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> StorageMut:
+        return self

@@ -1,0 +1,671 @@
+"""The tensor triad: :class:`Tensor` (owner), :class:`TensorView`, :class:`TensorViewMut`.
+
+Method homes (the API-parity contract, pinned by ``tests/storage/test_api_parity.py``):
+
+* read-only behaviour is implemented once, on :class:`TensorView`; the owner and the
+  mutable view delegate through ``as_view()`` (metadata reads go straight to the
+  shared descriptor, which is what ``as_view()`` would return);
+* mutation is implemented once, on :class:`TensorViewMut`; the owner delegates
+  through ``as_view_mut()``;
+* consuming operations exist only on the owner (and on groups).
+
+Strides and offsets are counted in elements everywhere.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Generic, NoReturn, TypeVar, overload
+
+import numpy as np
+
+from . import _descriptor as D
+from ._access import (
+    PreparedContiguousRead,
+    PreparedContiguousWrite,
+    PreparedStridedRead,
+    PreparedStridedWrite,
+)
+from ._descriptor import CheckedDescriptor
+from ._dtypes import DType, dtype as resolve_dtype, from_numpy_dtype
+from ._layout import CheckedLayout, Contiguous, c_strides
+from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._linear import Borrow, Lender
+from ._rank import DynRank
+from ._root import OwnedStorage, adopt
+from .errors import AccessError, BorrowError, LayoutError
+
+DT = TypeVar("DT")
+R = TypeVar("R")
+
+# The canonical method lists (one source of truth for the API-parity contract).
+READ_ONLY_API: Final = (
+    "shape",
+    "strides",
+    "offset",
+    "dtype",
+    "ndim",
+    "size",
+    "nbytes",
+    "layout",
+    "span",
+    "as_view",
+    "to_numpy",
+    "duplicate",
+    "item",
+    "prepare_host",
+)
+# Derivations: read-only on the view and the owner; exclusive reborrows on the mutable view.
+DERIVING_API: Final = ("__getitem__", "transpose", "T", "reshape")
+MUTATION_API: Final = ("prepare_host_mut", "fill")
+CONSUMING_API: Final = ("into_storage", "into_real", "into_complex")
+
+_OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
+
+
+def _refuse_array(obj: object) -> NoReturn:
+    raise TypeError(
+        f"np.asarray({type(obj).__name__}): tenferro never copies implicitly. Call "
+        ".to_numpy() for a recorded TRANSFER copy, or prepare_host().as_array() to read the "
+        "values in place under a borrow"
+    )
+
+
+def _repr(kind: str, desc: CheckedDescriptor, span: str, extra: str = "") -> str:
+    head = f"{kind}({desc.dtype.name}, shape={desc.shape}"
+    if desc.size <= 16:
+        values = np.array2string(desc.readonly(), separator=", ", threshold=16)
+        head += f", values={values}"
+    return f"{head}, {span}{extra})"
+
+
+class TensorView(Borrow, Generic[DT, R]):
+    """A shared, read-only borrow of a tensor's values.
+
+    Any number of views may coexist; while one lives the owner cannot be mutated or
+    consumed.  Deriving a view (slicing, transposing) does not consume this one.
+    The borrow ends on :meth:`release`, on ``with`` exit, or when the view dies.
+    """
+
+    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_lender", "_storage")
+
+    _desc: CheckedDescriptor
+    _storage: OwnedStorage
+
+    @classmethod
+    def _make(cls, lender: Lender, storage: OwnedStorage, desc: CheckedDescriptor) -> Any:
+        """Wrap a shared borrow the caller has already taken on ``lender``."""
+        v = cls.__new__(cls)
+        v._lender = lender
+        v._exclusive_borrow = False
+        v._ended = None
+        v._storage = storage
+        v._desc = desc
+        return v
+
+    def _d(self, operation: str) -> CheckedDescriptor:
+        if self._lender is None:
+            self._dead(operation)
+        return self._desc
+
+    def _derive(self, desc: CheckedDescriptor, operation: str) -> Any:
+        lender = self._lender
+        if lender is None:
+            self._dead(operation)
+        lender._borrow_shared(operation, "TensorView")
+        return TensorView._make(lender, self._storage, desc)
+
+    # -- metadata ------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents per axis. O(1)."""
+        return self._d("shape").shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Strides per axis, in elements (not bytes). O(1)."""
+        return self._d("strides").strides
+
+    @property
+    def offset(self) -> int:
+        """Offset of element ``[0, ..., 0]`` from the span start, in elements. O(1)."""
+        return self._d("offset").offset
+
+    @property
+    def dtype(self) -> DType:
+        return self._d("dtype").dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._d("ndim").shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self._d("size").size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the logical elements (``size * itemsize``)."""
+        d = self._d("nbytes")
+        return d.size * d.dtype.itemsize
+
+    @property
+    def layout(self) -> CheckedLayout:
+        """The checked layout: ``Contiguous`` (row-major, logical order) or ``Strided``."""
+        return self._d("layout").layout
+
+    @property
+    def span(self) -> str:
+        """The resolved span identity, e.g. ``alloc#7[0:96)`` (never an address)."""
+        self._d("span")
+        return self._storage.span
+
+    def __len__(self) -> int:
+        shape = self._d("len").shape
+        if not shape:
+            raise TypeError("len() of a rank-0 view")
+        return shape[0]
+
+    # -- derivations -----------------------------------------------------------------
+    def as_view(self) -> TensorView[DT, R]:
+        """Another shared view of the same values (O(1), no allocation)."""
+        return self._derive(self._d("as_view"), "TensorView.as_view")  # type: ignore[no-any-return]
+
+    @overload
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...
+    @overload
+    def __getitem__(self, key: Any) -> TensorView[DT, DynRank]: ...
+    def __getitem__(self, key: Any) -> Any:
+        """Basic indexing as in numpy (ints drop an axis); a new checked view, no copy."""
+        desc = D.index(self._d("TensorView[...]"), key, "TensorView[...]")
+        return self._derive(desc, "TensorView[...]")
+
+    def transpose(self, *axes: int) -> TensorView[DT, R]:
+        """Permute axes (default: reverse). O(rank), no copy."""
+        d = self._d("TensorView.transpose")
+        desc = D.transpose(d, D.check_axes("TensorView.transpose", axes, len(d.shape)))
+        return self._derive(desc, "TensorView.transpose")  # type: ignore[no-any-return]
+
+    @property
+    def T(self) -> TensorView[DT, R]:
+        """The reversed-axes view (``transpose()``)."""
+        return self.transpose()
+
+    def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
+        """A reshaped view of a ``Contiguous`` layout (no copy); strided layouts are refused."""
+        d = self._d("TensorView.reshape")
+        desc = D.reshape(d, _shape_arg(shape), "TensorView.reshape")
+        return self._derive(desc, "TensorView.reshape")  # type: ignore[no-any-return]
+
+    # -- values ----------------------------------------------------------------------
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        """Copy the values out into a new numpy array (one ``TRANSFER`` copy event; no
+        allocation event since the array is outside the ledger). O(size)."""
+        d = self._d("to_numpy")
+        LEDGER.check_copy_allowed("to_numpy")
+        out = np.array(d.readonly(), copy=True, order="C")
+        LEDGER.copy(CopyReason.TRANSFER, out.nbytes, "to_numpy")
+        return out
+
+    def duplicate(self) -> Tensor[DT, R]:
+        """An explicit copy into a new owner: one ``EXPLICIT_DUPLICATE`` copy event and one
+        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation event. O(size)."""
+        d = self._d("duplicate")
+        LEDGER.check_copy_allowed("duplicate")
+        arr = np.array(d.readonly(), copy=True, order="C")
+        t: Tensor[DT, R] = Tensor._adopt(
+            arr, d.dtype, AllocationReason.EXPLICIT_DUPLICATE_DESTINATION, "duplicate"
+        )
+        LEDGER.copy(CopyReason.EXPLICIT_DUPLICATE, arr.nbytes, "duplicate")
+        return t
+
+    def item(self) -> Any:
+        """The single element as a Python scalar (a host read; no ledger event)."""
+        d = self._d("item")
+        if d.size != 1:
+            raise ValueError(f"item: the view has {d.size} elements, not 1 (shape {d.shape})")
+        return d.readonly().item()
+
+    def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
+        """Consume this view into prepared host read access. O(1) in element count.
+
+        Performs only access-time provider work (resolve, map, synchronize); the
+        layout proofs were retained at construction.  Returns
+        :class:`PreparedContiguousRead` or :class:`PreparedStridedRead` (the class is the
+        state).  On failure raises :class:`AccessError` whose ``.value`` is this view,
+        unchanged and still usable.
+        """
+        d = self._d("prepare_host")
+        try:
+            self._storage.claim.root.provider.map_host()
+        except Exception as exc:
+            raise AccessError(
+                f"prepare_host: provider could not map {self._storage.span} for reading: {exc}",
+                self,
+                exc,
+            ) from exc
+        lender = self._transfer("prepare_host")
+        cls = PreparedContiguousRead if isinstance(d.layout, Contiguous) else PreparedStridedRead
+        return cls._make(lender, d, False)  # type: ignore[no-any-return]
+
+    # -- protocol ----------------------------------------------------------------------
+    def __enter__(self) -> TensorView[DT, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse_array(self)
+
+    def __repr__(self) -> str:
+        if self._lender is None:
+            return f"TensorView(<{self._ended}>)"
+        return _repr("TensorView", self._desc, self._storage.span)
+
+
+class TensorViewMut(Lender, Borrow, Generic[DT, R]):
+    """An exclusive borrow of a tensor: the only way to write its values.
+
+    While it lives nothing else can read or write the owner.  It can itself lend:
+    ``as_view()`` is a shared reborrow (writes through this view wait until it ends)
+    and slicing/transposing make exclusive child reborrows.
+    """
+
+    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_lender", "_storage")
+
+    _desc: CheckedDescriptor
+    _storage: OwnedStorage
+
+    @classmethod
+    def _make(cls, lender: Lender, storage: OwnedStorage, desc: CheckedDescriptor) -> Any:
+        """Wrap an exclusive borrow the caller has already taken; ``desc`` must be injective."""
+        v = cls.__new__(cls)
+        v._init_lender()
+        v._lender = lender
+        v._exclusive_borrow = True
+        v._ended = None
+        v._storage = storage
+        v._desc = desc
+        return v
+
+    def _describe(self) -> str:
+        return "TensorViewMut"
+
+    def _d(self, operation: str) -> CheckedDescriptor:
+        if self._lender is None:
+            self._dead(operation)
+        return self._desc
+
+    def _writable(self, operation: str) -> CheckedDescriptor:
+        d = self._d(operation)
+        if self._exclusive is not None or self._shared:
+            raise BorrowError(
+                f"{operation}: requested write access through a TensorViewMut, but "
+                f"{self._blocker()}; release the reborrow first"
+            )
+        return d
+
+    def _reborrow_mut(self, desc: CheckedDescriptor, operation: str) -> Any:
+        self._d(operation)
+        self._borrow_exclusive(operation, "TensorViewMut")
+        return TensorViewMut._make(self, self._storage, desc)
+
+    # -- read-only behaviour delegates to TensorView -----------------------------------
+    def as_view(self) -> TensorView[DT, R]:
+        """A shared reborrow: writes through this view are refused until it ends. O(1)."""
+        d = self._d("TensorViewMut.as_view")
+        self._borrow_shared("TensorViewMut.as_view", "TensorView")
+        return TensorView._make(self, self._storage, d)  # type: ignore[no-any-return]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._d("shape").shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._d("strides").strides
+
+    @property
+    def offset(self) -> int:
+        return self._d("offset").offset
+
+    @property
+    def dtype(self) -> DType:
+        return self._d("dtype").dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._d("ndim").shape)
+
+    @property
+    def size(self) -> int:
+        return self._d("size").size
+
+    @property
+    def nbytes(self) -> int:
+        return self.as_view().nbytes
+
+    @property
+    def layout(self) -> CheckedLayout:
+        return self._d("layout").layout
+
+    @property
+    def span(self) -> str:
+        return self.as_view().span
+
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        return self.as_view().to_numpy()
+
+    def duplicate(self) -> Tensor[DT, R]:
+        return self.as_view().duplicate()
+
+    def item(self) -> Any:
+        return self.as_view().item()
+
+    def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
+        """Prepared read access through a shared reborrow (see ``TensorView.prepare_host``)."""
+        return self.as_view().prepare_host()
+
+    # -- mutation (implemented once, here) ---------------------------------------------
+    @overload
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorViewMut[DT, R]: ...
+    @overload
+    def __getitem__(self, key: Any) -> TensorViewMut[DT, DynRank]: ...
+    def __getitem__(self, key: Any) -> Any:
+        """Mutable basic indexing: an exclusive child reborrow (this view waits for it)."""
+        d = self._d("TensorViewMut[...]")
+        child = D.index(d, key, "TensorViewMut[...]")
+        child._injective = d._injective  # a sub-lattice of an injective layout stays injective
+        return self._reborrow_mut(child, "TensorViewMut[...]")
+
+    def transpose(self, *axes: int) -> TensorViewMut[DT, R]:
+        """A transposed exclusive child reborrow. O(rank)."""
+        d = self._d("TensorViewMut.transpose")
+        child = D.transpose(d, D.check_axes("TensorViewMut.transpose", axes, len(d.shape)))
+        child._injective = d._injective
+        return self._reborrow_mut(child, "TensorViewMut.transpose")  # type: ignore[no-any-return]
+
+    @property
+    def T(self) -> TensorViewMut[DT, R]:
+        return self.transpose()
+
+    def reshape(self, *shape: int | tuple[int, ...]) -> TensorViewMut[DT, DynRank]:
+        """A reshaped exclusive child reborrow of a ``Contiguous`` layout."""
+        d = self._d("TensorViewMut.reshape")
+        child = D.reshape(d, _shape_arg(shape), "TensorViewMut.reshape")
+        child._injective = d._injective
+        return self._reborrow_mut(child, "TensorViewMut.reshape")  # type: ignore[no-any-return]
+
+    def prepare_host_mut(self) -> PreparedContiguousWrite[DT, R] | PreparedStridedWrite[DT, R]:
+        """Consume this mutable view into prepared host write access. O(1) in element count.
+
+        On failure raises :class:`AccessError` whose ``.value`` is this view, unchanged.
+        """
+        d = self._writable("prepare_host_mut")
+        try:
+            self._storage.claim.root.provider.map_host()
+        except Exception as exc:
+            raise AccessError(
+                f"prepare_host_mut: provider could not map {self._storage.span} for writing: "
+                f"{exc}",
+                self,
+                exc,
+            ) from exc
+        lender = self._transfer("prepare_host_mut")
+        if isinstance(d.layout, Contiguous):
+            return PreparedContiguousWrite._make(lender, d, True)  # type: ignore[no-any-return]
+        p: PreparedStridedWrite[DT, R] = PreparedStridedWrite._make(lender, d, True)
+        p._plan = d.injective_plan()
+        return p
+
+    def fill(self, value: Any) -> None:
+        """Write ``value`` into every element (a kernel write: no ledger event). O(size)."""
+        d = self._writable("fill")
+        provider = self._storage.claim.root.provider
+        provider.map_host()
+        provider.counters.dispatches += 1
+        d.array()[...] = value
+
+    def __enter__(self) -> TensorViewMut[DT, R]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse_array(self)
+
+    def __repr__(self) -> str:
+        if self._lender is None:
+            return f"TensorViewMut(<{self._ended}>)"
+        return f"TensorViewMut({self._desc.dtype.name}, shape={self._desc.shape}, {self._storage.span})"
+
+
+class Tensor(Lender, Generic[DT, R]):
+    """The unique owner of a tensor's allocation.  Move-only: no copy, no pickle.
+
+    Create with :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange`,
+    :func:`from_numpy` or :meth:`from_storage`.  Read through ``as_view()`` (or the
+    delegating read methods), write through ``as_view_mut()``; consuming methods
+    (``into_*``) empty this object, and later use raises ``UseAfterMoveError``.
+    """
+
+    __slots__ = ("_desc", "_storage")
+
+    _desc: CheckedDescriptor
+    _storage: OwnedStorage | None
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "Tensor() cannot be constructed directly; use tenferro_storage.zeros/ones/full/"
+            "arange/from_numpy or Tensor.from_storage"
+        )
+
+    @classmethod
+    def _adopt(
+        cls, array: np.ndarray[Any, Any], dt: DType, reason: AllocationReason, operation: str
+    ) -> Any:
+        """Own a fresh C-contiguous array (one allocation event with ``reason``)."""
+        storage = adopt(array, reason, operation)
+        t = cls.__new__(cls)
+        t._init_lender()
+        t._storage = storage
+        t._desc = D.fresh(dt, array.view(), storage._root)  # type: ignore[arg-type]
+        return t
+
+    @classmethod
+    def from_storage(
+        cls,
+        storage: OwnedStorage,
+        *,
+        dtype: object,
+        shape: int | tuple[int, ...],
+        strides: tuple[int, ...] | None = None,
+        offset: int = 0,
+    ) -> Tensor[Any, DynRank]:
+        """Consume ``storage`` into a tensor with the given layout (strides/offset in elements).
+
+        Runs all six layout checks once (arithmetic, bounds in the exact span, dtype
+        size, alignment, provider compatibility, write injectivity — an owner can
+        write).  On ``LayoutError`` the storage is not consumed.  No allocation, no copy.
+        """
+        dt = resolve_dtype(dtype)
+        shape_t = (shape,) if isinstance(shape, int) else shape
+        claim = storage.claim
+        strides_t = c_strides(shape_t) if strides is None and isinstance(shape_t, tuple) else strides
+        desc = D.build(
+            "Tensor.from_storage", claim.root, claim.start, claim.stop, dt, shape_t, strides_t, offset
+        )
+        if desc.injectivity() is None:
+            raise LayoutError(
+                "Tensor.from_storage",
+                "the layout is not write-injective (two coordinates reach one element); an "
+                "owner must be writable. Use an AllocationGroup alias for read-only overlapping "
+                "layouts",
+                shape=desc.shape,
+                strides=desc.strides,
+                offset=desc.offset,
+                dtype=dt.name,
+                span=storage.span,
+            )
+        inner = storage.into_claim()
+        storage._moved_by = "Tensor.from_storage"
+        t = cls.__new__(cls)
+        t._init_lender()
+        t._storage = OwnedStorage._wrap(inner)
+        t._desc = desc
+        return t  # type: ignore[no-any-return]
+
+    def _describe(self) -> str:
+        return "Tensor"
+
+    def _meta(self, operation: str) -> CheckedDescriptor:
+        if self._moved_by is not None or self._exclusive is not None:
+            self._readable(operation)
+        return self._desc
+
+    # -- borrows -------------------------------------------------------------------------
+    def as_view(self) -> TensorView[DT, R]:
+        """A shared borrow as a read-only view. O(1): no ledger event, no buffer, no new
+        reference to the root."""
+        self._borrow_shared("Tensor.as_view", "TensorView")
+        return TensorView._make(self, self._storage, self._desc)  # type: ignore[no-any-return]
+
+    def as_view_mut(self) -> TensorViewMut[DT, R]:
+        """An exclusive borrow as a mutable view. O(1), allocation-free."""
+        self._borrow_exclusive("Tensor.as_view_mut", "TensorViewMut")
+        return TensorViewMut._make(self, self._storage, self._desc)  # type: ignore[no-any-return]
+
+    # -- read-only behaviour delegates to TensorView ----------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._meta("shape").shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._meta("strides").strides
+
+    @property
+    def offset(self) -> int:
+        return self._meta("offset").offset
+
+    @property
+    def dtype(self) -> DType:
+        return self._meta("dtype").dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._meta("ndim").shape)
+
+    @property
+    def size(self) -> int:
+        return self._meta("size").size
+
+    @property
+    def nbytes(self) -> int:
+        return self.as_view().nbytes
+
+    @property
+    def layout(self) -> CheckedLayout:
+        return self._meta("layout").layout
+
+    @property
+    def span(self) -> str:
+        return self.as_view().span
+
+    def __len__(self) -> int:
+        return len(self.as_view())
+
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        return self.as_view().to_numpy()
+
+    def duplicate(self) -> Tensor[DT, R]:
+        return self.as_view().duplicate()
+
+    def item(self) -> Any:
+        return self.as_view().item()
+
+    def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
+        """Prepared read access holding a shared borrow of this owner (see ``TensorView``)."""
+        return self.as_view().prepare_host()
+
+    @overload
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...
+    @overload
+    def __getitem__(self, key: Any) -> TensorView[DT, DynRank]: ...
+    def __getitem__(self, key: Any) -> Any:
+        return self.as_view()[key]
+
+    def transpose(self, *axes: int) -> TensorView[DT, R]:
+        return self.as_view().transpose(*axes)
+
+    @property
+    def T(self) -> TensorView[DT, R]:
+        return self.as_view().T
+
+    def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
+        return self.as_view().reshape(*shape)
+
+    # -- mutation delegates to TensorViewMut ---------------------------------------------
+    def prepare_host_mut(self) -> PreparedContiguousWrite[DT, R] | PreparedStridedWrite[DT, R]:
+        """Prepared write access holding an exclusive borrow of this owner."""
+        return self.as_view_mut().prepare_host_mut()
+
+    def fill(self, value: Any) -> None:
+        self.as_view_mut().fill(value)
+
+    # -- consuming -------------------------------------------------------------------------
+    def into_storage(self) -> OwnedStorage:
+        """Consume the tensor and return its storage (the layout is dropped). O(1)."""
+        self._consume("Tensor.into_storage")
+        storage = self._storage
+        self._storage = None
+        assert storage is not None
+        return storage
+
+    def into_real(self) -> Tensor[Any, DynRank]:
+        """Consume a complex tensor into its real view (trailing axis of 2). Zero-copy."""
+        from ._reinterpret import owner_into_real
+
+        return owner_into_real(self)
+
+    def into_complex(self) -> Tensor[Any, DynRank]:
+        """Consume a real tensor (trailing axis 2) into its complex view. Zero-copy."""
+        from ._reinterpret import owner_into_complex
+
+        return owner_into_complex(self)
+
+    # -- protocol ----------------------------------------------------------------------------
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        _refuse_array(self)
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"Tensor(<consumed by {self._moved_by}>)"
+        if self._exclusive is not None:
+            return f"Tensor({self._desc.dtype.name}, shape={self._desc.shape}, <mutably borrowed>)"
+        assert self._storage is not None
+        return _repr("Tensor", self._desc, self._storage.span)
+
+
+def _shape_arg(shape: tuple[int | tuple[int, ...], ...]) -> tuple[int, ...]:
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        return tuple(shape[0])
+    return tuple(shape)  # type: ignore[arg-type]
+
+
+def adopt_output(
+    array: np.ndarray[Any, Any],
+    reason: AllocationReason = _OPERATION_OUTPUT,
+    operation: str = "kernel",
+) -> Tensor[Any, DynRank]:
+    """Own a kernel's fresh output array (one allocation event; no copy). O(1).
+
+    ``array`` must be a fresh C-contiguous array that owns its memory and that nothing
+    else refers to; a view (for example one of the kernel's inputs) is refused with
+    ``LayoutError`` rather than aliased.  Rank-0 numpy scalars are wrapped first.
+    """
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
+    return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]

@@ -1,0 +1,188 @@
+"""Every exception the storage kernel raises.
+
+Each class also subclasses the builtin a user would naturally catch, so that
+``except ValueError`` still sees a bad layout and ``except TypeError`` still sees
+an attempt to copy an owner.  Messages name the operation and the object (a span
+identity such as ``alloc#12[0:96)``, a slot, a shape) and never a raw address.
+
+Errors that hand an object back follow one convention: the unchanged object is
+``err.value`` and ``err.into_parts()`` returns ``(cause, value)``.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = [
+    "AccessError",
+    "BorrowError",
+    "CopyForbiddenError",
+    "DTypeError",
+    "DisjointCause",
+    "DisjointViewError",
+    "ExpiredBorrowError",
+    "ExtractError",
+    "GroupError",
+    "LayoutError",
+    "OwnershipError",
+    "ReinterpretError",
+    "TenferroError",
+    "UseAfterMoveError",
+]
+
+
+class TenferroError(Exception):
+    """Root of every tenferro storage exception."""
+
+
+class OwnershipError(TenferroError, TypeError):
+    """Raised by ``copy.copy``, ``copy.deepcopy`` or pickling of an owner, claim or capability.
+
+    Owners are unique; the only way to get a second owner of the same bytes is the
+    explicit ``duplicate()``, which records a copy event.
+    """
+
+
+class UseAfterMoveError(TenferroError, RuntimeError):
+    """Raised when an owner is used after a consuming call emptied it.
+
+    The message names the operation that consumed the object.
+    """
+
+
+class BorrowError(TenferroError, RuntimeError):
+    """Raised when a shared/exclusive borrow conflicts with one that is live.
+
+    The message names the requested borrow, the blocking borrow and where the
+    blocking borrow was created.  Consuming an owner while it is borrowed raises
+    this too, and changes nothing.
+    """
+
+
+class ExpiredBorrowError(BorrowError):
+    """Raised when a released view, guard or prepared access is used again."""
+
+
+class DTypeError(TenferroError, TypeError):
+    """Raised for an unknown or unsupported dtype name; the message names it."""
+
+
+class LayoutError(TenferroError, ValueError):
+    """Raised when a shape/strides/offset request fails validation.
+
+    Attributes carry the whole request: ``operation``, ``shape``, ``strides``
+    (in elements), ``offset`` (in elements), ``dtype`` and ``span`` (the resolved
+    span identity, e.g. ``alloc#3[0:128)``), plus ``reason``.
+    """
+
+    def __init__(
+        self,
+        operation: str,
+        reason: str,
+        *,
+        shape: tuple[int, ...] | None = None,
+        strides: tuple[int, ...] | None = None,
+        offset: int | None = None,
+        dtype: str | None = None,
+        span: str | None = None,
+    ) -> None:
+        self.operation = operation
+        self.reason = reason
+        self.shape = shape
+        self.strides = strides
+        self.offset = offset
+        self.dtype = dtype
+        self.span = span
+        parts = [f"{operation}: {reason}"]
+        request = ", ".join(
+            f"{k}={v}"
+            for k, v in (
+                ("shape", shape),
+                ("strides", strides),
+                ("offset", offset),
+                ("dtype", dtype),
+                ("span", span),
+            )
+            if v is not None
+        )
+        if request:
+            parts.append(f"(requested {request})")
+        super().__init__(" ".join(parts))
+
+
+class _CarriesValue(TenferroError, Generic[T]):
+    """Mixin for errors that hand the unchanged object back to the caller."""
+
+    value: T
+    cause: BaseException | str
+
+    def __init__(self, message: str, value: T, cause: BaseException | str | None = None) -> None:
+        super().__init__(message)
+        self.value = value
+        self.cause = cause if cause is not None else message
+
+    def into_parts(self) -> tuple[BaseException | str, T]:
+        """Return ``(cause, value)``: why it failed and the unchanged object."""
+        return self.cause, self.value
+
+
+class AccessError(_CarriesValue[Any], RuntimeError):
+    """Raised when preparing host access fails; ``.value`` is the unchanged view."""
+
+
+class ReinterpretError(_CarriesValue[Any], ValueError):
+    """Raised when a complex<->real reinterpretation is refused.
+
+    For the consuming owner conversions (``into_real``/``into_complex``) ``.value``
+    is the original owner, unchanged; for view reinterpretation it is the view.
+    """
+
+
+class GroupError(TenferroError, LookupError):
+    """Raised when a ``DescriptorSlot`` is invalid, foreign to the group, or vacant."""
+
+
+class DisjointCause(enum.Enum):
+    """Why ``AllocationGroup.split_mut`` refused a request."""
+
+    INVALID_SLOT = "invalid or empty descriptor slot"
+    NON_INJECTIVE = "non-injective write layout"
+    OVERLAP = "pairwise overlap"
+    NOT_PROVABLY_DISJOINT = "not provably disjoint"
+
+
+class DisjointViewError(TenferroError, ValueError):
+    """Raised by ``split_mut`` when the requested views cannot be proven disjoint.
+
+    ``.cause`` is a :class:`DisjointCause`; ``.slots`` names the offending slots.
+    The group is unchanged.
+    """
+
+    def __init__(self, cause: DisjointCause, message: str, slots: tuple[Any, ...] = ()) -> None:
+        super().__init__(f"split_mut: {cause.value}: {message}")
+        self.cause = cause
+        self.slots = slots
+
+
+class ExtractError(TenferroError, RuntimeError):
+    """Raised when moving an owner out of a group (or a ``Gradients`` bundle) is refused.
+
+    ``.reason`` is ``"aliased"`` (another descriptor refers to the same
+    allocation) or ``"invalid_slot"``.  Nothing is changed and nothing is carried:
+    the group still holds everything it held.
+    """
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class CopyForbiddenError(TenferroError, RuntimeError):
+    """Raised inside ``ledger.forbid_copies()`` by the first copy event.
+
+    The message names the operation that would have copied; nothing was copied or
+    allocated.
+    """
