@@ -24,7 +24,10 @@ _AD_DIR = os.path.join(os.path.dirname(_PACKAGE_DIR), "tenferro_ad")
 def _is_internal(filename: str, _cache: dict[str, bool] = {}) -> bool:  # noqa: B006
     hit = _cache.get(filename)
     if hit is None:
-        hit = _cache[filename] = filename.startswith(_PACKAGE_DIR) or filename.startswith(_AD_DIR)
+        # Demo and scenario programs live in the packages but are user code.
+        hit = _cache[filename] = (
+            filename.startswith(_PACKAGE_DIR) or filename.startswith(_AD_DIR)
+        ) and os.path.basename(filename) not in ("demo.py", "programs.py")
     return hit
 
 
