@@ -171,8 +171,7 @@ def check(document: str, manifest: dict[str, Any]) -> list[str]:
             for label in labels:
                 if label not in transitions:
                     problems.append(
-                        f"D_TRANSITION_UNKNOWN {gate}: {label!r} is not a transition of the "
-                        f"{table}"
+                        f"D_TRANSITION_UNKNOWN {gate}: {label!r} is not a transition of the {table}"
                     )
 
     if not any(CHANGE_CONTROL.search(s.title) for s in all_sections):

@@ -659,15 +659,15 @@ def check_registry(manifest: Manifest, sink: Diagnostics) -> None:
             actual=len(reg.cohorts),
         )
     for c in reg.cohorts:
-        for m in c.members:
-            if m not in units:
-                sink.add(
-                    "E_COHORT_UNKNOWN_UNIT",
-                    f"cohort {c.id} names unregistered unit {m!r}",
-                    cohort_id=c.id,
-                    unit=m,
-                )
-        if list(c.members) != list(COHORT_MEMBERS):
+        unknown = [m for m in c.members if m not in units]
+        for m in unknown:
+            sink.add(
+                "E_COHORT_UNKNOWN_UNIT",
+                f"cohort {c.id} names unregistered unit {m!r}",
+                cohort_id=c.id,
+                unit=m,
+            )
+        if not unknown and list(c.members) != list(COHORT_MEMBERS):
             sink.add(
                 "E_COHORT_DEFINITION",
                 f"cohort {c.id} must contain exactly {', '.join(COHORT_MEMBERS)}",
@@ -928,7 +928,7 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
                 command_id=c.id,
                 cwd=c.cwd,
             )
-        if cwd_resolved is not None:
+        if cwd_resolved is not None and cwd_resolved.is_dir():
             for p in dict.fromkeys(c.path_args):
                 index = _argv_index(c.argv, p)
                 if index is None or p == a.path:
@@ -969,25 +969,23 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
 # Exact command allow-list and identity
 
 
-def expected_argv(command: Command, artifact: Artifact) -> list[tuple[int, str | None, str]]:
-    """Canonical argv for a kind: (index, exact value or None for a pattern, shown value)."""
+def pytest_argv(artifact: Artifact) -> list[str]:
+    """The one allowed pytest argv: the interpreter runs pytest on the artifact (node id)."""
     target = artifact.path + (f"::{artifact.selector}" if artifact.selector else "")
-    if command.kind == "pytest":
-        return [(i, v, v) for i, v in enumerate([INTERPRETER, "-m", "pytest", target])]
-    # python-check / doc-check / benchmark-check: python3 <scripts/*.py> [options...] <artifact>
-    return [(0, INTERPRETER, INTERPRETER), (1, None, CHECK_SCRIPT_PATTERN)]
+    return [INTERPRETER, "-m", "pytest", target]
 
 
 def _argv_mismatch(command: Command, artifact: Artifact) -> tuple[int, Any, Any] | None:
     argv = command.argv
     if command.kind == "pytest":
-        want = [v for _, v, _ in expected_argv(command, artifact)]
+        want = pytest_argv(artifact)
         for i in range(max(len(want), len(argv))):
             exp = want[i] if i < len(want) else None
             act = argv[i] if i < len(argv) else None
             if exp != act:
                 return i, exp, act
         return None
+    # python-check / doc-check / benchmark-check: python3 scripts/<verifier>.py [...] <artifact>
     if not argv or argv[0] != INTERPRETER:
         return 0, INTERPRETER, argv[0] if argv else None
     if len(argv) < 2 or not CHECK_SCRIPT.fullmatch(argv[1]):
@@ -1076,6 +1074,7 @@ def check_commands(manifest: Manifest, skip: set[str], sink: Diagnostics) -> Non
                 kind=c.kind,
                 artifact_kind=a.kind,
             )
+            continue  # its argv template would not fit the artifact either
         if c.cwd != ".":
             sink.add(
                 "E_COMMAND_CWD",
@@ -1232,6 +1231,8 @@ def check_tracked(root: Path, manifest: Manifest, manifest_rel: str, sink: Diagn
             wanted.append(o.artifact.path)
             wanted.extend(p for p in o.command.path_args if p != ".")
     for p in dict.fromkeys(wanted):
+        if not (root / p).exists():
+            continue  # already reported as missing by the structural checks
         if p not in tracked and not any(t.startswith(p.rstrip("/") + "/") for t in tracked):
             sink.add(
                 "E_PATH_UNTRACKED",
@@ -1307,8 +1308,8 @@ def compare_with_base(base: Manifest, cand: Manifest, sink: Diagnostics) -> None
                     obligation_id=oid,
                 )
                 continue
-            if b.state != c.state:
-                changed.append("state")
+            # activation_unit and promotion mode are pinned by the structural rules (own unit,
+            # activate-in-place), so a state difference beyond the kind cannot survive them.
             # Still-deferred rows may revise gates, artifact and command; nothing else moves.
             allowed = {"gates", "artifact", "command"} if not b.active else set()
             changed = [f for f in changed if f not in allowed]
@@ -1387,7 +1388,9 @@ def validate_receipt(
         isinstance(receipt["candidate_commit"], str) and receipt["candidate_commit"]
     ):
         sink.add(
-            "E_RECEIPT_SHAPE", "candidate_commit must be a non-empty string", pointer="/candidate_commit"
+            "E_RECEIPT_SHAPE",
+            "candidate_commit must be a non-empty string",
+            pointer="/candidate_commit",
         )
         shape_ok = False
     if "base_commit" in receipt and not (
@@ -1421,7 +1424,9 @@ def validate_receipt(
         for key, good in checks.items():
             if key in ex and not good:
                 sink.add(
-                    "E_RECEIPT_SHAPE", f"{pointer}/{key} has the wrong type", pointer=f"{pointer}/{key}"
+                    "E_RECEIPT_SHAPE",
+                    f"{pointer}/{key} has the wrong type",
+                    pointer=f"{pointer}/{key}",
                 )
                 ok = False
         if ok:
@@ -1531,7 +1536,9 @@ def _receipt_keys(
                 pointer=f"{pointer}/{key}",
             )
         else:
-            sink.add("E_RECEIPT_SHAPE", f"{pointer}/{key}: unexpected key", pointer=f"{pointer}/{key}")
+            sink.add(
+                "E_RECEIPT_SHAPE", f"{pointer}/{key}: unexpected key", pointer=f"{pointer}/{key}"
+            )
     for key in keys:
         if key not in value:
             ok = False
@@ -1551,8 +1558,11 @@ def build_summary(
         rows = sorted(manifest.unit_rows(u.id), key=lambda o: o.id)
         active = [o.id for o in rows if o.active]
         deferred = [o.id for o in rows if not o.active]
-        complete = bool(rows) and not deferred and results is not None and all(
-            results.get(o) == 0 for o in active
+        complete = (
+            bool(rows)
+            and not deferred
+            and results is not None
+            and all(results.get(o) == 0 for o in active)
         )
         units.append(
             {
@@ -1603,8 +1613,7 @@ def resolve_root(value: str, sink: Diagnostics) -> Path | None:
     if top.returncode == 0 and top.stdout.strip() and Path(top.stdout.strip()).resolve() != root:
         sink.add(
             "E_ROOT_INVALID",
-            f"--root {value!r} must be the repository's top-level directory "
-            f"({top.stdout.strip()})",
+            f"--root {value!r} must be the repository's top-level directory ({top.stdout.strip()})",
             root=value,
         )
         return None
@@ -1630,7 +1639,11 @@ def load(root_arg: str, manifest_rel: str, sink: Diagnostics) -> Loaded | None:
     try:
         data = load_manifest_text(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        sink.add("E_MANIFEST_TOML", f"manifest {manifest_rel} is not valid TOML: {exc}", path=manifest_rel)
+        sink.add(
+            "E_MANIFEST_TOML",
+            f"manifest {manifest_rel} is not valid TOML: {exc}",
+            path=manifest_rel,
+        )
         return None
     manifest = parse_manifest(data, sink)
     if manifest is None:
@@ -1664,6 +1677,11 @@ def emit(sink: Diagnostics, as_json: bool, tool: str, ok_line: str) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
+    """Exact options only: no prefix abbreviations (``--receipt`` is not ``--receipt-out``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_abbrev=False, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, f"{self.prog}: error: {message}\n")
@@ -1715,7 +1733,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         base: str | None = None
         if candidate is not None and args.base_commit is not None:
             base = compare_base_revision(loaded, args.base_commit, candidate, sink)
-        if candidate is not None and args.receipt is not None:
+        base_ok = args.base_commit is None or base is not None
+        if candidate is not None and args.receipt is not None and base_ok:
+            # A receipt is only meaningful against the comparison it claims to record.
             results = _check_receipt_file(loaded, args.receipt, candidate, base, sink)
         if args.summary_json:
             summary = build_summary(loaded.manifest, candidate, results if not sink else None)

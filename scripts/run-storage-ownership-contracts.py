@@ -154,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     ok = "ok"
     if receipt is not None:
-        ok = f"ok: {len(receipt['executions'])} active obligations executed; receipt {args.receipt_out}"
+        count = len(receipt["executions"])
+        ok = f"ok: {count} active obligations executed; receipt {args.receipt_out}"
     return int(checker.emit(sink, args.diagnostics_json, "run-storage-ownership-contracts", ok))
 
 

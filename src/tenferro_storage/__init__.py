@@ -29,6 +29,7 @@ from ._dtypes import (
     int32,
     int64,
 )
+from ._group import AllocationGroup, DescriptorSlot
 from ._layout import (
     CheckedInjectiveStrided,
     CheckedLayout,
@@ -41,6 +42,7 @@ from ._ledger import AllocationReason, CopyReason
 from ._provider import HOST as host_provider
 from ._provider import HostProvider, ProviderCounters
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._reinterpret import view_as_complex, view_as_real
 from ._root import (
     AllocationDiagnostics,
     OwnedSpanClaim,
@@ -53,6 +55,7 @@ from ._tensor import Tensor, TensorView, TensorViewMut
 
 __all__ = [
     "AllocationDiagnostics",
+    "AllocationGroup",
     "AllocationReason",
     "CheckedDescriptor",
     "CheckedInjectiveStrided",
@@ -61,6 +64,7 @@ __all__ = [
     "Contiguous",
     "CopyReason",
     "DType",
+    "DescriptorSlot",
     "DynRank",
     "HostProvider",
     "OwnedSpanClaim",
@@ -103,5 +107,7 @@ __all__ = [
     "ledger",
     "ones",
     "random",
+    "view_as_complex",
+    "view_as_real",
     "zeros",
 ]

@@ -163,7 +163,7 @@ def _iter_plan(desc: CheckedDescriptor, plan: CheckedStrided) -> Iterator[Any]:
     base = np.ndarray(
         ((desc.stop - desc.start) // desc.dtype.itemsize,),
         dtype=desc.dtype.numpy,
-        buffer=desc.buffer,  # type: ignore[call-overload]
+        buffer=desc.buffer,
         offset=desc.start,
     )
     for off in plan.offsets():

@@ -7,7 +7,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._dtypes import dtype as resolve_dtype, from_numpy_dtype
+from ._dtypes import dtype as resolve_dtype
+from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import OwnedStorage, allocate
@@ -26,20 +27,22 @@ def _shape(operation: str, shape: object) -> tuple[int, ...]:
     if not isinstance(shape, tuple) or not all(
         isinstance(n, int | np.integer) and not isinstance(n, bool) and n >= 0 for n in shape
     ):
-        raise ValueError(f"{operation}: shape must be a non-negative int or tuple of them, got {shape!r}")
+        raise ValueError(
+            f"{operation}: shape must be a non-negative int or tuple of them, got {shape!r}"
+        )
     return tuple(int(n) for n in shape)
 
 
 @overload
-def zeros(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...
+def zeros(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...  # type: ignore[overload-overlap]
 @overload
-def zeros(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...
+def zeros(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...  # type: ignore[overload-overlap]
 @overload
-def zeros(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...
+def zeros(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...  # type: ignore[overload-overlap]
 @overload
-def zeros(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...
+def zeros(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...  # type: ignore[overload-overlap]
 @overload
-def zeros(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...
+def zeros(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...  # type: ignore[overload-overlap]
 @overload
 def zeros(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
@@ -49,15 +52,15 @@ def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
 
 
 @overload
-def ones(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...
+def ones(shape: tuple[()], dtype: object = ...) -> Tensor[Any, Rank0]: ...  # type: ignore[overload-overlap]
 @overload
-def ones(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...
+def ones(shape: int | tuple[int], dtype: object = ...) -> Tensor[Any, Rank1]: ...  # type: ignore[overload-overlap]
 @overload
-def ones(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...
+def ones(shape: tuple[int, int], dtype: object = ...) -> Tensor[Any, Rank2]: ...  # type: ignore[overload-overlap]
 @overload
-def ones(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...
+def ones(shape: tuple[int, int, int], dtype: object = ...) -> Tensor[Any, Rank3]: ...  # type: ignore[overload-overlap]
 @overload
-def ones(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...
+def ones(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, Rank4]: ...  # type: ignore[overload-overlap]
 @overload
 def ones(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def ones(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
@@ -73,7 +76,9 @@ def full(shape: int | tuple[int], fill_value: Any, dtype: object = ...) -> Tenso
 @overload
 def full(shape: tuple[int, int], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank2]: ...
 @overload
-def full(shape: tuple[int, int, int], fill_value: Any, dtype: object = ...) -> Tensor[Any, Rank3]: ...
+def full(
+    shape: tuple[int, int, int], fill_value: Any, dtype: object = ...
+) -> Tensor[Any, Rank3]: ...
 @overload
 def full(
     shape: tuple[int, int, int, int], fill_value: Any, dtype: object = ...
@@ -115,7 +120,9 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     dt = resolve_dtype(dtype) if dtype is not None else from_numpy_dtype(src.dtype, "from_numpy")
     LEDGER.check_copy_allowed("from_numpy")
     arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
-    t: Tensor[Any, DynRank] = Tensor._adopt(arr, dt, AllocationReason.TRANSFER_DESTINATION, "from_numpy")
+    t: Tensor[Any, DynRank] = Tensor._adopt(
+        arr, dt, AllocationReason.TRANSFER_DESTINATION, "from_numpy"
+    )
     LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, "from_numpy")
     return t
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ._dtypes import DType
 from ._layout import (
+    INTP_MAX,
     CheckedInjectiveStrided,
     CheckedLayout,
     CheckedStrided,
@@ -30,7 +31,6 @@ from ._layout import (
 from ._root import RootResource
 from .errors import LayoutError
 
-
 _PROOF_FRESH = prove_injective((), ())  # a fresh C-contiguous array is trivially injective
 
 
@@ -45,6 +45,8 @@ class CheckedDescriptor:
 
     __slots__ = (
         "_array",
+        "_flat",
+        "_flat_readonly",
         "_injective",
         "_readonly",
         "buffer",
@@ -72,8 +74,10 @@ class CheckedDescriptor:
     layout: CheckedLayout
     buffer: np.ndarray[Any, Any]
     _array: np.ndarray[Any, Any] | None
+    _flat: np.ndarray[Any, Any]  # lazily set by flat()
+    _flat_readonly: np.ndarray[Any, Any]  # lazily set by flat()
     _readonly: np.ndarray[Any, Any] | None
-    _injective: WriteInjectivityProof | None | bool
+    _injective: WriteInjectivityProof | bool | None
 
     # -- byte envelope (for disjointness) ------------------------------------------
     @property
@@ -111,7 +115,7 @@ class CheckedDescriptor:
             arr = np.ndarray(
                 self.shape,
                 dtype=self.dtype.numpy,
-                buffer=self.buffer,  # type: ignore[call-overload]
+                buffer=self.buffer,
                 offset=self.start + self.offset * item if self.size else self.start,
                 strides=tuple(s * item for s in self.strides),
             )
@@ -128,18 +132,29 @@ class CheckedDescriptor:
         return ro
 
     def flat(self, writable: bool) -> np.ndarray[Any, Any]:
-        """The 1-D array over the contiguous element range (only for ``Contiguous``)."""
+        """The 1-D array over the contiguous element range (only for ``Contiguous``).
+
+        Built once per mode and cached, like :meth:`array`.  The cache slots are left
+        unset until first use, so building a descriptor pays nothing for them.
+        """
+        try:
+            return self._flat if writable else self._flat_readonly
+        except AttributeError:
+            pass
         assert isinstance(self.layout, Contiguous)
         r = self.layout.element_range
         item = self.dtype.itemsize
         arr: np.ndarray[Any, Any] = np.ndarray(
             (len(r),),
             dtype=self.dtype.numpy,
-            buffer=self.buffer,  # type: ignore[call-overload]
+            buffer=self.buffer,
             offset=self.start + r.start * item if len(r) else self.start,
         )
-        if not writable:
+        if writable:
+            self._flat = arr
+        else:
             arr.flags.writeable = False
+            self._flat_readonly = arr
         return arr
 
     def __repr__(self) -> str:
@@ -203,12 +218,16 @@ def build(
 
     def fail(reason: str) -> LayoutError:
         return LayoutError(
-            operation, reason, shape=shape_t, strides=strides_t, offset=off, dtype=dt.name, span=span
+            operation, reason, shape=shape_t, strides=strides_t, offset=off, dtype=dt.name,
+            span=span,
         )
 
     root.provider.counters.validations += 1
     nbytes = stop - start
     item = dt.itemsize
+    # Check 1 (bytes): the logical byte size must be representable, or numpy refuses it.
+    if size * item > INTP_MAX:
+        raise fail(f"{size} elements of {dt.name} overflow the platform byte range")
     # Check 3: the span holds a whole number of elements of this dtype.
     if nbytes % item:
         raise fail(f"span of {nbytes} bytes is not a multiple of the {dt.name} size {item}")
@@ -347,7 +366,7 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
     for n in shape_t:
         size *= n
     if empty or size == 0:
-        offset = parent.offset if parent.size else parent.offset
+        offset = parent.offset
         return _new(
             parent.dtype, shape_t, strides_t, offset, 0, offset, offset - 1,
             parent.start, parent.stop, parent.buffer,

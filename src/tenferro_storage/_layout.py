@@ -96,7 +96,9 @@ class CheckedInjectiveStrided(CheckedStrided):
     proof: WriteInjectivityProof
 
     @classmethod
-    def from_plan(cls, plan: CheckedStrided, proof: WriteInjectivityProof) -> CheckedInjectiveStrided:
+    def from_plan(
+        cls, plan: CheckedStrided, proof: WriteInjectivityProof
+    ) -> CheckedInjectiveStrided:
         out = cls(plan.start, plan.shape, plan.strides)
         out.proof = proof
         return out
@@ -168,10 +170,11 @@ _WHOLE: dict[int, Contiguous] = {}
 
 
 def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Row-major contiguous in logical order (extent-1 axes ignored; empty layouts qualify)."""
+    if 0 in shape:  # before the loop: an empty layout is contiguous whatever its strides
+        return True
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides), strict=True):
-        if n == 0:
-            return True
         if n != 1:
             if s != expected:
                 return False
@@ -179,14 +182,18 @@ def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
-def classify(shape: tuple[int, ...], strides: tuple[int, ...], offset: int, size: int) -> CheckedLayout:
+def classify(
+    shape: tuple[int, ...], strides: tuple[int, ...], offset: int, size: int
+) -> CheckedLayout:
     """Pick the layout variant once (the variant is the state; no booleans)."""
     if is_c_contiguous(shape, strides):
         return Contiguous(range(offset, offset + size))
     return Strided(CheckedStrided(offset, shape, strides))
 
 
-def prove_injective(shape: tuple[int, ...], strides: tuple[int, ...]) -> WriteInjectivityProof | None:
+def prove_injective(
+    shape: tuple[int, ...], strides: tuple[int, ...]
+) -> WriteInjectivityProof | None:
     """Return the proof if distinct coordinates always reach distinct elements, else ``None``.
 
     Sufficient test: sorting the axes of extent > 1 by ``|stride|``, each stride must
@@ -222,8 +229,8 @@ def check_arithmetic(
         return LayoutError(
             operation,
             reason,
-            shape=shape if isinstance(shape, tuple) else None,  # type: ignore[arg-type]
-            strides=strides if isinstance(strides, tuple) else None,  # type: ignore[arg-type]
+            shape=shape if isinstance(shape, tuple) else None,
+            strides=strides if isinstance(strides, tuple) else None,
             offset=offset if isinstance(offset, int) else None,
             dtype=dtype,
             span=span,

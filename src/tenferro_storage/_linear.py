@@ -115,7 +115,8 @@ class Lender(NoCopy):
             return f"an exclusive borrow is live ({self._who} created at {format_site(self._site)})"
         n = self._shared
         plural = "borrow is" if n == 1 else "borrows are"
-        return f"{n} shared {plural} live (latest: {self._who} created at {format_site(self._site)})"
+        site = format_site(self._site)
+        return f"{n} shared {plural} live (latest: {self._who} created at {site})"
 
     def _readable(self, operation: str) -> None:
         """Shared access to metadata or values: refused only while exclusively borrowed."""
@@ -200,21 +201,21 @@ class Borrow(NoCopy):
         lender = self._lender
         if lender is None:
             self._dead(operation)
-        self._lender = None
-        self._ended = operation
+        self._lender = None  # type: ignore[misc]  # subclass slots
+        self._ended = operation  # type: ignore[misc]  # subclass slots
         return lender
 
     def _restore(self, lender: Lender) -> None:
         """Undo ``_transfer`` when the consuming call failed (the object is handed back)."""
-        self._lender = lender
-        self._ended = None
+        self._lender = lender  # type: ignore[misc]  # subclass slots
+        self._ended = None  # type: ignore[misc]  # subclass slots
 
     def release(self) -> None:
         """End the borrow now (idempotent). O(1)."""
         lender = self._lender
         if lender is not None:
-            self._lender = None
-            self._ended = "release"
+            self._lender = None  # type: ignore[misc]  # subclass slots
+            self._ended = "release"  # type: ignore[misc]  # subclass slots
             if self._exclusive_borrow:
                 lender._end_exclusive()
             else:

@@ -39,7 +39,7 @@ class RootResource(NoCopy):
     neither ownership nor write authority.
     """
 
-    __slots__ = ("_operation", "allocation", "alloc_id", "capacity_bytes", "provider", "reason")
+    __slots__ = ("_operation", "alloc_id", "allocation", "capacity_bytes", "provider", "reason")
 
     provider: HostProvider
     allocation: np.ndarray[Any, Any]
@@ -51,19 +51,32 @@ class RootResource(NoCopy):
     @property
     def diagnostics(self) -> AllocationDiagnostics:
         """Allocation id, reason, creating operation and capacity (for messages and tests)."""
-        return AllocationDiagnostics(self.alloc_id, self.reason, self._operation, self.capacity_bytes)
+        return AllocationDiagnostics(
+            self.alloc_id, self.reason, self._operation, self.capacity_bytes
+        )
 
     def span(self, start: int, stop: int) -> str:
         """A printable span identity such as ``alloc#12[0:96)``."""
         return f"alloc#{self.alloc_id}[{start}:{stop})"
 
+    def __init__(self) -> None:
+        raise TypeError(
+            "RootResource cannot be constructed directly: roots are created only by the "
+            "audited root module (tenferro_storage.allocate_storage, zeros, from_numpy, ...)"
+        )
+
     def __del__(self) -> None:
-        # Every root is built by _new_root, so every field is set.
-        LEDGER.release(self.reason, self.capacity_bytes, self.alloc_id)
+        try:
+            alloc_id = self.alloc_id
+        except AttributeError:  # a refused direct construction: nothing was allocated
+            return
+        LEDGER.release(self.reason, self.capacity_bytes, alloc_id)
         self.provider.counters.releases += 1
 
     def __repr__(self) -> str:
-        return f"RootResource(alloc#{self.alloc_id}, {self.capacity_bytes} bytes, {self.reason.name})"
+        return (
+            f"RootResource(alloc#{self.alloc_id}, {self.capacity_bytes} bytes, {self.reason.name})"
+        )
 
 
 def _new_root(
@@ -76,7 +89,7 @@ def _new_root(
     root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
-    root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    root.alloc_id = LEDGER.allocate(reason, nbytes, operation)
     provider.counters.allocations += 1
     return root
 
@@ -109,6 +122,33 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
     return OwnedStorage._make(root, 0, root.capacity_bytes)  # type: ignore[return-value]
 
 
+def adopt_checked(
+    array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
+) -> OwnedStorage:
+    """:func:`adopt` for a caller that has already made ``adopt``'s checks (the per-op path).
+
+    The caller guarantees ``array.base is None``, C-contiguity and that nothing else
+    refers to ``array``.  Inlined construction: one allocation event, no validation.
+    """
+    nbytes = array.nbytes
+    root = RootResource.__new__(RootResource)
+    root.provider = HOST
+    root.allocation = array
+    root.capacity_bytes = nbytes
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    HOST.counters.allocations += 1
+    storage = OwnedStorage.__new__(OwnedStorage)
+    storage._moved_by = None
+    storage._shared = 0
+    storage._exclusive = None
+    storage._root = root
+    storage.start = 0
+    storage.stop = nbytes
+    return storage
+
+
 class OwnedSpanClaim(Lender):
     """Unique ownership of ``byte_range`` of one root.  Move-only; never widened.
 
@@ -120,6 +160,12 @@ class OwnedSpanClaim(Lender):
     _root: RootResource | None
     start: int
     stop: int
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "OwnedSpanClaim cannot be constructed directly: claims come only from a root "
+            "(allocate_storage) and are narrowed or split from there, never minted"
+        )
 
     @classmethod
     def _make(cls, root: RootResource, start: int, stop: int) -> OwnedSpanClaim:
@@ -253,7 +299,7 @@ class OwnedStorage(OwnedSpanClaim):
         ref._ended = None
         return ref
 
-    def split(self, at: int) -> tuple[OwnedStorage, OwnedStorage]:  # type: ignore[override]
+    def split(self, at: int) -> tuple[OwnedStorage, OwnedStorage]:
         """Consume into two owners of disjoint sub-ranges ``[0, at)`` and ``[at, nbytes)``."""
         a, b = OwnedSpanClaim.split(self, at)
         return OwnedStorage._wrap(a), OwnedStorage._wrap(b)
@@ -278,7 +324,7 @@ class OwnedStorage(OwnedSpanClaim):
 class _StorageBorrow(Borrow):
     __slots__ = ("_ended", "_exclusive_borrow", "_lender")
 
-    _lender: OwnedStorage | None  # type: ignore[assignment]
+    _lender: OwnedStorage | None
 
     def _storage(self, operation: str) -> OwnedStorage:
         lender = self._lender

@@ -26,12 +26,14 @@ from ._access import (
     PreparedStridedWrite,
 )
 from ._descriptor import CheckedDescriptor
-from ._dtypes import DType, dtype as resolve_dtype, from_numpy_dtype
-from ._layout import CheckedLayout, Contiguous, c_strides
+from ._dtypes import _BY_NUMPY, DType, from_numpy_dtype
+from ._dtypes import dtype as resolve_dtype
+from ._layout import CheckedLayout, Contiguous, c_strides, whole
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
-from ._rank import DynRank
-from ._root import OwnedStorage, adopt
+from ._provider import HOST as _HOST
+from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._root import OwnedStorage, adopt, adopt_checked
 from .errors import AccessError, BorrowError, LayoutError
 
 DT = TypeVar("DT")
@@ -311,6 +313,26 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         self._borrow_exclusive(operation, "TensorViewMut")
         return TensorViewMut._make(self, self._storage, desc)
 
+    def release(self) -> None:
+        """End the exclusive borrow now (idempotent). O(1).
+
+        Refused with ``BorrowError`` while a reborrow of this view (a shared
+        ``as_view()`` or a mutable slice) is live: ending the borrow then would let
+        the owner lend again while the reborrow still reads or writes its values.
+        """
+        if self._exclusive is not None or self._shared:
+            raise BorrowError(
+                f"TensorViewMut.release: cannot end this exclusive borrow while "
+                f"{self._blocker()}; release the reborrow first"
+            )
+        Borrow.release(self)
+
+    def __del__(self) -> None:
+        # Unreachable while a reborrow lives (reborrows reference this view), so
+        # dying ends the borrow unconditionally (also inside a collected cycle).
+        if getattr(self, "_lender", None) is not None:
+            Borrow.release(self)
+
     # -- read-only behaviour delegates to TensorView -----------------------------------
     def as_view(self) -> TensorView[DT, R]:
         """A shared reborrow: writes through this view are refused until it ends. O(1)."""
@@ -355,13 +377,28 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         return self.as_view().span
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        return self.as_view().to_numpy()
+        v = self.as_view()
+        try:
+            return v.to_numpy()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def duplicate(self) -> Tensor[DT, R]:
-        return self.as_view().duplicate()
+        v = self.as_view()
+        try:
+            return v.duplicate()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def item(self) -> Any:
-        return self.as_view().item()
+        v = self.as_view()
+        try:
+            return v.item()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Prepared read access through a shared reborrow (see ``TensorView.prepare_host``)."""
@@ -439,7 +476,8 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
     def __repr__(self) -> str:
         if self._lender is None:
             return f"TensorViewMut(<{self._ended}>)"
-        return f"TensorViewMut({self._desc.dtype.name}, shape={self._desc.shape}, {self._storage.span})"
+        d = self._desc
+        return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
 
 
 class Tensor(Lender, Generic[DT, R]):
@@ -493,9 +531,13 @@ class Tensor(Lender, Generic[DT, R]):
         dt = resolve_dtype(dtype)
         shape_t = (shape,) if isinstance(shape, int) else shape
         claim = storage.claim
-        strides_t = c_strides(shape_t) if strides is None and isinstance(shape_t, tuple) else strides
+        if strides is None and isinstance(shape_t, tuple):
+            strides_t: object = c_strides(shape_t)
+        else:
+            strides_t = strides
         desc = D.build(
-            "Tensor.from_storage", claim.root, claim.start, claim.stop, dt, shape_t, strides_t, offset
+            "Tensor.from_storage", claim.root, claim.start, claim.stop, dt, shape_t, strides_t,
+            offset,
         )
         if desc.injectivity() is None:
             raise LayoutError(
@@ -511,11 +553,11 @@ class Tensor(Lender, Generic[DT, R]):
             )
         inner = storage.into_claim()
         storage._moved_by = "Tensor.from_storage"
-        t = cls.__new__(cls)
+        t: Tensor[Any, DynRank] = Tensor.__new__(Tensor)
         t._init_lender()
         t._storage = OwnedStorage._wrap(inner)
         t._desc = desc
-        return t  # type: ignore[no-any-return]
+        return t
 
     def _describe(self) -> str:
         return "Tensor"
@@ -530,12 +572,16 @@ class Tensor(Lender, Generic[DT, R]):
         """A shared borrow as a read-only view. O(1): no ledger event, no buffer, no new
         reference to the root."""
         self._borrow_shared("Tensor.as_view", "TensorView")
-        return TensorView._make(self, self._storage, self._desc)  # type: ignore[no-any-return]
+        return TensorView._make(  # type: ignore[no-any-return]
+            self, self._storage, self._desc  # type: ignore[arg-type]  # None only once consumed
+        )
 
     def as_view_mut(self) -> TensorViewMut[DT, R]:
         """An exclusive borrow as a mutable view. O(1), allocation-free."""
         self._borrow_exclusive("Tensor.as_view_mut", "TensorViewMut")
-        return TensorViewMut._make(self, self._storage, self._desc)  # type: ignore[no-any-return]
+        return TensorViewMut._make(  # type: ignore[no-any-return]
+            self, self._storage, self._desc  # type: ignore[arg-type]  # None only once consumed
+        )
 
     # -- read-only behaviour delegates to TensorView ----------------------------------
     @property
@@ -578,13 +624,28 @@ class Tensor(Lender, Generic[DT, R]):
         return len(self.as_view())
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        return self.as_view().to_numpy()
+        v = self.as_view()
+        try:
+            return v.to_numpy()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def duplicate(self) -> Tensor[DT, R]:
-        return self.as_view().duplicate()
+        v = self.as_view()
+        try:
+            return v.duplicate()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def item(self) -> Any:
-        return self.as_view().item()
+        v = self.as_view()
+        try:
+            return v.item()
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Prepared read access holding a shared borrow of this owner (see ``TensorView``)."""
@@ -595,17 +656,32 @@ class Tensor(Lender, Generic[DT, R]):
     @overload
     def __getitem__(self, key: Any) -> TensorView[DT, DynRank]: ...
     def __getitem__(self, key: Any) -> Any:
-        return self.as_view()[key]
+        v = self.as_view()
+        try:
+            return v[key]
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
-        return self.as_view().transpose(*axes)
+        v = self.as_view()
+        try:
+            return v.transpose(*axes)
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     @property
     def T(self) -> TensorView[DT, R]:
         return self.as_view().T
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
-        return self.as_view().reshape(*shape)
+        v = self.as_view()
+        try:
+            return v.reshape(*shape)
+        except BaseException:
+            v.release()  # a kept traceback must not keep this temporary borrow
+            raise
 
     # -- mutation delegates to TensorViewMut ---------------------------------------------
     def prepare_host_mut(self) -> PreparedContiguousWrite[DT, R] | PreparedStridedWrite[DT, R]:
@@ -613,7 +689,11 @@ class Tensor(Lender, Generic[DT, R]):
         return self.as_view_mut().prepare_host_mut()
 
     def fill(self, value: Any) -> None:
-        self.as_view_mut().fill(value)
+        m = self.as_view_mut()
+        try:
+            m.fill(value)
+        finally:
+            m.release()
 
     # -- consuming -------------------------------------------------------------------------
     def into_storage(self) -> OwnedStorage:
@@ -624,14 +704,46 @@ class Tensor(Lender, Generic[DT, R]):
         assert storage is not None
         return storage
 
-    def into_real(self) -> Tensor[Any, DynRank]:
-        """Consume a complex tensor into its real view (trailing axis of 2). Zero-copy."""
+    # Rank policy (see _reinterpret.py): into_real adds a trailing axis of extent 2,
+    # into_complex removes it.  Rank4 -> DynRank because there is no Rank5 marker.
+    @overload
+    def into_real(self: Tensor[Any, Rank0]) -> Tensor[Any, Rank1]: ...
+    @overload
+    def into_real(self: Tensor[Any, Rank1]) -> Tensor[Any, Rank2]: ...
+    @overload
+    def into_real(self: Tensor[Any, Rank2]) -> Tensor[Any, Rank3]: ...
+    @overload
+    def into_real(self: Tensor[Any, Rank3]) -> Tensor[Any, Rank4]: ...
+    @overload
+    def into_real(self: Tensor[Any, Rank4]) -> Tensor[Any, DynRank]: ...
+    @overload
+    def into_real(self: Tensor[Any, DynRank]) -> Tensor[Any, DynRank]: ...
+    def into_real(self) -> Tensor[Any, Any]:
+        """Consume a complex tensor into a real owner of the same storage, with a trailing
+        axis of extent 2 (real, imaginary). Zero-copy, no ledger event, O(rank).
+
+        On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
+        """
         from ._reinterpret import owner_into_real
 
         return owner_into_real(self)
 
-    def into_complex(self) -> Tensor[Any, DynRank]:
-        """Consume a real tensor (trailing axis 2) into its complex view. Zero-copy."""
+    @overload
+    def into_complex(self: Tensor[Any, Rank1]) -> Tensor[Any, Rank0]: ...
+    @overload
+    def into_complex(self: Tensor[Any, Rank2]) -> Tensor[Any, Rank1]: ...
+    @overload
+    def into_complex(self: Tensor[Any, Rank3]) -> Tensor[Any, Rank2]: ...
+    @overload
+    def into_complex(self: Tensor[Any, Rank4]) -> Tensor[Any, Rank3]: ...
+    @overload
+    def into_complex(self: Tensor[Any, DynRank]) -> Tensor[Any, DynRank]: ...
+    def into_complex(self) -> Tensor[Any, Any]:
+        """Consume a real tensor whose trailing axis is (extent 2, stride 1) into a complex
+        owner of the same storage, dropping that axis. Zero-copy, no ledger event, O(rank).
+
+        On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
+        """
         from ._reinterpret import owner_into_complex
 
         return owner_into_complex(self)
@@ -668,4 +780,37 @@ def adopt_output(
     """
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
-    return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
+    dt = _BY_NUMPY.get(array.dtype)
+    if dt is None or array.base is not None or not array.flags.c_contiguous:
+        # the checked general path (raises the precise DTypeError / LayoutError)
+        return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
+    # Per-op fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->
+    # OwnedStorage._make -> D.fresh do, inlined (same objects, same ledger event, same
+    # counters; the checks above are adopt()'s).
+    storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
+    nbytes = storage.stop
+    _HOST.counters.validations += 1
+    shape = array.shape
+    size = array.size
+    d = CheckedDescriptor.__new__(CheckedDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = c_strides(shape)
+    d.offset = 0
+    d.size = size
+    d.lo = 0
+    d.hi = size - 1
+    d.start = 0
+    d.stop = nbytes
+    d.buffer = array
+    d.layout = whole(size)
+    d._array = array.view()
+    d._readonly = None
+    d._injective = D._PROOF_FRESH
+    t: Tensor[Any, DynRank] = Tensor.__new__(Tensor)
+    t._moved_by = None
+    t._shared = 0
+    t._exclusive = None
+    t._storage = storage
+    t._desc = d
+    return t

@@ -26,6 +26,7 @@ __all__ = [
     "ExpiredBorrowError",
     "ExtractError",
     "GroupError",
+    "IntoTensorError",
     "LayoutError",
     "OwnershipError",
     "ReinterpretError",
@@ -171,13 +172,34 @@ class ExtractError(TenferroError, RuntimeError):
     """Raised when moving an owner out of a group (or a ``Gradients`` bundle) is refused.
 
     ``.reason`` is ``"aliased"`` (another descriptor refers to the same
-    allocation) or ``"invalid_slot"``.  Nothing is changed and nothing is carried:
-    the group still holds everything it held.
+    allocation), ``"invalid_slot"`` (foreign or vacant slot; the ``GroupError`` is
+    chained as ``__cause__``) or ``"non_injective"`` (the selected layout reaches
+    one element from two coordinates, so it cannot become a writable owner).
+    Nothing is changed and nothing is carried: the group still holds everything it
+    held.
     """
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class IntoTensorError(ExtractError):
+    """Raised by the consuming ``AllocationGroup.into_tensor`` when it is refused.
+
+    The group was not consumed: ``.value`` is that group, unchanged and usable, and
+    ``into_parts()`` returns ``(reason, group)``.  ``.reason`` is as for
+    :class:`ExtractError` (never ``"aliased"``: ``into_tensor`` discards aliases).
+    """
+
+    def __init__(self, reason: str, message: str, value: Any) -> None:
+        super().__init__(reason, message)
+        self.value = value
+        self.cause = reason
+
+    def into_parts(self) -> tuple[str, Any]:
+        """Return ``(reason, group)``: why it failed and the unchanged group."""
+        return self.reason, self.value
 
 
 class CopyForbiddenError(TenferroError, RuntimeError):

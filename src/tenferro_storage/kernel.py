@@ -19,7 +19,9 @@ from ._tensor import Tensor, TensorView, TensorViewMut, adopt_output
 __all__ = ["adopt_output", "read_array"]
 
 
-def read_array(x: Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]) -> np.ndarray[Any, Any]:
+def read_array(
+    x: Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any],
+) -> np.ndarray[Any, Any]:
     """The read-only numpy array of an owner or view, for the duration of a kernel call.
 
     O(1) after the first call per descriptor (the array is cached); no ledger event.

@@ -33,7 +33,9 @@ def normal(
     if not dt.is_floating or dt.is_complex:
         raise TypeError(f"random.normal: dtype must be float32 or float64, got {dt.name}")
     arr = _rng(seed).normal(mean, std, _shape("random.normal", shape)).astype(dt.numpy, copy=False)
-    return Tensor._adopt(np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.normal")  # type: ignore[no-any-return]
+    return Tensor._adopt(  # type: ignore[no-any-return]
+        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.normal"
+    )
 
 
 def uniform(
@@ -48,5 +50,8 @@ def uniform(
     dt = resolve_dtype(dtype)
     if not dt.is_floating or dt.is_complex:
         raise TypeError(f"random.uniform: dtype must be float32 or float64, got {dt.name}")
-    arr = _rng(seed).uniform(low, high, _shape("random.uniform", shape)).astype(dt.numpy, copy=False)
-    return Tensor._adopt(np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform")  # type: ignore[no-any-return]
+    draws = _rng(seed).uniform(low, high, _shape("random.uniform", shape))
+    arr = draws.astype(dt.numpy, copy=False)
+    return Tensor._adopt(  # type: ignore[no-any-return]
+        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform"
+    )

@@ -1,0 +1,215 @@
+"""Per-op overhead: a 50-op chain of small elementwise ops on a 4x4 float64 array,
+forward + backward, for tenferro, hand-written numpy, and (when installed) HIPS autograd,
+PyTorch eager and JAX (op-by-op and jit).  Prints microseconds per op and the ratio to
+hand-written numpy.  Targets (PERFORMANCE.md): at or below PyTorch eager; HIPS-autograd
+parity is the floor.
+
+    python bench/per_op.py [--repeat 7] [--number 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import timeit
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+N_OPS = 50
+SHAPE = (4, 4)
+
+
+def _chain_kinds() -> list[str]:
+    kinds = ["sin", "tanh", "mul", "add", "cos"]
+    return [kinds[i % len(kinds)] for i in range(N_OPS - 1)]  # + the final sum
+
+
+def numpy_case() -> Callable[[], Any]:
+    x0 = np.random.default_rng(0).normal(size=SHAPE)
+    kinds = _chain_kinds()
+
+    def run() -> Any:
+        y = x0
+        saved = []
+        for k in kinds:
+            saved.append(y)
+            if k == "sin":
+                y = np.sin(y)
+            elif k == "tanh":
+                y = np.tanh(y)
+                saved[-1] = y
+            elif k == "mul":
+                y = y * 1.1
+            elif k == "add":
+                y = y + 0.5
+            else:
+                y = np.cos(y)
+        y.sum()
+        g = np.ones(SHAPE)
+        for k, s in zip(reversed(kinds), reversed(saved), strict=True):
+            if k == "sin":
+                g = g * np.cos(s)
+            elif k == "tanh":
+                g = g * (1.0 - s * s)
+            elif k == "mul":
+                g = g * 1.1
+            elif k == "add":
+                pass
+            else:
+                g = -(g * np.sin(s))
+        return g
+
+    return run
+
+
+def tenferro_case() -> Callable[[], Any]:
+    import tenferro_ad as ad
+    import tenferro_storage as ts
+
+    x0 = np.random.default_rng(0).normal(size=SHAPE)
+    kinds = _chain_kinds()
+    fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
+    param = ts.from_numpy(x0)
+
+    def f(x: Any) -> Any:
+        y = x
+        for k in kinds:
+            if k == "mul":
+                y = y * 1.1
+            elif k == "add":
+                y = y + 0.5
+            else:
+                y = fns[k](y)
+        return y.sum()
+
+    g = ad.grad(f)
+
+    def run() -> Any:
+        return g(param)
+
+    return run
+
+
+def autograd_case() -> Callable[[], Any] | None:
+    try:
+        import autograd  # type: ignore[import-untyped]
+        import autograd.numpy as anp  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    x0 = np.random.default_rng(0).normal(size=SHAPE)
+    kinds = _chain_kinds()
+    fns = {"sin": anp.sin, "tanh": anp.tanh, "cos": anp.cos}
+
+    def f(x: Any) -> Any:
+        y = x
+        for k in kinds:
+            if k == "mul":
+                y = y * 1.1
+            elif k == "add":
+                y = y + 0.5
+            else:
+                y = fns[k](y)
+        return anp.sum(y)
+
+    g = autograd.grad(f)
+    return lambda: g(x0)
+
+
+def torch_case() -> Callable[[], Any] | None:
+    try:
+        import torch  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    x0 = torch.tensor(np.random.default_rng(0).normal(size=SHAPE), dtype=torch.float64)
+    kinds = _chain_kinds()
+    fns = {"sin": torch.sin, "tanh": torch.tanh, "cos": torch.cos}
+
+    def run() -> Any:
+        x = x0.detach().requires_grad_(True)
+        y = x
+        for k in kinds:
+            if k == "mul":
+                y = y * 1.1
+            elif k == "add":
+                y = y + 0.5
+            else:
+                y = fns[k](y)
+        y.sum().backward()
+        return x.grad
+
+    return run
+
+
+def jax_cases() -> dict[str, Callable[[], Any]]:
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return {}
+    jax.config.update("jax_enable_x64", True)
+    x0 = jnp.asarray(np.random.default_rng(0).normal(size=SHAPE))
+    kinds = _chain_kinds()
+    fns = {"sin": jnp.sin, "tanh": jnp.tanh, "cos": jnp.cos}
+
+    def f(x: Any) -> Any:
+        y = x
+        for k in kinds:
+            if k == "mul":
+                y = y * 1.1
+            elif k == "add":
+                y = y + 0.5
+            else:
+                y = fns[k](y)
+        return jnp.sum(y)
+
+    g = jax.grad(f)
+    gj = jax.jit(jax.grad(f))
+    gj(x0).block_until_ready()
+    return {
+        "jax (op-by-op)": lambda: g(x0).block_until_ready(),
+        "jax (jit)": lambda: gj(x0).block_until_ready(),
+    }
+
+
+def measure(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """Best-of-``repeat`` microseconds per op."""
+    fn()
+    gc.collect()
+    best = min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+    return best / N_OPS * 1e6
+
+
+def collect(number: int, repeat: int, jax_number: int | None = None) -> dict[str, float]:
+    cases: dict[str, Callable[[], Any] | None] = {
+        "numpy (hand-written)": numpy_case(),
+        "tenferro": tenferro_case(),
+        "HIPS autograd": autograd_case(),
+        "PyTorch eager": torch_case(),
+    }
+    out: dict[str, float] = {}
+    for name, fn in cases.items():
+        if fn is not None:
+            out[name] = measure(fn, number, repeat)
+    for name, fn in jax_cases().items():
+        n = jax_number if jax_number is not None and "op-by-op" in name else number
+        out[name] = measure(fn, max(n // 10, 5) if "op-by-op" in name else n, repeat)
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--number", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=7)
+    args = p.parse_args()
+    res = collect(args.number, args.repeat)
+    base = res["numpy (hand-written)"]
+    print(f"per-op overhead: {N_OPS}-op elementwise chain on {SHAPE} float64, fwd+bwd")
+    for name, us in res.items():
+        print(f"  {name:24s} {us:8.2f} us/op   {us / base:6.2f}x numpy")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,345 @@
+"""``EagerTensor``: a clonable, read-only reference to an :class:`AdValueRecord`.
+
+A handle holds one strong count on its record (given back when the handle dies or is
+consumed by ``into_value``), the identity token of the tape it was recorded on, and its
+value id there (``-1``: a constant, nothing to differentiate).  It grants no write
+authority: there is no method returning a mutable view, and the only owner-returning
+paths are ``into_value()`` (consuming, G2 extraction after a uniqueness check) and
+``duplicate_value()`` (an explicit, recorded copy).
+
+Handles are hashable by identity (``__hash__`` is ``object.__hash__``) although ``==``,
+``<`` ... are elementwise, non-differentiable ops returning boolean handles.
+
+``np.asarray(handle)`` is refused with a ``TypeError`` naming ``to_numpy()`` (a recorded
+``TRANSFER`` copy) and ``value()`` (a borrowed view): tenferro never copies silently.
+Operators (``+ - * / @ ** -x``, comparisons, ``x[...]``) are installed by
+``tenferro_ad.ops``; the stubs below only fix their signatures.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+import numpy as np
+
+import tenferro_storage as ts
+from tenferro_storage.errors import ExtractError, UseAfterMoveError
+
+from ._retention import NO_DESCRIPTOR, AdValueRecord
+from .errors import Extract, NotUnique
+
+
+def _ops_missing(*args: Any) -> Any:  # pragma: no cover - replaced when ops load
+    raise RuntimeError("tenferro_ad.ops is not loaded")
+
+
+class ValueGuard:
+    """A shared borrow of a value's storage; ``guard.view`` is the ``TensorView``.
+
+    Use as ``with x.value() as v: ...`` (``v`` is the ``TensorView``).  The borrow ends on
+    ``release()``, on ``with`` exit, or when the guard dies.  O(1): no allocation, no
+    copy, no new owner, no re-validation.
+    """
+
+    __slots__ = ("_rec", "_view")
+
+    def __init__(self, rec: AdValueRecord, view: ts.TensorView[Any, Any]) -> None:
+        self._rec = rec  # keeps the container alive while the borrow lives
+        self._view: ts.TensorView[Any, Any] | None = view
+
+    @property
+    def view(self) -> ts.TensorView[Any, Any]:
+        """The borrowed read-only view (``ExpiredBorrowError`` after release)."""
+        v = self._view
+        if v is None:
+            raise ts.errors.ExpiredBorrowError(
+                "ValueGuard.view: the guard was released; call handle.value() again"
+            )
+        return v
+
+    def release(self) -> None:
+        """End the borrow now (idempotent). O(1)."""
+        v = self._view
+        if v is not None:
+            self._view = None
+            v.release()
+
+    def __enter__(self) -> ts.TensorView[Any, Any]:
+        return self.view
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"ValueGuard({self._view!r})"
+
+
+class EagerTensor:
+    """A read-only handle to an AD value (see the module docstring).
+
+    Cheap to clone (``clone()``/``copy.copy``: one more reference to the same record, no
+    allocation, no copy).  Create by ``tape.watch(owner)`` or as the result of an op.
+    """
+
+    __slots__ = ("__weakref__", "_id", "_rec", "_tape")
+
+    _rec: AdValueRecord | None
+    _tape: object | None
+    _id: int
+
+    def __init__(self) -> None:
+        raise TypeError("EagerTensor() is not constructed directly; use tape.watch(owner) or ops")
+
+    def __del__(self) -> None:
+        rec = self._rec
+        if rec is not None:
+            rec.count -= 1
+
+    def _r(self, operation: str) -> AdValueRecord:
+        rec = self._rec
+        if rec is None:
+            raise UseAfterMoveError(
+                f"{operation}: this EagerTensor was consumed by into_value(); use the owner "
+                "it returned"
+            )
+        return rec
+
+    # -- metadata (O(1), no ledger event) -------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents per axis."""
+        return tuple(self._r("shape").a.shape)
+
+    @property
+    def ndim(self) -> int:
+        return int(self._r("ndim").a.ndim)
+
+    @property
+    def size(self) -> int:
+        return int(self._r("size").a.size)
+
+    @property
+    def dtype(self) -> ts.DType:
+        return ts.dtype(self._r("dtype").a.dtype.name)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._r("nbytes").a.nbytes)
+
+    @property
+    def is_tracked(self) -> bool:
+        """Whether this value is recorded on a tape (``False`` for constants)."""
+        return self._id >= 0
+
+    def __len__(self) -> int:
+        s = self._r("len").a.shape
+        if not s:
+            raise TypeError("len() of a rank-0 EagerTensor")
+        return int(s[0])
+
+    # -- cloning ---------------------------------------------------------------------------
+    def clone(self) -> EagerTensor:
+        """Another handle to the same record (one more direct owner). O(1), no allocation."""
+        rec = self._r("clone")
+        h = EagerTensor.__new__(EagerTensor)
+        h._rec = rec
+        h._tape = self._tape
+        h._id = self._id
+        rec.count += 1
+        return h
+
+    __copy__ = clone
+
+    def __deepcopy__(self, memo: Any) -> EagerTensor:
+        return self.clone()
+
+    def __reduce_ex__(self, protocol: Any) -> NoReturn:
+        raise ts.errors.OwnershipError(
+            "pickle: an EagerTensor is a reference into a tape's retention; export the values "
+            "with to_numpy() (a recorded TRANSFER copy)"
+        )
+
+    # -- G7 public API ---------------------------------------------------------------------
+    def value(self) -> ValueGuard:
+        """A guard exposing a borrowed ``TensorView`` of the value. O(1), no allocation/copy."""
+        rec = self._r("value")
+        return ValueGuard(rec, rec.container.view(rec.slot, "value"))
+
+    def duplicate_value(self) -> ts.Tensor[Any, Any]:
+        """A new owner with a copy of the value: one ``EXPLICIT_DUPLICATE`` copy and one
+        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation. O(size)."""
+        rec = self._r("duplicate_value")
+        with rec.container.view(rec.slot, "duplicate_value") as v:
+            return v.duplicate()
+
+    def into_value(self) -> ts.Tensor[Any, Any]:
+        """Consume this handle and return the value's owner (no copy).
+
+        Raises :class:`~tenferro_ad.errors.NotUnique` — checked first, before any group
+        extraction — when anything else still directly owns the value (another handle, a
+        tape residual, a checkpoint record, an alias record of the same container), and
+        :class:`~tenferro_ad.errors.Extract` when the group refuses the extraction (the
+        allocation is aliased by another descriptor, or the value borrows a caller's
+        owner).  In both cases ``err.value`` is this same handle, still usable. O(1).
+        """
+        rec = self._r("into_value")
+        c = rec.container
+        if rec.count != 1 or c.count != 1:
+            raise NotUnique(self)
+        if c.owner is not None and rec.slot is None:
+            owner = c.owner
+            c.owner = None
+        elif c.group is not None and rec.slot is not NO_DESCRIPTOR:
+            slot = c.base_slot if rec.slot is None else rec.slot
+            try:
+                owner = c.group.try_extract(slot)
+            except ExtractError as e:
+                raise Extract(self, e) from None
+        else:
+            raise Extract(
+                self,
+                ExtractError(
+                    "borrowed",
+                    "into_value: the value borrows an owner that the caller still holds "
+                    "(a functional-API argument); it has no owner to move out",
+                ),
+            )
+        self._rec = None
+        rec.count -= 1
+        c.count -= 1
+        return owner  # type: ignore[no-any-return]
+
+    # -- host reads ------------------------------------------------------------------------
+    def to_numpy(self) -> np.ndarray[Any, Any]:
+        """Copy the values into a new numpy array (one ``TRANSFER`` copy event). O(size)."""
+        rec = self._r("to_numpy")
+        with rec.container.view(rec.slot, "to_numpy") as v:
+            return v.to_numpy()
+
+    def item(self) -> Any:
+        """The single element as a Python scalar (a host read; no ledger event)."""
+        a = self._r("item").a
+        if a.size != 1:
+            raise ValueError(f"item: the value has {a.size} elements, not 1 (shape {a.shape})")
+        return a.item()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        return bool(self.item())
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "np.asarray(EagerTensor): tenferro never copies implicitly. Call .to_numpy() "
+            "for a recorded TRANSFER copy, or read in place with `with x.value() as v:`"
+        )
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        rec = self._rec
+        if rec is None:
+            return "EagerTensor(<consumed by into_value>)"
+        a = rec.a
+        kind = "tracked" if self._id >= 0 else "constant"
+        vals = (
+            f", values={np.array2string(a, separator=', ', threshold=16)}" if a.size <= 16 else ""
+        )
+        return f"EagerTensor({a.dtype.name}, shape={tuple(a.shape)}{vals}, {kind})"
+
+    # -- operators (installed by tenferro_ad.ops) --------------------------------------------
+    def __add__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __radd__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __sub__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __rsub__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __mul__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __rmul__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __truediv__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __rtruediv__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __pow__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __rpow__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __matmul__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __rmatmul__(self, other: Any) -> EagerTensor:
+        return _ops_missing(other, self)  # type: ignore[no-any-return]
+
+    def __neg__(self) -> EagerTensor:
+        return _ops_missing(self)  # type: ignore[no-any-return]
+
+    def __abs__(self) -> EagerTensor:
+        return _ops_missing(self)  # type: ignore[no-any-return]
+
+    def __eq__(self, other: object) -> EagerTensor:  # type: ignore[override]
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __ne__(self, other: object) -> EagerTensor:  # type: ignore[override]
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __lt__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __le__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __gt__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __ge__(self, other: Any) -> EagerTensor:
+        return _ops_missing(self, other)  # type: ignore[no-any-return]
+
+    def __getitem__(self, key: Any) -> EagerTensor:
+        return _ops_missing(self, key)  # type: ignore[no-any-return]
+
+    def reshape(self, *shape: Any) -> EagerTensor:
+        return _ops_missing(self, shape)  # type: ignore[no-any-return]
+
+    def transpose(self, *axes: int) -> EagerTensor:
+        return _ops_missing(self, axes)  # type: ignore[no-any-return]
+
+    @property
+    def T(self) -> EagerTensor:
+        return self.transpose()
+
+    def sum(self, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+        return _ops_missing(self, axis, keepdims)  # type: ignore[no-any-return]
+
+    def mean(self, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+        return _ops_missing(self, axis, keepdims)  # type: ignore[no-any-return]
+
+    def astype(self, dtype: Any) -> EagerTensor:
+        return _ops_missing(self, dtype)  # type: ignore[no-any-return]
+
+
+def make_handle(rec: AdValueRecord, key: object | None, vid: int) -> EagerTensor:
+    """A new handle holding one count on ``rec``. O(1)."""
+    h = EagerTensor.__new__(EagerTensor)
+    h._rec = rec
+    h._tape = key
+    h._id = vid
+    rec.count += 1
+    return h

@@ -1,0 +1,61 @@
+"""Forward mode: a context mapping value records to tangents, fed by the JVP rules.
+
+While a :class:`JvpContext` is active (``STATE.jvp``), every eager op whose arguments
+carry tangents calls each argument's JVP rule (``jvp_i(ops, t_i, *residuals, **params)``)
+and sums the contributions into the output's tangent.  Tangents are numpy kernel scratch
+(no ledger events) — only the tangent delivered by ``tenferro_ad.jvp`` becomes an owner.
+Missing tangents are symbolic zeros (absent).  Rules run on the numpy namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ._primitive import NONDIFF, Primitive, Zero
+from ._retention import AdValueRecord
+from .errors import MissingRuleError
+
+
+class JvpContext:
+    """Tangents by record (identity). Entered by ``tenferro_ad.jvp``."""
+
+    __slots__ = ("tangents",)
+
+    def __init__(self) -> None:
+        self.tangents: dict[AdValueRecord, Any] = {}
+
+    def propagate(self, prim: Primitive, recs: list[Any], out: AdValueRecord, params: dict[str, Any]) -> None:
+        """Push tangents through one op (called by the binder)."""
+        from .ops._ns import NUMPY_NS
+
+        tans = self.tangents
+        ts = [tans.get(r) if type(r) is AdValueRecord else None for r in recs]
+        if all(t is None for t in ts) or prim.nondiff:
+            return
+        vals = [r.a if type(r) is AdValueRecord else r for r in recs]
+        res = [vals[i] for i in prim.save_in]
+        if prim.save_out:
+            res.append(out.a)
+        total: Any = None
+        for i, t in enumerate(ts):
+            if t is None:
+                continue
+            rule = prim.jvps[0 if prim.variadic else i]
+            if rule is None:
+                raise MissingRuleError(prim.name, "jvp", i)
+            if rule is NONDIFF:
+                continue
+            if prim.variadic:
+                c = rule(NUMPY_NS, t, *res, argnum=i, **params)
+            else:
+                c = rule(NUMPY_NS, t, *res, **params)
+            if type(c) is Zero:
+                continue
+            total = c if total is None else np.add(total, c)
+        if total is not None:
+            shape = out.a.shape
+            if np.shape(total) != shape:
+                total = np.broadcast_to(total, shape)
+            tans[out] = total

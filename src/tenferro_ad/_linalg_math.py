@@ -1,0 +1,439 @@
+"""Linear-algebra derivative formulas, written once against a small array backend.
+
+Every function here takes the backend ``B`` as its first argument: a namespace with
+``matmul, mT, conj, real, tril, triu, diagonal, diag_embed, solve, triangular_solve,
+inv, row, col, eye_like`` (and the arithmetic operators of its arrays).  :data:`NUMPY`
+runs the formulas on raw numpy arrays (the eager backward when nothing records it, and
+the numpy-level tests); ``tenferro_ad.ops.linalg`` passes a backend of differentiable
+ops so that the same formulas give higher-order derivatives.
+
+Conventions (JAX's): a VJP is the *transpose* of the JVP under the real bilinear pairing
+``<a, b> = Re sum(a * b)`` -- no conjugation for complex-linear maps, and for a real loss
+of complex input the cotangent is the conjugate of PyTorch's.  Each VJP below is the
+hand-derived transpose of the JVP above it (the JVPs follow ``jax/_src/lax/linalg.py``
+and ``jax/_src/numpy/linalg.py``), so both agree with ``jax.vjp``/``jax.jvp`` exactly,
+including at the gauge choices (real positive diagonal of R in QR, real singular values,
+eigenvector phases only through gauge-invariant losses).  ``None`` stands for a
+symbolic zero tangent or cotangent.
+
+References: M. Giles, "An extended collection of matrix derivative results for forward
+and reverse mode AD" (2008) for solve/inv/det; I. Murray, "Differentiation of the
+Cholesky decomposition" (2016) for cholesky; J. Townsend, "Differentiating the singular
+value decomposition" (2016) and Seeger et al., "Auto-differentiating linear algebra"
+(2017) for svd/eigh; J. Townsend's QR note (j-towns.github.io/papers/qr-derivative.pdf)
+and Liao et al., "Differentiable programming tensor networks" (PRX 2019) for QR and the
+complex gauge terms.
+
+Degenerate inputs: repeated eigenvalues (eigh) or singular values (svd) make the
+eigenvector / singular-vector derivatives undefined; like JAX, the coupling matrix ``F``
+then holds ``inf`` and derivatives that depend on the vectors come out ``inf``/``nan``
+(never finite and wrong).  Derivatives through eigenvalues / singular values alone
+stay finite (their vector cotangents are symbolic zeros and the ``F`` term is skipped).
+A zero singular value of a non-square matrix makes the U (m>n) or V (m<n) derivative
+``inf``/``nan``, as in JAX.  ``det`` at an exactly singular matrix: JAX returns the
+adjugate via an LU cofactor expansion; we raise ``numpy.linalg.LinAlgError`` naming the
+op (the inverse does not exist) -- documented in ``tenferro_ad.linalg.det``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+Array = Any
+
+
+# --------------------------------------------------------------------------- numpy backend
+
+
+def _np_tri_solve(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Array:
+    """Left triangular solve op(A) X = B with op in {N, T, C}; batched; only A's triangle read.
+
+    numpy has no batched triangular solver; the masked triangle goes through LU
+    (``numpy.linalg.solve``): O(n^3 + n^2 k) per matrix instead of O(n^2 k).
+    """
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        n = a.shape[-1]
+        idx = np.arange(n)
+        t = t.copy() if t is a else t
+        t[..., idx, idx] = 1
+    if trans == 1:
+        t = np.swapaxes(t, -1, -2)
+    elif trans == 2:
+        t = np.conj(np.swapaxes(t, -1, -2))
+    return np.linalg.solve(t, b)
+
+
+def _np_diag_embed(v: Array) -> Array:
+    n = v.shape[-1]
+    out = np.zeros((*v.shape, n), dtype=v.dtype)
+    idx = np.arange(n)
+    out[..., idx, idx] = v
+    return out
+
+
+class _NumpyBackend:
+    """The formulas' backend on raw numpy arrays (no recording)."""
+
+    matmul = staticmethod(np.matmul)
+    conj = staticmethod(np.conj)
+    real = staticmethod(np.real)
+    tril = staticmethod(np.tril)
+    triu = staticmethod(np.triu)
+    solve = staticmethod(np.linalg.solve)
+    inv = staticmethod(np.linalg.inv)
+    diag_embed = staticmethod(_np_diag_embed)
+
+    @staticmethod
+    def mT(x: Array) -> Array:  # noqa: N802 - numpy's name
+        return np.swapaxes(x, -1, -2)
+
+    @staticmethod
+    def diagonal(x: Array) -> Array:
+        return np.diagonal(x, axis1=-2, axis2=-1)
+
+    @staticmethod
+    def triangular_solve(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:
+        return _np_tri_solve(a, b, lower, trans, unit)
+
+    @staticmethod
+    def row(v: Array) -> Array:
+        return v[..., None, :]
+
+    @staticmethod
+    def col(v: Array) -> Array:
+        return v[..., :, None]
+
+    @staticmethod
+    def trace(x: Array) -> Array:
+        return np.trace(x, axis1=-2, axis2=-1)
+
+    @staticmethod
+    def eye_like(x: Array) -> Array:
+        return np.eye(x.shape[-1], dtype=x.dtype)
+
+    @staticmethod
+    def concat_last(a: Array, b: Array) -> Array:
+        return np.concatenate([a, b], axis=-1)
+
+    @staticmethod
+    def zeros_like(x: Array) -> Array:
+        return np.zeros_like(x)
+
+    @staticmethod
+    def is_complex(x: Array) -> bool:
+        return bool(np.iscomplexobj(x))
+
+
+NUMPY = _NumpyBackend()
+
+
+def _H(B: Any, x: Array) -> Array:  # noqa: N802 - math notation
+    return B.conj(B.mT(x)) if B.is_complex(x) else B.mT(x)
+
+
+def _cj(B: Any, x: Array) -> Array:
+    return B.conj(x) if B.is_complex(x) else x
+
+
+def _iim(B: Any, z: Array) -> Array:
+    """``i * Im(z)`` kept in z's complex dtype (``(z - conj z) / 2``)."""
+    return (z - B.conj(z)) * 0.5
+
+
+def _add(a: Array | None, b: Array | None) -> Array | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+# --------------------------------------------------------------------------- solve / inv / det
+
+
+def solve_jvp(B: Any, a: Array, x: Array, da: Array | None, db: Array | None) -> Array | None:
+    """X = A^-1 B:  dX = A^-1 (dB - dA X)  (Giles 2008, 2.2.3)."""
+    rhs = _add(db, None if da is None else -B.matmul(da, x))
+    return None if rhs is None else B.solve(a, rhs)
+
+
+def solve_vjp(B: Any, a: Array, x: Array, ct: Array) -> tuple[Array, Array]:
+    """ct_B = A^-T ct;  ct_A = -ct_B X^T  (transpose of the holomorphic JVP)."""
+    cb = B.solve(B.mT(a), ct)
+    return -B.matmul(cb, B.mT(x)), cb
+
+
+def triangular_solve_jvp(
+    B: Any, a: Array, x: Array, da: Array | None, db: Array | None, *, lower: bool, trans: int,
+    unit: bool,
+) -> Array | None:
+    """X = op(A)^-1 B:  dX = op(A)^-1 (dB - op(tri dA) X), tri = A's (strict if unit) triangle."""
+    rhs = db
+    if da is not None:
+        t = _tri_mask(B, da, lower, unit)
+        t = B.mT(t) if trans == 1 else _H(B, t) if trans == 2 else t
+        rhs = _add(rhs, -B.matmul(t, x))
+    return None if rhs is None else B.triangular_solve(a, rhs, lower=lower, trans=trans, unit=unit)
+
+
+def _tri_mask(B: Any, x: Array, lower: bool, unit: bool) -> Array:
+    k = -1 if unit else 0
+    return B.tril(x, k) if lower else B.triu(x, -k)
+
+
+def triangular_solve_vjp(
+    B: Any, a: Array, x: Array, ct: Array, *, lower: bool, trans: int, unit: bool
+) -> tuple[Array, Array]:
+    """ct_B = op(A)^-T ct;  G = -ct_B X^T;  ct_A = tri(G | G^T | G^H) for op = N | T | C."""
+    if trans == 0:
+        cb = B.triangular_solve(a, ct, lower=lower, trans=1, unit=unit)
+    elif trans == 1:
+        cb = B.triangular_solve(a, ct, lower=lower, trans=0, unit=unit)
+    else:  # op(A)^-T = conj(A)^-1
+        cb = B.triangular_solve(_cj(B, a), ct, lower=lower, trans=0, unit=unit)
+    g = -B.matmul(cb, B.mT(x))
+    g = B.mT(g) if trans == 1 else _H(B, g) if trans == 2 else g
+    return _tri_mask(B, g, lower, unit), cb
+
+
+def inv_jvp(B: Any, x: Array, da: Array) -> Array:
+    """X = A^-1:  dX = -X dA X  (Giles 2008, 2.2.3)."""
+    return -B.matmul(B.matmul(x, da), x)
+
+
+def inv_vjp(B: Any, x: Array, ct: Array) -> Array:
+    """ct_A = -X^T ct X^T."""
+    xt = B.mT(x)
+    return -B.matmul(B.matmul(xt, ct), xt)
+
+
+def det_jvp(B: Any, a: Array, d: Array, da: Array) -> Array:
+    """d = det A:  dd = d tr(A^-1 dA)  (Jacobi's formula)."""
+    return d * B.trace(B.solve(a, da))
+
+
+def det_vjp(B: Any, a: Array, d: Array, ct: Array) -> Array:
+    """ct_A = (ct d)[..., None, None] A^-T."""
+    return B.col(B.col(ct * d)) * B.mT(B.inv(a))
+
+
+def slogdet_jvp(B: Any, a: Array, sign: Array, da: Array) -> tuple[Array, Array]:
+    """t = tr(A^-1 dA):  dlogabs = Re t;  dsign = i Im(t) sign (complex) or 0 (real)."""
+    t = B.trace(B.solve(a, da))
+    if B.is_complex(a):
+        return _iim(B, t) * sign, B.real(t)
+    return None, t
+
+
+def slogdet_vjp(
+    B: Any, a: Array, sign: Array, ct_sign: Array | None, ct_logabs: Array | None
+) -> Array:
+    """ct_t = ct_l + i Im(ct_s sign);  ct_A = ct_t A^-T  (transpose of :func:`slogdet_jvp`)."""
+    ct_t: Array | None = ct_logabs
+    if ct_sign is not None and B.is_complex(a):
+        w = ct_sign * sign  # transpose of t -> i Im(t) * sign: c -> i Im(c * sign)
+        ct_t = _add(ct_t, _iim(B, w))
+    assert ct_t is not None
+    return B.col(B.col(ct_t)) * B.mT(B.inv(a))
+
+
+# --------------------------------------------------------------------------- cholesky
+
+
+def _phi(B: Any, x: Array) -> Array:
+    """Lower triangle with the diagonal halved."""
+    return B.tril(x, -1) + B.diag_embed(B.diagonal(x) * 0.5)
+
+
+def cholesky_jvp(B: Any, l: Array, da: Array) -> Array:  # noqa: E741
+    """A = L L^H:  dL = L phi(L^-1 dA L^-H)  (Murray 2016; JAX's rule)."""
+    tmp = _H(B, B.triangular_solve(l, _H(B, da), lower=True, trans=0, unit=False))  # dA L^-H
+    return B.matmul(l, _phi(B, B.triangular_solve(l, tmp, lower=True, trans=0, unit=False)))
+
+
+def cholesky_vjp(B: Any, l: Array, ct: Array) -> Array:  # noqa: E741
+    """Transpose of :func:`cholesky_jvp`: P = phi(L^T ct);  ct_A = L^-T P^... (see body).
+
+    With Y = L^-1 dA L^-H: <ct, L phi(Y)> = <phi(L^T ct), Y>, and the transpose of
+    dA -> L^-1 dA L^-H is G -> L^-T G conj(L)^-1.  Result not yet symmetrized (the public
+    ``cholesky`` symmetrizes its input, whose transpose symmetrizes this).
+    """
+    p = _phi(B, B.matmul(B.mT(l), ct))
+    lc = _cj(B, l)
+    # L^-T P conj(L)^-1 = L^-T (conj(L)^-T P^T)^T
+    q = B.mT(B.triangular_solve(lc, B.mT(p), lower=True, trans=1, unit=False))
+    return B.triangular_solve(l, q, lower=True, trans=1, unit=False)
+
+
+# --------------------------------------------------------------------------- qr (reduced)
+
+
+def _qr_square_jvp(B: Any, q: Array, r: Array, dx: Array) -> tuple[Array, Array]:
+    """JAX's ``_thin_qr_jvp`` (m >= n): Townsend's QR note with the complex gauge term."""
+    y = B.mT(B.triangular_solve(r, B.mT(dx), lower=False, trans=1, unit=False))  # dx R^-1
+    z = B.matmul(_H(B, q), y)
+    zl = B.tril(z, -1)
+    do = zl - _H(B, zl)
+    if B.is_complex(z):
+        do = do + B.diag_embed(_iim(B, B.diagonal(z)))
+    dq = B.matmul(q, do - z) + y
+    dr = B.matmul(z - do, r)
+    return dq, dr
+
+
+def _qr_square_vjp(
+    B: Any, q: Array, r: Array, cq: Array | None, cr: Array | None
+) -> Array:
+    """Transpose of :func:`_qr_square_jvp`, step by step in reverse."""
+    ct_z: Array | None = None
+    ct_do: Array | None = None
+    ct_y: Array | None = None
+    if cr is not None:  # dr = (z - do) r
+        g = B.matmul(cr, B.mT(r))
+        ct_z, ct_do = g, -g
+    if cq is not None:  # dq = q (do - z) + y
+        g = B.matmul(B.mT(q), cq)
+        ct_do = _add(ct_do, g)
+        ct_z = _add(ct_z, -g)
+        ct_y = cq
+    assert ct_z is not None and ct_do is not None
+    # do = zl - zl^H (+ i diag Im z): zl = tril(z, -1)
+    ct_zl = ct_do - _H(B, ct_do)
+    ct_z = ct_z + B.tril(ct_zl, -1)
+    if B.is_complex(ct_do):
+        ct_z = ct_z + B.diag_embed(_iim(B, B.diagonal(ct_do)))
+    ct_y = _add(ct_y, B.matmul(_cj(B, q), ct_z))  # z = q^H y
+    # y = dx R^-1  ->  ct_dx = ct_y R^-T  (R upper):  X R^T = ct_y  <=>  R X^T = ct_y^T
+    return B.mT(B.triangular_solve(r, B.mT(ct_y), lower=False, trans=0, unit=False))
+
+
+def qr_jvp(B: Any, x: Array, q: Array, r: Array, dx: Array) -> tuple[Array, Array]:
+    """Reduced QR; m >= n: JAX's thin rule; m < n: X = [X1 X2], R2 = Q^H X2 (JAX's split)."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m >= n:
+        return _qr_square_jvp(B, q, r, dx)
+    dq, dr1 = _qr_square_jvp(B, q, r[..., :, :m], dx[..., :, :m])
+    dr2 = B.matmul(_H(B, dq), x[..., :, m:]) + B.matmul(_H(B, q), dx[..., :, m:])
+    return dq, B.concat_last(dr1, dr2)
+
+
+def qr_vjp(B: Any, x: Array, q: Array, r: Array, cq: Array | None, cr: Array | None) -> Array:
+    """Transpose of :func:`qr_jvp`."""
+    m, n = x.shape[-2], x.shape[-1]
+    if cr is None:
+        cr = B.zeros_like(r)
+    if m >= n:
+        return _qr_square_vjp(B, q, r, cq, cr)
+    cr1, cr2 = cr[..., :, :m], cr[..., :, m:]
+    # dr2 = dq^H x2 + q^H dx2
+    ct_dx2 = B.matmul(_cj(B, q), cr2)
+    ct_dq = B.conj(B.matmul(x[..., :, m:], B.mT(cr2))) if B.is_complex(x) else B.matmul(
+        x[..., :, m:], B.mT(cr2)
+    )
+    cq = _add(cq, ct_dq)
+    ct_dx1 = _qr_square_vjp(B, q, r[..., :, :m], cq, cr1)
+    return B.concat_last(ct_dx1, ct_dx2)
+
+
+# --------------------------------------------------------------------------- eigh
+
+
+def _gap_inverse(B: Any, w: Array, squared: bool = False) -> Array:
+    """F_ij = 1/(w_j - w_i) off the diagonal, 0 on it (JAX's construction; inf when equal)."""
+    wr, wc = B.row(w), B.col(w)
+    diff = (wr + wc) * (wr - wc) if squared else wr - wc
+    eye = B.eye_like(diff)
+    return 1.0 / (diff + eye) - eye
+
+
+def eigh_jvp(B: Any, w: Array, v: Array, da: Array) -> tuple[Array, Array]:
+    """A = V diag(w) V^H:  dw = Re diag(V^H dA V);  dV = V (F o V^H dA V)  (Giles 2008, 3.1)."""
+    vav = B.matmul(B.matmul(_H(B, v), da), v)
+    f = _gap_inverse(B, w)
+    dv = B.matmul(v, f * vav)
+    dw = B.real(B.diagonal(vav)) if B.is_complex(vav) else B.diagonal(vav)
+    return dw, dv
+
+
+def eigh_vjp(B: Any, w: Array, v: Array, cw: Array | None, cv: Array | None) -> Array:
+    """ct_A = conj(V) (diag(ct_w) + F o V^T ct_V) V^T  (transpose of :func:`eigh_jvp`)."""
+    inner: Array | None = None
+    if cv is not None:
+        inner = _gap_inverse(B, w) * B.matmul(B.mT(v), cv)
+    if cw is not None:
+        inner = _add(inner, B.diag_embed(cw))
+    assert inner is not None
+    return B.matmul(B.matmul(_cj(B, v), inner), B.mT(v))
+
+
+# --------------------------------------------------------------------------- svd (reduced)
+
+
+def svd_jvp(
+    B: Any, a: Array, u: Array, s: Array, vh: Array, da: Array
+) -> tuple[Array, Array, Array]:
+    """A = U diag(s) V^H (reduced): JAX's ``_svd_jvp_rule`` (Townsend 2016 + complex gauge)."""
+    m, n = a.shape[-2], a.shape[-1]
+    v = _H(B, vh)
+    ds_mat = B.matmul(B.matmul(_H(B, u), da), v)
+    ds = B.real(B.diagonal(ds_mat)) if B.is_complex(ds_mat) else B.diagonal(ds_mat)
+    f = _gap_inverse(B, s, squared=True)
+    dss = ds_mat * B.row(s)
+    sds = B.col(s) * ds_mat
+    k1 = f * (dss + _H(B, dss))
+    if B.is_complex(ds_mat):
+        k1 = k1 + B.diag_embed(_iim(B, B.diagonal(ds_mat)) / s)
+    du = B.matmul(u, k1)
+    dv = B.matmul(v, f * (sds + _H(B, sds)))
+    if m > n:
+        dav = B.matmul(da, v)
+        du = du + (dav - B.matmul(u, B.matmul(_H(B, u), dav))) / B.row(s)
+    if n > m:
+        dahu = B.matmul(_H(B, da), u)
+        dv = dv + (dahu - B.matmul(v, B.matmul(vh, dahu))) / B.row(s)
+    return du, ds, _H(B, dv)
+
+
+def svd_vjp(
+    B: Any, a: Array, u: Array, s: Array, vh: Array,
+    cu: Array | None, cs: Array | None, cvh: Array | None,
+) -> Array:
+    """Transpose of :func:`svd_jvp`, step by step in reverse."""
+    m, n = a.shape[-2], a.shape[-1]
+    v = _H(B, vh)
+    cx = B.is_complex(a)
+    ct_dv = None if cvh is None else (B.conj(B.mT(cvh)) if cx else B.mT(cvh))
+    ct_dS: Array | None = None
+    ct_da: Array | None = None
+    if cu is not None or ct_dv is not None:
+        f = _gap_inverse(B, s, squared=True)
+    if cu is not None:
+        if m > n:  # du += (I - U U^H) dA V / s
+            g = cu / B.row(s)
+            g = g - B.matmul(_cj(B, u), B.matmul(B.mT(u), g))
+            ct_da = B.matmul(g, B.mT(v))
+        ck1 = B.matmul(B.mT(u), cu)
+        p = f * ck1
+        ct_dss = p + _H(B, p)
+        ct_dS = ct_dss * B.row(s)
+        if cx:
+            ct_dS = ct_dS + B.diag_embed(_iim(B, B.diagonal(ck1)) / s)
+    if ct_dv is not None:
+        if n > m:  # dv += (I - V V^H) dA^H U / s
+            g = ct_dv / B.row(s)
+            g = g - B.matmul(_cj(B, v), B.matmul(B.mT(v), g))
+            w = B.matmul(g, B.mT(u))  # ct of dA^H
+            ct_da = _add(ct_da, B.conj(B.mT(w)) if cx else B.mT(w))
+        ck2 = B.matmul(B.mT(v), ct_dv)
+        q = f * ck2
+        ct_sds = q + _H(B, q)
+        ct_dS = _add(ct_dS, B.col(s) * ct_sds)
+    if cs is not None:
+        ct_dS = _add(ct_dS, B.diag_embed(cs))
+    assert ct_dS is not None
+    # dS = U^H dA V  ->  ct_dA = conj(U) ct_dS V^T
+    main = B.matmul(B.matmul(_cj(B, u), ct_dS), B.mT(v))
+    return main if ct_da is None else main + ct_da

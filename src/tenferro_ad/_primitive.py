@@ -1,0 +1,208 @@
+"""Primitives and their rule tables (the core's only view of ops).
+
+A :class:`Primitive` is a named object holding, side by side:
+
+* ``impl`` — the primal kernel: numpy arrays / Python scalars in, a *fresh* numpy array
+  out (or, for ``alias=True`` primitives, a numpy view of input 0 — a metadata-only
+  output that the eager layer records as a descriptor alias, with no allocation);
+* ``vjps`` — one VJP rule per argument (``None``: no rule registered -> ``MissingRuleError``;
+  :data:`NONDIFF`: the argument is never differentiated, e.g. an index or a mask);
+* ``jvps`` — one JVP rule per argument (same conventions);
+* the residual declaration ``save_in`` / ``save_out``: which inputs / outputs the VJP
+  rules receive.  This is the *only* thing the tape retains for the op.
+
+Rule signatures (arrays positional, static parameters keyword-only)::
+
+    vjp_i(ops, g, *residuals, **params) -> cotangent for argument i  (or a Zero)
+    jvp_i(ops, t, *residuals, **params) -> tangent contribution to the output
+
+``residuals`` are the saved inputs (in ``save_in`` order) followed by the saved outputs
+(``save_out`` order); scalars passed as parameters arrive as Python scalars.  ``ops`` is
+the rule namespace: numpy-backed when nothing records the backward (arguments are numpy
+arrays), handle-backed under ``create_graph``/nested ``grad`` (arguments are
+``EagerTensor`` handles and every call records), so one rule serves both.  Every
+primitive also receives ``**params`` in ``impl``.  Primitives are single-output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from .errors import MissingRuleError
+
+Rule = Callable[..., Any]
+
+
+class _NonDiff:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NONDIFF"
+
+
+NONDIFF: Final = _NonDiff()
+"""Rule-table marker: this argument is not differentiable (no cotangent, no tangent)."""
+
+
+class Zero:
+    """A typed symbolic zero (shape, dtype): a cotangent or tangent that is known to be 0.
+
+    Never materialized unless someone asks for the value (``Gradients.grad`` returns
+    ``None`` for it; the functional API, like JAX, returns zeros for arguments the output
+    does not depend on).  O(1).
+    """
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, shape: tuple[int, ...], dtype: Any) -> None:
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"Zero(shape={self.shape}, dtype={self.dtype})"
+
+
+class Primitive:
+    """A named primitive operation and its rule tables.  Create with :func:`defprimitive`.
+
+    ``nargs`` array arguments, one output.  ``alias`` marks metadata-only outputs (a
+    view of argument 0).  ``broadcasts``: arguments broadcast numpy-style; the core sums
+    each argument's cotangent back to its shape (rules see output-shaped cotangents).
+    ``variadic``: any number of arguments; rule 0 serves every argument and receives
+    ``argnum=i``.  Rules can be (re)registered later with :meth:`defvjp` /
+    :meth:`defjvp`.
+    """
+
+    __slots__ = (
+        "alias", "broadcasts", "impl", "jvps", "name", "nargs", "nondiff", "save_in",
+        "save_out", "variadic", "vjps",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        impl: Callable[..., Any],
+        nargs: int,
+        *,
+        save_in: tuple[int, ...] = (),
+        save_out: bool = False,
+        alias: bool = False,
+        broadcasts: bool = False,
+        variadic: bool = False,
+    ) -> None:
+        self.name = name
+        self.broadcasts = broadcasts
+        self.variadic = variadic
+        self.impl = impl
+        self.nargs = nargs
+        self.save_in = save_in
+        self.save_out = save_out
+        self.alias = alias
+        self.nondiff = False  # True: no argument is differentiable (never recorded)
+        self.vjps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
+        self.jvps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
+
+    def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
+        """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""
+        self._set(self.vjps, rules, "defvjp")
+        return self
+
+    def defjvp(self, *rules: Rule | _NonDiff | None) -> Primitive:
+        """Register one JVP rule per argument (``None`` leaves it missing). Returns self."""
+        self._set(self.jvps, rules, "defjvp")
+        return self
+
+    def _set(self, table: list[Rule | _NonDiff | None], rules: tuple[Any, ...], op: str) -> None:
+        if len(rules) > max(self.nargs, 1):
+            raise TypeError(f"{op}({self.name!r}): {len(rules)} rules for {self.nargs} arguments")
+        for i, r in enumerate(rules):
+            if r is not None:
+                table[i] = r
+
+    def vjp_rule(self, i: int) -> Rule | _NonDiff:
+        """The VJP rule for argument ``i``; raises :class:`MissingRuleError` when absent."""
+        r = self.vjps[0 if self.variadic else i]
+        if r is None:
+            raise MissingRuleError(self.name, "vjp", i)
+        return r
+
+    def jvp_rule(self, i: int) -> Rule | _NonDiff:
+        """The JVP rule for argument ``i``; raises :class:`MissingRuleError` when absent."""
+        r = self.jvps[0 if self.variadic else i]
+        if r is None:
+            raise MissingRuleError(self.name, "jvp", i)
+        return r
+
+    def __repr__(self) -> str:
+        return f"Primitive({self.name!r})"
+
+
+REGISTRY: dict[str, Primitive] = {}
+
+
+def defprimitive(
+    name: str,
+    impl: Callable[..., Any],
+    nargs: int,
+    *,
+    save_in: tuple[int, ...] = (),
+    save_out: bool = False,
+    alias: bool = False,
+    broadcasts: bool = False,
+    variadic: bool = False,
+    vjp: tuple[Rule | _NonDiff | None, ...] = (),
+    jvp: tuple[Rule | _NonDiff | None, ...] = (),
+) -> Primitive:
+    """Create and register a primitive with its residual declaration and rules."""
+    if name in REGISTRY:
+        raise ValueError(f"defprimitive: a primitive named {name!r} is already registered")
+    p = Primitive(
+        name, impl, nargs, save_in=save_in, save_out=save_out, alias=alias,
+        broadcasts=broadcasts, variadic=variadic,
+    )
+    p.defvjp(*vjp)
+    p.defjvp(*jvp)
+    REGISTRY[name] = p
+    return p
+
+
+# -- combinators (JAX ad.deflinear / defbilinear, autograd nograd_functions) -------------
+
+
+def deflinear(prim: Primitive, transpose: Rule) -> Primitive:
+    """Rules for a primitive linear in its single argument: ``jvp(t) = prim(t)`` and
+    ``vjp(g) = transpose(ops, g, **params)``.  No residuals are saved."""
+    def jvp(ops: Any, t: Any, **params: Any) -> Any:
+        return ops.apply(prim, t, **params)
+
+    prim.save_in = ()
+    prim.save_out = False
+    return prim.defvjp(transpose).defjvp(jvp)
+
+
+def defbilinear(prim: Primitive, vjp_lhs: Rule, vjp_rhs: Rule) -> Primitive:
+    """Rules for ``prim(x, y)`` bilinear in ``(x, y)`` (mul, matmul, einsum-like):
+    ``jvp = prim(tx, y) + prim(x, ty)``; VJPs are ``vjp_lhs(ops, g, x, y)`` and
+    ``vjp_rhs(ops, g, x, y)``.  Saves both inputs."""
+
+    def jvp_x(ops: Any, t: Any, x: Any, y: Any, **params: Any) -> Any:
+        return ops.apply(prim, t, y, **params)
+
+    def jvp_y(ops: Any, t: Any, x: Any, y: Any, **params: Any) -> Any:
+        return ops.apply(prim, x, t, **params)
+
+    prim.save_in = (0, 1)
+    prim.save_out = False
+    return prim.defvjp(vjp_lhs, vjp_rhs).defjvp(jvp_x, jvp_y)
+
+
+def nondifferentiable(prim: Primitive) -> Primitive:
+    """Mark every argument of ``prim`` non-differentiable (comparisons, sign, argmax...):
+    its outputs carry no gradient; nothing is saved."""
+    prim.save_in = ()
+    prim.save_out = False
+    prim.vjps = [NONDIFF] * max(prim.nargs, 1)
+    prim.jvps = [NONDIFF] * max(prim.nargs, 1)
+    prim.nondiff = True
+    return prim

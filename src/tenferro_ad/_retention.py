@@ -1,0 +1,179 @@
+"""Retention containers and value records: who directly owns an AD value's bytes.
+
+Ownership shape (G7 "Ownership root")::
+
+    EagerTensor ──strong──▶ AdValueRecord ──strong──▶ RetentionContainer ──▶ Tensor | AllocationGroup
+    TapeNode (residual) ──strong──▶ AdValueRecord
+
+* :class:`RetentionContainer` directly owns an op output's allocation.  *Fused form*
+  (the common case, one op output that nothing aliases): it holds the fresh owner
+  ``Tensor`` itself — one slotted cell, no group objects.  *Group form*: the first time a
+  metadata-only op (reshape, transpose, basic slicing, broadcast_to) aliases the value,
+  the owner is moved into a ``tenferro_storage.AllocationGroup`` (``insert``) and each
+  alias becomes another descriptor of that group (``alias``): no allocation, no copy.
+  *Borrowed form* (the functional API): it holds a shared ``TensorView`` of a caller's
+  owner for the duration of the call; nothing can be extracted from it.
+* :class:`AdValueRecord` is one logical value: the container, the descriptor slot inside
+  it (``None``: the container's base value), and the numpy array kernels read.
+* Both carry an explicit strong ``count`` of their *direct owners*: a record's owners are
+  the handles and tape/checkpoint residual entries that hold it; a container's owners are
+  the records that hold it.  ``into_value`` checks both counts before any extraction
+  (``NotUnique``); no side table is involved — Python's own references keep the objects
+  alive, the counts only decide uniqueness.  Records never remove their group descriptor
+  when they die (G2 descriptor tables are append-only metadata), so extracting the base of
+  a value that was ever aliased raises ``Extract`` (aliased allocation).
+
+Retention itself never allocates or copies: a residual is one more reference to a record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tenferro_storage as ts
+from tenferro_storage.errors import ExtractError
+
+
+def _group_class() -> Any:
+    return getattr(ts, "AllocationGroup", None)
+
+
+class RetentionContainer:
+    """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
+
+    __slots__ = ("addr", "base_slot", "borrow", "count", "group", "owner")
+
+    def __init__(self) -> None:
+        self.addr = 0
+        self.owner: ts.Tensor[Any, Any] | None = None
+        self.group: Any = None
+        self.base_slot: Any = None
+        self.borrow: ts.TensorView[Any, Any] | None = None
+        self.count = 0
+
+    def _ensure_group(self) -> Any:
+        """Upgrade the fused cell to a group (moves the owner in; no allocation, no copy)."""
+        if self.group is None:
+            cls = _group_class()
+            if cls is None or self.owner is None:
+                return None
+            group = cls()
+            self.base_slot = group.insert(self.owner)
+            self.owner = None
+            self.group = group
+        return self.group
+
+    def view(self, slot: Any, operation: str) -> ts.TensorView[Any, Any]:
+        """A shared borrowed view of one descriptor of this container. O(1)."""
+        if self.owner is not None and slot is None:
+            return self.owner.as_view()
+        if self.borrow is not None and slot is None:
+            return self.borrow.as_view()
+        if self.group is not None and slot is not NO_DESCRIPTOR:
+            return self.group.view(self.base_slot if slot is None else slot)  # type: ignore[no-any-return]
+        raise ExtractError(
+            "invalid_slot",
+            f"{operation}: this value is a metadata-only alias of a borrowed argument; read "
+            "it with to_numpy() or duplicate_value()",
+        )
+
+    def release_borrow(self) -> None:
+        """End the borrow of a borrowed container (functional API exit). Idempotent."""
+        b = self.borrow
+        if b is not None:
+            self.borrow = None
+            b.release()
+
+
+class AdValueRecord:
+    """One logical AD value: its container, its descriptor slot there, the kernel array.
+
+    ``a`` is the numpy array that later kernels and no-record backward rules read; it is
+    the kernel's own output array (or a numpy view of it for aliases) and is never handed
+    to users, who read through ``EagerTensor.value()``.  ``op`` names the producing
+    operation (for ``tape.retained()``).
+    """
+
+    __slots__ = ("a", "container", "count", "op", "slot")
+
+    def __init__(self, a: Any, container: RetentionContainer, slot: Any, op: str) -> None:
+        self.a = a
+        self.container = container
+        self.slot = slot
+        self.op = op
+        self.count = 0
+        container.count += 1
+
+    def __del__(self) -> None:
+        # a record is one direct owner of its container: give the count back
+        self.container.count -= 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the logical elements this record describes."""
+        return int(self.a.nbytes)
+
+    def __repr__(self) -> str:
+        return f"AdValueRecord({self.op}, shape={tuple(self.a.shape)}, owners={self.count})"
+
+
+def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRecord:
+    """A fused record owning ``tensor`` (whose kernel array is ``array``). O(1)."""
+    c = RetentionContainer.__new__(RetentionContainer)
+    c.owner = tensor
+    c.group = None
+    c.base_slot = None
+    c.borrow = None
+    c.count = 0
+    c.addr = 0
+    return AdValueRecord(array, c, None, op)
+
+
+def record_borrow(tensor: ts.Tensor[Any, Any] | ts.TensorView[Any, Any], op: str) -> AdValueRecord:
+    """A record borrowing a caller's owner/view (shared) until ``release_borrow``. O(1)."""
+    view = tensor.as_view()
+    c = RetentionContainer()
+    c.borrow = view
+    return AdValueRecord(ts.kernel.read_array(view), c, None, op)
+
+
+class _NoDescriptor:
+    """Slot marker: an alias with no group descriptor (over a borrowed value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<no descriptor>"
+
+
+NO_DESCRIPTOR = _NoDescriptor()
+
+
+def _address(a: np.ndarray[Any, Any]) -> int:
+    return int(a.__array_interface__["data"][0])
+
+
+def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> AdValueRecord:
+    """A metadata-only output: another descriptor over ``base``'s allocation. O(rank).
+
+    ``view`` is the numpy view the kernel produced of ``base.a``.  No allocation, no copy:
+    a fused container is upgraded to a group and the layout becomes a validated group
+    alias (strides/offset in elements from the allocation start).  Over a borrowed value
+    the record shares the container without a descriptor (nothing can be extracted).
+    """
+    c = base.container
+    if c.group is None and c.owner is not None:
+        c.addr = _address(base.a)  # a fused base record's array is the whole allocation
+        c._ensure_group()
+    if c.group is None:  # pragma: no cover - the binder never aliases borrowed values
+        return AdValueRecord(view, c, NO_DESCRIPTOR, op)
+    item = view.dtype.itemsize
+    slot = c.group.alias(
+        c.base_slot,
+        shape=tuple(view.shape),
+        strides=tuple(s // item for s in view.strides),
+        offset=(_address(view) - c.addr) // item if view.size else 0,
+    )
+    return AdValueRecord(view, c, slot, op)

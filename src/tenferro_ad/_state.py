@@ -1,0 +1,59 @@
+"""Process-wide recording state (single-threaded, like the borrow cells).
+
+``STATE.tape`` is the tape that records new ops (``None`` when nothing records, e.g.
+outside every ``Tape`` or inside ``no_grad()``); ``STATE.key`` is that tape's identity
+token, compared by ``is`` against the token each handle carries.  ``STATE.reason`` is
+the :class:`~tenferro_storage.AllocationReason` every eager op kernel records for its
+fresh outputs: ``OPERATION_OUTPUT`` normally; a checkpoint region's backward replay sets
+``CHECKPOINT_RECOMPUTE_OUTPUT`` through :func:`allocation_reason` (the seam for
+issue 6).  ``STATE.jvp`` is the active forward-mode context, if any.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tenferro_storage import AllocationReason
+
+
+class _State:
+    __slots__ = ("jvp", "key", "reason", "region", "tape")
+
+    def __init__(self) -> None:
+        self.tape: Any = None
+        self.key: object | None = None
+        self.reason: AllocationReason = AllocationReason.OPERATION_OUTPUT
+        self.jvp: Any = None
+        self.region: Any = None  # the checkpoint region recording ops (_checkpoint.py)
+
+
+STATE = _State()
+
+
+@contextmanager
+def allocation_reason(reason: AllocationReason) -> Iterator[None]:
+    """Inside the block, eager op kernels record ``reason`` for their fresh outputs.
+
+    Used by checkpoint recomputation (``CHECKPOINT_RECOMPUTE_OUTPUT``). O(1).
+    """
+    prev = STATE.reason
+    STATE.reason = reason
+    try:
+        yield
+    finally:
+        STATE.reason = prev
+
+
+@contextmanager
+def no_grad() -> Iterator[None]:
+    """Suspend recording: ops inside the block compute values but add no tape nodes
+    (and so retain nothing). O(1)."""
+    prev_tape, prev_key = STATE.tape, STATE.key
+    STATE.tape = None
+    STATE.key = None
+    try:
+        yield
+    finally:
+        STATE.tape, STATE.key = prev_tape, prev_key

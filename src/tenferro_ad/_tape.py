@@ -1,0 +1,355 @@
+"""The eager tape: a Wengert list of :class:`TapeNode` and the reverse sweep.
+
+Node structure (the seam for checkpoint regions and new rule files):
+
+* ``tape.nodes[vid]`` is the node that produced value id ``vid`` — ``None`` for a leaf
+  (``watch``) — so value ids are positions and the list is topologically ordered;
+* a :class:`TapeNode` holds ``prim`` (a :class:`~tenferro_ad._primitive.Primitive`),
+  ``ids`` (the value id of each argument, ``-1`` for constants/parameters), ``params``
+  (the keyword parameters) and ``res`` — the residuals ``prim.save_in``/``save_out``
+  declare: :class:`AdValueRecord` objects (each holding one count for the tape) or
+  Python scalars.  ``res is None`` once the residuals were released.
+
+The sweep walks ids from the loss down to the smallest requested id, popping each
+value's accumulated cotangent and calling the per-argument VJP rules.  It knows no ops:
+arithmetic goes through the rule namespace ``ns`` (numpy-backed, or handle-backed when
+the backward itself is recorded).  Missing cotangents stay symbolic (absent / ``Zero``).
+
+Cotangent accounting: in a no-record backward, intermediate cotangents are numpy kernel
+scratch (like a ufunc's temporaries) and are *not* ledger allocations; only what becomes
+an owner — the gradients delivered in a :class:`~tenferro_ad.Gradients` bundle or by the
+functional API — is adopted, as ``OPERATION_OUTPUT``.  In a recorded backward
+(``create_graph``) every cotangent is an op output (a handle) and is a ledger allocation.
+
+A checkpoint region (issue 6) plugs in as a primitive-like node whose residuals are its
+boundary records and whose VJP replays the region under a sub-tape inside
+``allocation_reason(CHECKPOINT_RECOMPUTE_OUTPUT)`` and sweeps it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+import tenferro_storage as ts
+
+from ._handle import EagerTensor, make_handle
+from ._primitive import NONDIFF, Primitive, Zero
+from ._retention import AdValueRecord, record_owner
+from ._state import STATE
+from .errors import BackwardError, MissingRuleError, TapeError
+
+
+class TapeNode:
+    """One recorded op (see the module docstring). Plain slots: made on every op."""
+
+    __slots__ = ("ids", "params", "prim", "res", "shapes")
+
+    prim: Primitive
+    ids: list[int]
+    params: dict[str, Any]
+    res: list[Any] | None
+    shapes: list[tuple[int, ...]] | None  # argument shapes, kept only when they broadcast
+
+
+@attrs.frozen
+class RetainedEntry:
+    """One value the tape retains: who produced it, which rules need it, its bytes."""
+
+    producer: str
+    needed_by: tuple[str, ...]
+    nbytes: int
+    shape: tuple[int, ...]
+    dtype: str
+
+
+class Tape:
+    """Records eager ops on watched values; ``with ad.Tape() as tape:``.
+
+    ``tape.watch(owner)`` consumes an owner and returns a tracked handle;
+    ``tape.backward(loss)`` returns a :class:`~tenferro_ad.Gradients` bundle.  The tape
+    retains a value iff a rule's residual declaration needs it or ``retain(x)`` asked;
+    everything else is released as soon as its last handle goes.
+    """
+
+    __slots__ = ("__weakref__", "_active", "_kept", "_prev", "_released", "key", "nodes")
+
+    def __init__(self) -> None:
+        self.nodes: list[TapeNode | None] = []
+        self.key = object()  # identity token carried by this tape's handles
+        self._kept: list[AdValueRecord] = []
+        self._released = False
+        self._active = 0
+        self._prev: list[tuple[Any, Any]] = []
+
+    # -- context -------------------------------------------------------------------------
+    def __enter__(self) -> Tape:
+        self._prev.append((STATE.tape, STATE.key))
+        STATE.tape = self
+        STATE.key = self.key
+        self._active += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.tape, STATE.key = self._prev.pop()
+        self._active -= 1
+
+    def __del__(self) -> None:
+        self._release()
+
+    # -- values --------------------------------------------------------------------------
+    def watch(self, value: Any) -> EagerTensor:
+        """Start tracking ``value`` and return its handle. O(1), no copy.
+
+        A ``Tensor`` owner is consumed (moved into a retention container); an
+        ``EagerTensor`` gets a new tracked handle to the same record; a numpy array is
+        imported with one recorded ``TRANSFER`` copy.
+        """
+        vid = len(self.nodes)
+        self.nodes.append(None)
+        if isinstance(value, EagerTensor):
+            return make_handle(value._r("Tape.watch"), self.key, vid)
+        if isinstance(value, ts.Tensor):
+            rec = record_owner(value, ts.kernel.read_array(value), "watch")
+        else:
+            from ._dispatch import constant_record
+
+            rec = constant_record(value, "Tape.watch")
+            rec.op = "watch"
+        return make_handle(rec, self.key, vid)
+
+    def retain(self, x: EagerTensor) -> None:
+        """Keep ``x``'s value alive on this tape (one more direct owner) until release. O(1)."""
+        rec = x._r("Tape.retain")
+        rec.count += 1
+        self._kept.append(rec)
+
+    def checkpoint(self, policy: Any = None) -> Any:
+        """``with tape.checkpoint(policy=...):`` — the block form of a checkpoint region.
+
+        See :func:`tenferro_ad.checkpoint`; handles created inside the block and still
+        referenced when it exits are the region's outputs.  ``policy`` defaults to
+        ``save_nothing``.  O(1) to enter; O(ops) bookkeeping inside.
+        """
+        from ._checkpoint import region, save_nothing
+
+        return region(self, save_nothing if policy is None else policy)
+
+    def retained(self) -> list[RetainedEntry]:
+        """What the tape retains and why: one entry per retained record (producing op, the
+        rules that need it, bytes). O(nodes)."""
+        needs: dict[int, tuple[AdValueRecord, list[str]]] = {}
+        for node in self.nodes:
+            if node is None or not node.res:
+                continue
+            for r in node.res:
+                if type(r) is AdValueRecord:
+                    needs.setdefault(id(r), (r, []))[1].append(f"{node.prim.name}.vjp")
+        for r in self._kept:
+            needs.setdefault(id(r), (r, []))[1].append("tape.retain")
+        return [
+            RetainedEntry(r.op, tuple(rules), r.nbytes, tuple(r.a.shape), r.a.dtype.name)
+            for r, rules in needs.values()
+        ]
+
+    def _release(self) -> None:
+        for node in self.nodes:
+            if node is not None and node.res is not None:
+                for r in node.res:
+                    if type(r) is AdValueRecord:
+                        r.count -= 1
+                node.res = None
+        for r in self._kept:
+            r.count -= 1
+        self._kept = []
+        self._released = True
+
+    def release(self) -> None:
+        """Release every residual and retained value now (idempotent). O(nodes)."""
+        self._release()
+
+    # -- backward --------------------------------------------------------------------------
+    def _id_of(self, x: EagerTensor, what: str) -> int:
+        if not isinstance(x, EagerTensor):
+            raise TypeError(f"Tape.backward: {what} must be an EagerTensor, got {type(x).__name__}")
+        x._r(f"Tape.backward ({what})")
+        if x._tape is not self.key or x._id < 0:
+            raise BackwardError(
+                f"Tape.backward: {what} is not tracked on this tape (a constant, or a handle "
+                "from another tape); watch it on this tape before computing with it"
+            )
+        return x._id
+
+    def sweep(
+        self, loss: int, seed: Any, wrt: list[int], ns: Any, create_graph: bool
+    ) -> dict[int, Any]:
+        """Reverse sweep from value ``loss`` (cotangent ``seed``); returns ``{id: cotangent}``
+        for the ids in ``wrt`` that received one. Cotangents are ``ns`` values."""
+        nodes = self.nodes
+        lo = min(wrt) if wrt else 0
+        want = set(wrt)
+        cts: dict[int, Any] = {loss: seed}
+        out: dict[int, Any] = {}
+        key = self.key
+        add = ns.add
+        for vid in range(loss, lo - 1, -1):
+            g = cts.pop(vid, None)
+            if g is None:
+                continue
+            if vid in want:
+                out[vid] = g
+            node = nodes[vid]
+            if node is None:
+                continue
+            res = node.res
+            if res is None:
+                raise BackwardError(
+                    "Tape.backward: the residuals were released by an earlier backward; pass "
+                    "keep=True to the first backward to differentiate the tape again"
+                )
+            prim = node.prim
+            ids = node.ids
+            if create_graph:
+                args = _residual_handles(node, vid, key)
+            else:
+                args = [r.a if type(r) is AdValueRecord else r for r in res]
+            params = node.params
+            vjps = prim.vjps
+            variadic = prim.variadic
+            shapes = node.shapes
+            for i in range(len(ids)):
+                in_id = ids[i]
+                if in_id < lo:
+                    continue
+                rule = vjps[0 if variadic else i]
+                if rule is None:
+                    raise MissingRuleError(prim.name, "vjp", i)
+                if rule is NONDIFF:
+                    continue
+                if variadic:
+                    ct = rule(ns, g, *args, argnum=i, **params)
+                else:
+                    ct = rule(ns, g, *args, **params)
+                if type(ct) is Zero:
+                    continue
+                if shapes is not None:
+                    ct = ns.unbroadcast(ct, shapes[i])
+                prev = cts.get(in_id)
+                cts[in_id] = ct if prev is None else add(prev, ct)
+        return out
+
+    def backward(
+        self,
+        loss: EagerTensor,
+        wrt: Any = None,
+        cotangent: Any = None,
+        create_graph: bool = False,
+        keep: bool = False,
+    ) -> Any:
+        """Reverse-mode gradients of ``loss``; returns a :class:`~tenferro_ad.Gradients`.
+
+        ``wrt``: handles (default: every watched value).  ``cotangent``: the seed (default:
+        ones; required shape = loss shape; a handle, scalar, owner (consumed) or numpy
+        array (recorded TRANSFER)).  Releases the residuals afterwards unless ``keep``
+        (a second backward then raises ``BackwardError``).  ``create_graph=True`` records
+        the backward itself on this tape (gradients are also available as handles with
+        ``grads.handle(x)``).  Cost: one VJP-rule call per needed (node, argument); the
+        only ledger allocations are the delivered gradients (``OPERATION_OUTPUT``).
+        """
+        from ._gradients import Gradients
+        from .ops._ns import HANDLE_NS, NUMPY_NS
+
+        if self._released:
+            raise BackwardError(
+                "Tape.backward: this tape's residuals were released by an earlier backward; "
+                "pass keep=True to the first backward to differentiate the tape again"
+            )
+        lid = self._id_of(loss, "loss")
+        if wrt is None:
+            handles = None
+            wids = [i for i, n in enumerate(self.nodes) if n is None]
+        else:
+            handles = list(wrt) if isinstance(wrt, list | tuple) else [wrt]
+            wids = [self._id_of(h, "wrt") for h in handles]
+        loss_a = loss._r("Tape.backward").a
+        if create_graph:
+            seed = _seed_handle(loss_a, cotangent)
+            with _recording(self):
+                cts = self.sweep(lid, seed, wids, HANDLE_NS, True)
+        else:
+            seed = _seed_array(loss_a, cotangent)
+            cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
+        if not keep:
+            self._release()
+        return Gradients._build(self.key, wids, cts, create_graph)
+
+
+def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
+    """Residuals as handles with their value ids (so the recorded backward connects)."""
+    assert node.res is not None
+    prim = node.prim
+    out: list[Any] = []
+    ids = node.ids
+    for j, r in enumerate(node.res):
+        if type(r) is not AdValueRecord:
+            out.append(r)
+            continue
+        rid = ids[prim.save_in[j]] if j < len(prim.save_in) else vid
+        out.append(make_handle(r, key if rid >= 0 else None, rid))
+    return out
+
+
+class _recording:
+    """Temporarily make ``tape`` the recording tape (for ``create_graph``)."""
+
+    def __init__(self, tape: Tape) -> None:
+        self.tape = tape
+
+    def __enter__(self) -> None:
+        self.prev = (STATE.tape, STATE.key)
+        STATE.tape, STATE.key = self.tape, self.tape.key
+
+    def __exit__(self, *exc: object) -> None:
+        STATE.tape, STATE.key = self.prev
+
+
+def _seed_array(loss_a: Any, cotangent: Any) -> Any:
+    if cotangent is None:
+        return np.ones(loss_a.shape, loss_a.dtype)
+    if isinstance(cotangent, EagerTensor):
+        return cotangent._r("Tape.backward (cotangent)").a
+    if isinstance(cotangent, int | float | complex):
+        return np.full(loss_a.shape, cotangent, loss_a.dtype)
+    from ._dispatch import constant_record
+
+    rec = constant_record(cotangent, "Tape.backward (cotangent)")
+    if tuple(rec.a.shape) != tuple(loss_a.shape):
+        raise BackwardError(
+            f"Tape.backward: cotangent shape {tuple(rec.a.shape)} does not match the loss "
+            f"shape {tuple(loss_a.shape)}"
+        )
+    return rec.a
+
+
+def _seed_handle(loss_a: Any, cotangent: Any) -> Any:
+    from ._dispatch import constant_record
+    from ._handle import make_handle as mk
+
+    if isinstance(cotangent, EagerTensor):
+        return cotangent
+    if cotangent is None or isinstance(cotangent, int | float | complex):
+        value = 1 if cotangent is None else cotangent
+        t = ts.kernel.adopt_output(np.full(loss_a.shape, value, loss_a.dtype), STATE.reason, "seed")
+        return mk(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
+    return mk(constant_record(cotangent, "Tape.backward (cotangent)"), None, -1)
+
+
+def current_tape() -> Tape | None:
+    """The tape that records new ops now (``None`` outside tapes or under ``no_grad``)."""
+    t: Tape | None = STATE.tape
+    return t
+
+
+__all__ = ["RetainedEntry", "Tape", "TapeError", "TapeNode", "current_tape"]

@@ -1,0 +1,126 @@
+"""Every exception ``tenferro_ad`` raises.
+
+Each class subclasses the builtin a user would catch.  Storage-level failures keep
+their ``tenferro_storage.errors`` classes (``BorrowError``, ``ExtractError``,
+``UseAfterMoveError``, ...); the classes here are about AD values, rules and tapes.
+
+Errors that hand an object back follow the storage convention: the unchanged object is
+``err.value`` and ``err.into_parts()`` returns ``(cause, value)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tenferro_storage.errors import ExtractError, TenferroError
+
+__all__ = [
+    "BackwardError",
+    "CheckpointError",
+    "Extract",
+    "IntoValueError",
+    "MissingRuleError",
+    "NotUnique",
+    "ScenarioError",
+    "TapeError",
+]
+
+NOT_UNIQUE_MESSAGE = (
+    "into_value: this value still has another direct owner (another handle, a tape "
+    "residual, a checkpoint record, or an alias record over the same container), so it "
+    "cannot be moved out; nothing was extracted and the handle is unchanged (it is "
+    "err.value). tape.retained() lists what the tape keeps and why; drop the other "
+    "handles, or call handle.duplicate_value() for an explicit, ledger-recorded copy"
+)
+
+
+class IntoValueError(TenferroError, RuntimeError):
+    """Raised by ``EagerTensor.into_value()``; ``.value`` is the same, still usable handle.
+
+    Two subclasses only: :class:`NotUnique` (checked first, before any group extraction)
+    and :class:`Extract` (the group extraction itself failed).
+    """
+
+    value: Any
+
+    def __init__(self, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.value = value
+
+    def into_parts(self) -> tuple[BaseException | str, Any]:
+        """``(cause, handle)``: why it failed and the unchanged handle."""
+        return str(self), self.value
+
+
+class NotUnique(IntoValueError):
+    """Something else still directly owns the value; G2 extraction was not attempted.
+
+    The error is the same whoever the other owner is (a sibling handle, the tape, a
+    checkpoint record, an alias record) and no side table of owners is kept.
+    """
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(NOT_UNIQUE_MESSAGE, value)
+
+
+class Extract(IntoValueError):
+    """The value was uniquely held but the group refused to move its owner out.
+
+    ``.error`` is the :class:`tenferro_storage.errors.ExtractError` (e.g. another
+    descriptor of the container aliases the allocation: a reshape/transpose/slice view).
+    """
+
+    error: ExtractError
+
+    def __init__(self, value: Any, error: ExtractError) -> None:
+        super().__init__(
+            f"into_value: the value is uniquely held but its allocation cannot be moved "
+            f"out of its retention group: {error}. Use handle.duplicate_value() for an "
+            "explicit, ledger-recorded copy",
+            value,
+        )
+        self.error = error
+
+    def into_parts(self) -> tuple[BaseException | str, Any]:
+        return self.error, self.value
+
+
+class MissingRuleError(TenferroError, NotImplementedError):
+    """A primitive has no rule of the requested kind for one of its arguments.
+
+    ``.primitive``, ``.rule`` (``"vjp"`` or ``"jvp"``) and ``.argument`` (the index)
+    name what is missing.
+    """
+
+    def __init__(self, primitive: str, rule: str, argument: int) -> None:
+        super().__init__(
+            f"{primitive}: no {rule.upper()} rule for argument {argument}. Register one with "
+            f"tenferro_ad.extend.def{rule}({primitive!r}, ...) or mark the argument "
+            "non-differentiable (None), or wrap the value in stop_gradient()"
+        )
+        self.primitive = primitive
+        self.rule = rule
+        self.argument = argument
+
+
+class TapeError(TenferroError, RuntimeError):
+    """A tape was used in a state that does not allow it (e.g. a handle from another tape)."""
+
+
+class BackwardError(TapeError):
+    """``backward`` cannot run: the residuals were released by an earlier backward
+    (pass ``keep=True`` to the first one), the loss is not on this tape, or its cotangent
+    does not match."""
+
+
+class CheckpointError(TapeError):
+    """A checkpoint region cannot be recorded or differentiated: the region returned
+    something other than handles, ``tape.checkpoint()`` was used outside ``with tape:``,
+    or its boundary records were released by an earlier backward (pass ``keep=True``)."""
+
+
+class ScenarioError(TenferroError, ValueError):
+    """A ledger scenario file is malformed or its program cannot be resolved.
+
+    The message names the file and the key (``deep_chain.toml: scenario[1].expect.copies.foo``)
+    and says what was expected."""

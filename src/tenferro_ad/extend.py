@@ -1,0 +1,47 @@
+"""The rule-author surface: define your own primitive with its rules.
+
+    >>> import numpy as np
+    >>> from tenferro_ad import extend
+    >>> SOFTPLUS = extend.defprimitive(
+    ...     "my_softplus", lambda x: np.logaddexp(0.0, x), 1, save_in=(0,),
+    ...     vjp=(lambda ops, g, x: ops.div(g, ops.add(ops.exp(ops.neg(x)), 1.0)),),
+    ...     jvp=(lambda ops, t, x: ops.div(t, ops.add(ops.exp(ops.neg(x)), 1.0)),),
+    ... )
+    >>> def softplus(x):
+    ...     return extend.bind(SOFTPLUS, x)
+
+This is tenferro's ``custom_vjp``/``custom_jvp``: the primal kernel is plain numpy (it
+must return a fresh array), the rules are written once against the rule namespace
+``ops`` (see :data:`VOCABULARY`) so they also work when the backward is recorded, and the
+residual declaration (``save_in``/``save_out``) is exactly what the tape will retain.
+"""
+
+from __future__ import annotations
+
+from ._dispatch import bind
+from ._primitive import (
+    NONDIFF,
+    Primitive,
+    Zero,
+    defbilinear,
+    deflinear,
+    defprimitive,
+    nondifferentiable,
+)
+from ._state import allocation_reason
+from .ops._ns import HANDLE_NS, NUMPY_NS, VOCABULARY
+
+__all__ = [
+    "HANDLE_NS",
+    "NONDIFF",
+    "NUMPY_NS",
+    "VOCABULARY",
+    "Primitive",
+    "Zero",
+    "allocation_reason",
+    "bind",
+    "defbilinear",
+    "deflinear",
+    "defprimitive",
+    "nondifferentiable",
+]

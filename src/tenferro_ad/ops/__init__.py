@@ -1,0 +1,149 @@
+"""Op families (one file each: primal kernel, residuals, VJP and JVP side by side).
+
+* :mod:`.elementwise` — add, sub, mul, div, neg, pow, exp, log, log1p, expm1, sin, cos,
+  tanh, sqrt, abs, sign, maximum, minimum, where, comparisons, astype, stop_gradient
+* :mod:`.reduce` — sum, max, min, prod (mean is derived)
+* :mod:`.shape` — reshape, transpose, broadcast_to, basic slicing, gather/scatter-add,
+  concatenate (stack, expand_dims are derived)
+* :mod:`.linalg` — matmul
+* :mod:`.derived` — logsumexp, softmax, log_softmax
+
+Importing this package fills the handle-backed rule namespace and installs the Python
+operators on ``EagerTensor``.  A new family file needs only ``defprimitive`` and a public
+function calling ``bind``; import it here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+from .._dispatch import bind
+from .._handle import EagerTensor
+from . import derived, elementwise, linalg, reduce, shape
+from ._ns import HANDLE_NS, _unbroadcast_axes
+from .derived import log_softmax, logsumexp, softmax
+from .elementwise import (
+    abs,
+    add,
+    astype,
+    clip,
+    cos,
+    div,
+    equal,
+    exp,
+    expm1,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    log,
+    log1p,
+    maximum,
+    minimum,
+    mul,
+    neg,
+    not_equal,
+    pow,
+    sign,
+    sin,
+    sqrt,
+    stop_gradient,
+    sub,
+    tanh,
+    where,
+)
+from .linalg import matmul
+from .reduce import max, mean, min, prod, sum
+from .shape import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    gather,
+    getitem,
+    reshape,
+    scatter_add,
+    slice_pad,
+    stack,
+    swapaxes,
+    transpose,
+)
+
+__all__ = [
+    "abs", "add", "astype", "broadcast_to", "clip", "concatenate", "cos", "derived", "div",
+    "elementwise", "equal", "exp", "expand_dims", "expm1", "gather", "getitem", "greater",
+    "greater_equal", "less", "less_equal", "linalg", "log", "log1p", "log_softmax",
+    "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mul", "neg",
+    "not_equal", "pow", "prod", "reduce", "reshape", "scatter_add", "shape", "sign", "sin",
+    "slice_pad", "softmax", "sqrt", "stack", "stop_gradient", "sub", "sum", "swapaxes",
+    "tanh", "transpose", "where",
+]
+
+
+def _h_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+    gs = tuple(g.shape)
+    if gs == tuple(shape):
+        return g
+    return reshape(sum(g, axis=_unbroadcast_axes(gs, tuple(shape))), tuple(shape))
+
+
+def _install_namespace() -> None:
+    ns: Any = HANDLE_NS
+    table = {
+        "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "exp": exp, "log": log,
+        "sin": sin, "cos": cos, "sqrt": sqrt, "sign": sign, "abs": abs,
+        "conj": lambda x: x, "maximum": maximum, "where": where, "eq": equal,
+        "gt": greater, "matmul": matmul, "sum": sum,
+        "reshape": lambda x, s: reshape(x, tuple(s)),
+        "transpose": lambda x, axes: transpose(x, tuple(axes)),
+        "broadcast_to": broadcast_to, "unbroadcast": _h_unbroadcast, "astype": astype,
+        "concatenate": concatenate, "slice_pad": slice_pad,
+        "gather": lambda x, *, key: getitem(x, key),
+        "scatter_add": scatter_add, "apply": bind,
+    }
+    for k, v in table.items():
+        object.__setattr__(ns, k, v)
+
+
+def _install_operators() -> None:
+    E = EagerTensor
+    ADD, SUB, MUL, DIV = (
+        elementwise.ADD, elementwise.SUB, elementwise.MUL, elementwise.DIV,
+    )
+    POW, MATMUL, NEG = elementwise.POW, linalg.MATMUL, elementwise.NEG
+
+    def _radd(self: Any, other: Any) -> Any:
+        return bind(ADD, other, self)
+
+    ops_table: dict[str, Any] = {
+        "__add__": lambda self, other: bind(ADD, self, other),
+        "__radd__": _radd,
+        "__sub__": lambda self, other: bind(SUB, self, other),
+        "__rsub__": lambda self, other: bind(SUB, other, self),
+        "__mul__": lambda self, other: bind(MUL, self, other),
+        "__rmul__": lambda self, other: bind(MUL, other, self),
+        "__truediv__": lambda self, other: bind(DIV, self, other),
+        "__rtruediv__": lambda self, other: bind(DIV, other, self),
+        "__pow__": lambda self, other: bind(POW, self, other),
+        "__rpow__": lambda self, other: bind(POW, other, self),
+        "__matmul__": lambda self, other: bind(MATMUL, self, other),
+        "__rmatmul__": lambda self, other: bind(MATMUL, other, self),
+        "__neg__": lambda self: bind(NEG, self),
+        "__abs__": abs,
+        "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
+        "__gt__": greater, "__ge__": greater_equal,
+        "__getitem__": getitem,
+        "reshape": reshape,
+        "transpose": transpose,
+        "sum": sum,
+        "mean": mean,
+        "astype": astype,
+    }
+    for k, v in ops_table.items():
+        setattr(E, k, v)
+    E.__hash__ = object.__hash__  # type: ignore[assignment]
+
+
+
+_install_namespace()
+_install_operators()

@@ -1,0 +1,118 @@
+"""The rule namespaces: one vocabulary, two backends.
+
+Rules are written once against ``ops``: ``ops.mul(g, y)``, ``ops.sum(g, axis=...)``,
+``ops.unbroadcast(g, shape)``, ``ops.apply(prim, ...)`` ... .  :data:`NUMPY_NS` runs them
+on numpy arrays (a no-record backward: no handles, no tape nodes, no ledger events —
+cotangents are kernel scratch); :data:`HANDLE_NS` runs them on ``EagerTensor`` handles
+through the public ops (``create_graph``/nested ``grad``: every call is recorded, so the
+result can be differentiated again).  Both accept Python scalars anywhere an array is
+accepted.  New rule files may use exactly the names listed in :data:`VOCABULARY`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import numpy as np
+
+VOCABULARY: Final = (
+    "abs", "add", "apply", "astype", "broadcast_to", "concatenate", "conj", "cos", "div",
+    "eq", "exp", "gather", "gt", "log", "matmul", "maximum", "mul", "neg", "reshape",
+    "scatter_add", "sign", "sin", "slice_pad", "sqrt", "sub", "sum", "transpose",
+    "unbroadcast", "where",
+)
+
+
+def _unbroadcast_axes(gs: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    nd = len(gs) - len(shape)
+    return tuple(range(nd)) + tuple(
+        i + nd for i, n in enumerate(shape) if n == 1 and gs[i + nd] != 1
+    )
+
+
+class _NumpyNS:
+    """Rule namespace over numpy arrays (see the module docstring)."""
+
+    add = staticmethod(np.add)
+    sub = staticmethod(np.subtract)
+    mul = staticmethod(np.multiply)
+    div = staticmethod(np.true_divide)
+    neg = staticmethod(np.negative)
+    exp = staticmethod(np.exp)
+    log = staticmethod(np.log)
+    sin = staticmethod(np.sin)
+    cos = staticmethod(np.cos)
+    sqrt = staticmethod(np.sqrt)
+    sign = staticmethod(np.sign)
+    abs = staticmethod(np.abs)
+    conj = staticmethod(np.conj)
+    maximum = staticmethod(np.maximum)
+    where = staticmethod(np.where)
+    eq = staticmethod(np.equal)
+    gt = staticmethod(np.greater)
+    matmul = staticmethod(np.matmul)
+
+    @staticmethod
+    def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return np.sum(x, axis=axis, keepdims=keepdims)
+
+    @staticmethod
+    def reshape(x: Any, shape: tuple[int, ...]) -> Any:
+        return np.reshape(x, shape)
+
+    @staticmethod
+    def transpose(x: Any, axes: tuple[int, ...]) -> Any:
+        return np.transpose(x, axes)
+
+    @staticmethod
+    def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+        return np.broadcast_to(x, shape)
+
+    @staticmethod
+    def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
+        gs = np.shape(g)
+        if gs == shape:
+            return g
+        r = np.sum(g, axis=_unbroadcast_axes(gs, shape))
+        return np.reshape(r, shape)
+
+    @staticmethod
+    def astype(x: Any, dtype: Any) -> Any:
+        return np.asarray(x).astype(dtype)
+
+    @staticmethod
+    def concatenate(xs: list[Any], axis: int) -> Any:
+        return np.concatenate(xs, axis=axis)
+
+    @staticmethod
+    def slice_pad(g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
+        z = np.zeros(shape, np.result_type(g))
+        z[key] = g
+        return z
+
+    @staticmethod
+    def gather(x: Any, *, key: Any) -> Any:
+        return np.asarray(x)[key]
+
+    @staticmethod
+    def scatter_add(g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
+        z = np.zeros(shape, np.result_type(g))
+        np.add.at(z, key, g)
+        return z
+
+    @staticmethod
+    def apply(prim: Any, *args: Any, **params: Any) -> Any:
+        return prim.impl(*args, **params)
+
+
+NUMPY_NS: Final = _NumpyNS()
+
+
+class _HandleNS:
+    """Rule namespace over handles; filled by ``tenferro_ad.ops`` with the public ops."""
+
+    def __getattr__(self, name: str) -> Any:  # pragma: no cover - only before ops load
+        raise AttributeError(f"rule namespace has no operation {name!r}")
+
+
+HANDLE_NS: Final[Any] = _HandleNS()

@@ -1,0 +1,206 @@
+"""Complex numbers with JAX's conventions: conj, real, imag, complex, angle, reinterpretation.
+
+JAX's convention, which every rule here follows: a VJP is the *transpose* of the JVP
+under the real bilinear pairing ``<a, b> = Re sum(a * b)``.  Consequences:
+
+* holomorphic ops (add, mul, div, exp, log, sin, matmul, einsum, ...) need no special
+  complex rule -- their real-valued rules already are the transposes (no conjugation);
+* for a real loss ``L`` of complex ``z``, ``grad(L)(z) = dL/dRe z - i dL/dIm z`` (the
+  conjugate of PyTorch's), equal to ``jax.grad``; ``grad`` of a holomorphic ``f``
+  seeded with 1 equals ``jax.grad(f, holomorphic=True)``.
+
+The four linear maps ``real``, ``imag`` (complex -> real) and their transposes
+``real_t`` (``x -> x + 0j``), ``imag_t`` (``x -> -1j * x``) are primitives; ``complex``
+is derived.  ``conj`` is linear and self-transposing.  ``abs`` (the core's primitive)
+gets complex-aware rules here (``g * conj(sign z)``, ``Re(conj(sign z) t)``), re-registered
+through ``Primitive.defvjp``/``defjvp``.  ``view_as_real`` / ``view_as_complex`` are
+metadata-only aliases (the storage kernel's zero-copy reinterpretation; no allocation,
+no copy) whose transposes are each other up to a conjugation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import bind
+from .._handle import EagerTensor
+from .._primitive import Zero, deflinear, defprimitive
+from . import elementwise
+from ._ns import HANDLE_NS
+
+Array = Any
+
+__all__ = [
+    "ANGLE", "CONJ", "IMAG", "IMAG_T", "REAL", "REAL_T", "VIEW_AS_COMPLEX", "VIEW_AS_REAL",
+    "angle", "complex", "conj", "imag", "is_complex", "real", "view_as_complex",
+    "view_as_real",
+]
+
+_COMPLEX_OF = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.complex64}
+
+
+def _dtype(x: Any) -> np.dtype[Any]:
+    if isinstance(x, EagerTensor):
+        return x._r("dtype").a.dtype
+    return np.result_type(x)
+
+
+def is_complex(x: Any) -> bool:
+    """Whether ``x`` (a handle, numpy array or scalar) holds complex numbers. O(1)."""
+    return _dtype(x).kind == "c"
+
+
+def _real_impl(x: Array) -> Array:
+    return np.real(x).copy() if np.iscomplexobj(x) else np.array(x, copy=True)
+
+
+def _imag_impl(x: Array) -> Array:
+    return np.imag(x).copy() if np.iscomplexobj(x) else np.zeros_like(x)
+
+
+def _real_t_impl(x: Array) -> Array:
+    return np.asarray(x).astype(_COMPLEX_OF.get(np.result_type(x), np.complex128))
+
+
+def _imag_t_impl(x: Array) -> Array:
+    return np.multiply(_real_t_impl(x), -1j)
+
+
+REAL = defprimitive("real", _real_impl, 1)
+IMAG = defprimitive("imag", _imag_impl, 1)
+REAL_T = defprimitive("real_t", _real_t_impl, 1)
+IMAG_T = defprimitive("imag_t", _imag_t_impl, 1)
+
+
+# real(x) of a real x is the identity (and its transpose too); of a complex x its
+# transpose embeds: real_t.  The rule sees only g, so the primal dtype rides as a param.
+deflinear(REAL, lambda ops, g, *, src_complex=True: ops.apply(REAL_T, g) if src_complex else g)
+deflinear(IMAG, lambda ops, g, *, src_complex=True: ops.apply(IMAG_T, g) if src_complex
+          else Zero(tuple(g.shape), g.dtype))
+deflinear(REAL_T, lambda ops, g: ops.apply(REAL, g, src_complex=True))
+deflinear(IMAG_T, lambda ops, g: ops.apply(IMAG, g, src_complex=True))
+REAL.impl = lambda x, *, src_complex=True: _real_impl(x)
+IMAG.impl = lambda x, *, src_complex=True: _imag_impl(x)
+
+CONJ = deflinear(
+    defprimitive("conj", lambda x: np.conj(x) if np.iscomplexobj(x) else np.array(x, copy=True), 1),
+    lambda ops, g: ops.apply(CONJ, g),
+)
+
+
+def _angle_rule(ops: Any, g: Array, z: Array) -> Array:
+    # d angle = Im(dz / z) = Im(conj(z) dz) / |z|^2;  transpose: ct -> -i ct conj(z) / |z|^2
+    if not is_complex(z):
+        return Zero(tuple(z.shape), _dtype(z))
+    w = ops.apply(CONJ, z) / (ops.apply(REAL, z) ** 2 + ops.apply(IMAG, z) ** 2)
+    return ops.apply(IMAG_T, g) * w
+
+
+def _angle_jvp(ops: Any, t: Array, z: Array) -> Array:
+    if not is_complex(z):
+        return Zero(tuple(z.shape), np.float64)
+    den = ops.apply(REAL, z) ** 2 + ops.apply(IMAG, z) ** 2
+    return ops.apply(IMAG, ops.apply(CONJ, z) * t) / den
+
+
+ANGLE = defprimitive(
+    "angle", lambda z: np.angle(z), 1, save_in=(0,), vjp=(_angle_rule,), jvp=(_angle_jvp,)
+)
+
+
+# -- abs: complex-aware rules for the core's primitive (JAX: ct * conj(z)/|z|) -----------------
+def _abs_vjp(ops: Any, g: Array, x: Array) -> Array:
+    s = ops.sign(x)
+    return ops.mul(g, ops.apply(CONJ, s) if is_complex(x) else s)
+
+
+def _abs_jvp(ops: Any, t: Array, x: Array) -> Array:
+    s = ops.sign(x)
+    if is_complex(x):
+        return ops.apply(REAL, ops.mul(ops.apply(CONJ, s), t))
+    return ops.mul(t, s)
+
+
+elementwise.ABS.defvjp(_abs_vjp).defjvp(_abs_jvp)
+
+
+# -- zero-copy reinterpretation ------------------------------------------------------------------
+def _as_real(z: Array) -> Array:
+    z = np.asarray(z)
+    if z.dtype.kind != "c":
+        raise TypeError(f"view_as_real: expected a complex value, got dtype {z.dtype}")
+    return z[..., None].view(z.real.dtype)
+
+
+def _as_complex(x: Array) -> Array:
+    x = np.asarray(x)
+    if x.dtype.kind != "f" or x.ndim == 0 or x.shape[-1] != 2 or x.strides[-1] != x.itemsize:
+        raise TypeError(
+            f"view_as_complex: expected a real value with a unit-stride trailing axis of extent "
+            f"2, got dtype {x.dtype} shape {x.shape}; make it contiguous first"
+        )
+    return x.view(_COMPLEX_OF[x.dtype])[..., 0]
+
+
+VIEW_AS_REAL = defprimitive("view_as_real", _as_real, 1, alias=True)
+VIEW_AS_COMPLEX = defprimitive("view_as_complex", _as_complex, 1, alias=True)
+# <g, vr(dz)> = Re sum((g0 - i g1) dz):  the transpose of view_as_real is conj(vc(g)).
+VIEW_AS_REAL.defvjp(lambda ops, g: ops.apply(CONJ, ops.apply(VIEW_AS_COMPLEX, g)))
+VIEW_AS_REAL.defjvp(lambda ops, t: ops.apply(VIEW_AS_REAL, t))
+VIEW_AS_COMPLEX.defvjp(lambda ops, g: ops.apply(VIEW_AS_REAL, ops.apply(CONJ, g)))
+VIEW_AS_COMPLEX.defjvp(lambda ops, t: ops.apply(VIEW_AS_COMPLEX, t))
+
+
+# -- public functions ----------------------------------------------------------------------------
+def conj(x: Any) -> EagerTensor:
+    """Complex conjugate (a copy for real input). One allocation; linear, saves nothing."""
+    return bind(CONJ, x)
+
+
+def real(x: Any) -> EagerTensor:
+    """Real part (the identity, as a fresh value, for real input). One allocation."""
+    return bind(REAL, x, src_complex=is_complex(x))
+
+
+def imag(x: Any) -> EagerTensor:
+    """Imaginary part (zeros for real input, with a zero gradient). One allocation."""
+    return bind(IMAG, x, src_complex=is_complex(x))
+
+
+def complex(re: Any, im: Any) -> EagerTensor:  # noqa: A001 - numpy/JAX name
+    """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
+    return bind(REAL_T, re) - bind(IMAG_T, im)
+
+
+def angle(z: Any) -> EagerTensor:
+    """Argument of ``z`` in radians (``numpy.angle``); gradient ``-i ct conj(z)/|z|^2``
+    (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``."""
+    return bind(ANGLE, z)
+
+
+def view_as_real(z: Any) -> EagerTensor:
+    """The complex value ``z`` seen as real with a trailing axis of 2 (re, im).
+
+    Metadata-only: no allocation, no copy (the storage kernel's sealed complex<->real
+    reinterpretation).  Differentiable: the cotangent maps back as ``g0 - 1j*g1``.
+    """
+    return bind(VIEW_AS_REAL, z)
+
+
+def view_as_complex(x: Any) -> EagerTensor:
+    """The real value ``x`` (trailing axis of 2, unit stride) seen as complex. Zero-copy.
+
+    Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
+    """
+    return bind(VIEW_AS_COMPLEX, x)
+
+
+def _install() -> None:
+    # The handle-backed rule namespace defaults ``conj`` to the identity (real-only core);
+    # with complex support loaded it must really conjugate.
+    object.__setattr__(HANDLE_NS, "conj", conj)
+
+
+_install()

@@ -1,0 +1,507 @@
+"""Dense linear algebra with JVP and VJP rules, batched over leading axes like numpy.
+
+solve, triangular solve, inv, det, slogdet, cholesky, qr (reduced), eigh, svd (reduced),
+tril, triu, diagonal (+ its transpose, diag_embed).  The formulas live in
+:mod:`tenferro_ad._linalg_math` (one backend-agnostic implementation with references);
+here each primitive declares its kernel, residuals and rules side by side.  Rules run
+the formulas on raw numpy arrays when nothing records the backward and on handles under
+``create_graph`` (so Hessian-vector products work).
+
+Multi-output factorizations are *single-output primitives with a packed result*
+(primitives are single-output): ``qr`` packs ``[Q; R^T]``, ``eigh`` packs ``[w; V]``,
+``svd`` packs ``[U; s; Vh^T]`` along the row axis, ``slogdet`` packs ``[sign, logabsdet]``
+along a trailing axis; the public functions hand out metadata-only slices of the packed
+value (no allocation, no copy).  The VJP treats an all-zero block of the packed cotangent
+as the symbolic zero it stands for, so a loss of eigenvalues or singular values alone
+stays finite at degenerate spectra, as in JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _linalg_math as L
+from .._dispatch import bind
+from .._handle import EagerTensor
+from .._primitive import deflinear, defprimitive, nondifferentiable
+from . import reduce, shape
+from ._ns import NUMPY_NS
+from .complex import CONJ, REAL, is_complex
+from .linalg import matmul
+
+Array = Any
+
+
+def _np(x: Any) -> Array:
+    return x._r("linalg").a if isinstance(x, EagerTensor) else np.asarray(x)
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(_np(x).shape)
+
+
+def _square(op: str, a: Any) -> tuple[int, ...]:
+    s = _shape(a)
+    if len(s) < 2 or s[-1] != s[-2]:
+        raise ValueError(f"{op}: expected a (batch of) square matrices (..., n, n), got shape {s}")
+    return s
+
+
+def _checked(op: str, fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except np.linalg.LinAlgError as e:
+        raise np.linalg.LinAlgError(
+            f"{op}: {e} (input shape {np.shape(args[0])}); the matrix is singular or not "
+            "positive definite -- regularize it or use a decomposition that tolerates it"
+        ) from e
+
+
+# -- structural linear maps: tril/triu, diagonal/diag_embed, eye --------------------------------
+TRIL = deflinear(
+    defprimitive("tril", lambda x, *, k: np.tril(x, k), 1),
+    lambda ops, g, *, k: ops.apply(TRIL, g, k=k),
+)
+TRIU = deflinear(
+    defprimitive("triu", lambda x, *, k: np.triu(x, k), 1),
+    lambda ops, g, *, k: ops.apply(TRIU, g, k=k),
+)
+
+
+def _diag_embed_impl(v: Array, *, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]) -> Array:
+    out = np.zeros(shape, dtype=np.result_type(v))
+    view = np.diagonal(out, offset, axis1, axis2)
+    view.flags.writeable = True  # numpy's diagonal of a fresh array we own
+    view[...] = v
+    return out
+
+
+DIAGONAL = defprimitive(
+    "diagonal",
+    lambda x, *, offset, axis1, axis2, shape: np.diagonal(x, offset, axis1, axis2).copy(),
+    1,
+)
+DIAG_EMBED = defprimitive("diag_embed", _diag_embed_impl, 1)
+deflinear(DIAGONAL, lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
+    DIAG_EMBED, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape))
+deflinear(DIAG_EMBED, lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
+    DIAGONAL, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape))
+EYE_LIKE = nondifferentiable(
+    defprimitive("eye_like", lambda x: np.eye(x.shape[-1], dtype=x.dtype), 1)
+)
+
+
+class _OpsBackend:
+    """The formulas' backend over the handle-backed rule namespace (records every call)."""
+
+    def __init__(self, ops: Any) -> None:
+        self.ops = ops
+
+    def matmul(self, a: Array, b: Array) -> Array:
+        return self.ops.matmul(a, b)
+
+    def mT(self, x: Array) -> Array:  # noqa: N802
+        nd = len(x.shape)
+        return self.ops.transpose(x, (*range(nd - 2), nd - 1, nd - 2))
+
+    def conj(self, x: Array) -> Array:
+        return self.ops.apply(CONJ, x)
+
+    def real(self, x: Array) -> Array:
+        return self.ops.apply(REAL, x)
+
+    def tril(self, x: Array, k: int = 0) -> Array:
+        return self.ops.apply(TRIL, x, k=k)
+
+    def triu(self, x: Array, k: int = 0) -> Array:
+        return self.ops.apply(TRIU, x, k=k)
+
+    def diagonal(self, x: Array) -> Array:
+        return self.ops.apply(DIAGONAL, x, offset=0, axis1=-2, axis2=-1, shape=tuple(x.shape))
+
+    def diag_embed(self, v: Array) -> Array:
+        s = tuple(v.shape)
+        return self.ops.apply(
+            DIAG_EMBED, v, offset=0, axis1=-2, axis2=-1, shape=(*s, s[-1])
+        )
+
+    def solve(self, a: Array, b: Array) -> Array:
+        return self.ops.apply(SOLVE, a, b)
+
+    def inv(self, a: Array) -> Array:
+        return self.ops.apply(INV, a)
+
+    def triangular_solve(self, a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:
+        return self.ops.apply(TRSOLVE, a, b, lower=lower, trans=trans, unit=unit)
+
+    def row(self, v: Array) -> Array:
+        s = tuple(v.shape)
+        return self.ops.reshape(v, (*s[:-1], 1, s[-1]))
+
+    def col(self, v: Array) -> Array:
+        return self.ops.reshape(v, (*tuple(v.shape), 1))
+
+    def trace(self, x: Array) -> Array:
+        return self.ops.sum(self.diagonal(x), axis=-1)
+
+    def eye_like(self, x: Array) -> Array:
+        return self.ops.apply(EYE_LIKE, x)
+
+    def concat_last(self, a: Array, b: Array) -> Array:
+        return self.ops.concatenate([a, b], axis=-1)
+
+    def zeros_like(self, x: Array) -> Array:
+        return x * 0.0
+
+    def is_complex(self, x: Array) -> bool:
+        return is_complex(x)
+
+
+def _B(ops: Any) -> Any:  # noqa: N802
+    return L.NUMPY if ops is NUMPY_NS else _OpsBackend(ops)
+
+
+def _nz(x: Array) -> Array | None:
+    """A cotangent block that is exactly zero is the symbolic zero it stands for."""
+    return None if not np.any(_np(x)) else x
+
+
+# -- solve / triangular solve / inv / det / slogdet ---------------------------------------------
+SOLVE = defprimitive(
+    "solve", lambda a, b: _checked("solve", np.linalg.solve, a, b), 2, save_in=(0,), save_out=True,
+    vjp=(
+        lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[0],
+        lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[1],
+    ),
+    jvp=(
+        lambda ops, t, a, x: L.solve_jvp(_B(ops), a, x, t, None),
+        lambda ops, t, a, x: L.solve_jvp(_B(ops), a, x, None, t),
+    ),
+)
+
+
+def _trsolve_impl(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) -> Array:
+    return _checked("solve_triangular", L._np_tri_solve, a, b, lower, trans, unit)
+
+
+TRSOLVE = defprimitive(
+    "triangular_solve", _trsolve_impl, 2, save_in=(0,), save_out=True,
+    vjp=(
+        lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[0],
+        lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[1],
+    ),
+    jvp=(
+        lambda ops, t, a, x, **kw: L.triangular_solve_jvp(_B(ops), a, x, t, None, **kw),
+        lambda ops, t, a, x, **kw: L.triangular_solve_jvp(_B(ops), a, x, None, t, **kw),
+    ),
+)
+INV = defprimitive(
+    "inv", lambda a: _checked("inv", np.linalg.inv, a), 1, save_out=True,
+    vjp=(lambda ops, g, x: L.inv_vjp(_B(ops), x, g),),
+    jvp=(lambda ops, t, x: L.inv_jvp(_B(ops), x, t),),
+)
+DET = defprimitive(
+    "det", lambda a: np.asarray(np.linalg.det(a)), 1, save_in=(0,), save_out=True,
+    vjp=(lambda ops, g, a, d: L.det_vjp(_B(ops), a, d, g),),
+    jvp=(lambda ops, t, a, d: L.det_jvp(_B(ops), a, d, t),),
+)
+
+
+def _slogdet_impl(a: Array) -> Array:
+    sign, logabs = np.linalg.slogdet(a)
+    return np.stack([sign, np.asarray(logabs).astype(np.result_type(sign))], axis=-1)
+
+
+def _slogdet_vjp(ops: Any, g: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    sign = packed[..., 0]
+    cs, cl = g[..., 0], g[..., 1]
+    if B.is_complex(cl):
+        cl = B.real(cl)
+    return L.slogdet_vjp(B, a, sign, _nz(cs), cl)
+
+
+def _slogdet_jvp(ops: Any, t: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    ds, dl = L.slogdet_jvp(B, a, packed[..., 0], t)
+    if ds is None:
+        ds = dl * 0.0
+    return ops.concatenate([B.col(ds), B.col(dl)], axis=-1)
+
+
+SLOGDET = defprimitive(
+    "slogdet", _slogdet_impl, 1, save_in=(0,), save_out=True,
+    vjp=(_slogdet_vjp,), jvp=(_slogdet_jvp,),
+)
+
+
+# -- cholesky ------------------------------------------------------------------------------------
+CHOLESKY = defprimitive(
+    "cholesky", lambda a: _checked("cholesky", np.linalg.cholesky, a), 1, save_out=True,
+    vjp=(lambda ops, g, lo: L.cholesky_vjp(_B(ops), lo, g),),
+    jvp=(lambda ops, t, lo: L.cholesky_jvp(_B(ops), lo, t),),
+)
+
+
+# -- qr: packed [Q; R^T] (rows m + n, columns k = min(m, n)) ---------------------------------------
+def _qr_impl(a: Array) -> Array:
+    q, r = np.linalg.qr(a, mode="reduced")
+    return np.concatenate([q, np.swapaxes(r, -1, -2)], axis=-2)
+
+
+def _qr_unpack(B: Any, packed: Array, m: int) -> tuple[Array, Array]:
+    return packed[..., :m, :], B.mT(packed[..., m:, :])
+
+
+def _qr_vjp(ops: Any, g: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    m = a.shape[-2]
+    q, r = _qr_unpack(B, packed, m)
+    cq, cr = _qr_unpack(B, g, m)
+    return L.qr_vjp(B, a, q, r, _nz(cq), cr)
+
+
+def _qr_jvp(ops: Any, t: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    m = a.shape[-2]
+    q, r = _qr_unpack(B, packed, m)
+    dq, dr = L.qr_jvp(B, a, q, r, t)
+    return ops.concatenate([dq, B.mT(dr)], axis=-2)
+
+
+QR = defprimitive("qr", _qr_impl, 1, save_in=(0,), save_out=True, vjp=(_qr_vjp,), jvp=(_qr_jvp,))
+
+
+# -- eigh: packed [w; V] (rows 1 + n) -------------------------------------------------------------
+def _eigh_impl(a: Array) -> Array:
+    w, v = _checked("eigh", np.linalg.eigh, a)
+    return np.concatenate([w[..., None, :].astype(v.dtype), v], axis=-2)
+
+
+def _eigh_unpack(B: Any, packed: Array) -> tuple[Array, Array]:
+    w = packed[..., 0, :]
+    return (B.real(w) if B.is_complex(w) else w), packed[..., 1:, :]
+
+
+def _eigh_vjp(ops: Any, g: Array, packed: Array) -> Array:
+    B = _B(ops)
+    w, v = _eigh_unpack(B, packed)
+    cw, cv = _eigh_unpack(B, g)
+    return L.eigh_vjp(B, w, v, _nz(cw), _nz(cv))
+
+
+def _eigh_jvp(ops: Any, t: Array, packed: Array) -> Array:
+    B = _B(ops)
+    w, v = _eigh_unpack(B, packed)
+    dw, dv = L.eigh_jvp(B, w, v, t)
+    if B.is_complex(dv):
+        dw = dw + 0j if B is L.NUMPY else ops.apply(_real_t(), dw)
+    return ops.concatenate([B.row(dw), dv], axis=-2)
+
+
+def _real_t() -> Any:
+    from .complex import REAL_T
+
+    return REAL_T
+
+
+EIGH = defprimitive("eigh", _eigh_impl, 1, save_out=True, vjp=(_eigh_vjp,), jvp=(_eigh_jvp,))
+
+
+# -- svd: packed [U; s; Vh^T] (rows m + 1 + n, columns k) ------------------------------------------
+def _svd_impl(a: Array) -> Array:
+    u, s, vh = _checked("svd", np.linalg.svd, a, False)
+    return np.concatenate(
+        [u, s[..., None, :].astype(u.dtype), np.swapaxes(vh, -1, -2)], axis=-2
+    )
+
+
+def _svd_unpack(B: Any, packed: Array, m: int) -> tuple[Array, Array, Array]:
+    s = packed[..., m, :]
+    return (
+        packed[..., :m, :],
+        B.real(s) if B.is_complex(s) else s,
+        B.mT(packed[..., m + 1 :, :]),
+    )
+
+
+def _svd_vjp(ops: Any, g: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    m = a.shape[-2]
+    u, s, vh = _svd_unpack(B, packed, m)
+    cu, cs, cvh = _svd_unpack(B, g, m)
+    return L.svd_vjp(B, a, u, s, vh, _nz(cu), _nz(cs), _nz(cvh))
+
+
+def _svd_jvp(ops: Any, t: Array, a: Array, packed: Array) -> Array:
+    B = _B(ops)
+    m = a.shape[-2]
+    u, s, vh = _svd_unpack(B, packed, m)
+    du, ds, dvh = L.svd_jvp(B, a, u, s, vh, t)
+    if B.is_complex(du):
+        ds = ds + 0j if B is L.NUMPY else ops.apply(_real_t(), ds)
+    return ops.concatenate([du, B.row(ds), B.mT(dvh)], axis=-2)
+
+
+SVD = defprimitive("svd", _svd_impl, 1, save_in=(0,), save_out=True, vjp=(_svd_vjp,), jvp=(_svd_jvp,))
+
+
+# -- public functions -------------------------------------------------------------------------------
+def _herm(a: Any) -> EagerTensor:
+    return (a + bind(CONJ, shape.swapaxes(a, -1, -2))) * 0.5
+
+
+def solve(a: Any, b: Any) -> EagerTensor:
+    """Solve ``a @ x = b`` for (batches of) square ``a``; O(n^3 + n^2 k) per matrix.
+
+    ``b`` is a vector when ``b.ndim == 1`` (numpy 2 / JAX >= 0.5: broadcast over ``a``'s
+    batch), otherwise a (batch of) matrices with ``a``'s batch shape.  Raises
+    ``LinAlgError`` naming the op for a singular matrix.  Saves ``a`` and ``x``.
+    """
+    sa, sb = _square("solve", a), _shape(b)
+    if len(sb) == 1:
+        if sb[0] != sa[-1]:
+            raise ValueError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
+        bb = shape.reshape(b, (sb[0], 1))
+        if len(sa) > 2:
+            bb = shape.broadcast_to(bb, (*sa[:-2], sb[0], 1))
+        x = bind(SOLVE, a, bb)
+        return shape.reshape(x, (*sa[:-2], sb[0]))
+    if sb[:-2] != sa[:-2] or sb[-2] != sa[-1]:
+        raise ValueError(
+            f"solve: right-hand side shape {sb} does not fit matrix shape {sa} (batch shapes "
+            "must be equal; broadcast explicitly)"
+        )
+    return bind(SOLVE, a, b)
+
+
+def solve_triangular(
+    a: Any, b: Any, *, lower: bool = False, trans: int = 0, unit_diagonal: bool = False
+) -> EagerTensor:
+    """Solve ``op(a) @ x = b`` reading only ``a``'s lower or upper triangle
+    (``jax.scipy.linalg.solve_triangular``'s parameters; ``trans`` 0/1/2 = N/T/C).
+
+    ``b``: ``(..., n, k)`` or ``(..., n)``.  Cost: numpy has no batched triangular
+    solver, so the masked triangle goes through LU, O(n^3 + n^2 k) per matrix.
+    """
+    sa, sb = _square("solve_triangular", a), _shape(b)
+    if trans not in (0, 1, 2):
+        raise ValueError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")
+    kw = {"lower": bool(lower), "trans": int(trans), "unit": bool(unit_diagonal)}
+    if len(sb) == len(sa) - 1:
+        return shape.reshape(bind(TRSOLVE, a, shape.reshape(b, (*sb, 1)), **kw), sb)
+    if sb[:-2] != sa[:-2] or sb[-2] != sa[-1]:
+        raise ValueError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
+    return bind(TRSOLVE, a, b, **kw)
+
+
+def inv(a: Any) -> EagerTensor:
+    """Inverse of (batches of) square matrices; O(n^3). ``LinAlgError`` when singular."""
+    _square("inv", a)
+    return bind(INV, a)
+
+
+def det(a: Any) -> EagerTensor:
+    """Determinant, batched; O(n^3).  Its derivative ``det(a) * inv(a)^T`` needs ``a``
+    invertible: at an exactly singular matrix the backward raises ``LinAlgError`` where
+    JAX returns the adjugate (documented difference)."""
+    _square("det", a)
+    return bind(DET, a)
+
+
+def slogdet(a: Any) -> tuple[EagerTensor, EagerTensor]:
+    """``(sign, log|det a|)``, batched; O(n^3).  One packed allocation; both results are
+    metadata-only slices of it.  ``sign`` is complex (unit modulus) for complex ``a``
+    and carries JAX's derivative ``i Im(tr(a^-1 da)) sign``."""
+    _square("slogdet", a)
+    p = bind(SLOGDET, a)
+    sign, logabs = p[..., 0], p[..., 1]
+    if is_complex(a):
+        logabs = bind(REAL, logabs)
+    return sign, logabs
+
+
+def cholesky(a: Any) -> EagerTensor:
+    """Lower Cholesky factor of Hermitian positive-definite matrices, batched; O(n^3).
+
+    Like ``jnp.linalg.cholesky`` the input is symmetrized first (``(a + a^H)/2``), so the
+    gradient is Hermitian.  ``LinAlgError`` naming the op when not positive definite.
+    """
+    _square("cholesky", a)
+    return bind(CHOLESKY, _herm(a))
+
+
+def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
+    """Reduced QR ``(q, r)`` of ``(..., m, n)`` (numpy/LAPACK's gauge), O(m n k).
+
+    One packed allocation ``[q; r^T]``; ``q`` and ``r`` are metadata-only views of it.
+    """
+    s = _shape(a)
+    if len(s) < 2:
+        raise ValueError(f"qr: expected (..., m, n), got shape {s}")
+    p = bind(QR, a)
+    m = s[-2]
+    return p[..., :m, :], shape.swapaxes(p[..., m:, :], -1, -2)
+
+
+def eigh(a: Any) -> tuple[EagerTensor, EagerTensor]:
+    """Eigenvalues (ascending, real) and eigenvectors of Hermitian matrices, batched; O(n^3).
+
+    Symmetrizes the input like ``jnp.linalg.eigh``.  At repeated eigenvalues the
+    eigenvector derivatives are ``inf``/``nan`` (as in JAX); losses of the eigenvalues
+    alone stay finite.  Eigenvector phases are LAPACK's: only gauge-invariant losses
+    are meaningful (as everywhere).
+    """
+    _square("eigh", a)
+    p = bind(EIGH, _herm(a))
+    w = p[..., 0, :]
+    return (bind(REAL, w) if is_complex(a) else w), p[..., 1:, :]
+
+
+def svd(a: Any) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
+    """Reduced SVD ``(u, s, vh)`` of ``(..., m, n)``; O(m n k).
+
+    One packed allocation; the three results are metadata-only views of it.  At
+    repeated (or, for non-square input, zero) singular values the singular-vector
+    derivatives are ``inf``/``nan`` like JAX's; losses of ``s`` alone stay finite.
+    """
+    sa = _shape(a)
+    if len(sa) < 2:
+        raise ValueError(f"svd: expected (..., m, n), got shape {sa}")
+    p = bind(SVD, a)
+    m = sa[-2]
+    s = p[..., m, :]
+    return (
+        p[..., :m, :],
+        bind(REAL, s) if is_complex(a) else s,
+        shape.swapaxes(p[..., m + 1 :, :], -1, -2),
+    )
+
+
+def tril(x: Any, k: int = 0) -> EagerTensor:
+    """Lower triangle of the last two axes (``numpy.tril``); linear. O(size)."""
+    return bind(TRIL, x, k=int(k))
+
+
+def triu(x: Any, k: int = 0) -> EagerTensor:
+    """Upper triangle of the last two axes (``numpy.triu``); linear. O(size)."""
+    return bind(TRIU, x, k=int(k))
+
+
+def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
+    """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros."""
+    return bind(DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2),
+                shape=_shape(x))
+
+
+def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
+    """``numpy.trace`` (derived: the sum of :func:`diagonal`). O(n)."""
+    return reduce.sum(diagonal(x, offset, axis1, axis2), axis=-1)
+
+
+__all__ = [
+    "cholesky", "det", "diagonal", "eigh", "inv", "matmul", "qr", "slogdet", "solve",
+    "solve_triangular", "svd", "trace", "tril", "triu",
+]

@@ -1,0 +1,331 @@
+"""Elementwise primitives: primal kernel, residuals, VJP and JVP side by side.
+
+Binary ops broadcast numpy-style (``broadcasts=True``: the core sums cotangents back to
+each argument's shape).  A Python/numpy scalar argument is a parameter: no allocation,
+no copy, no gradient.  Comparisons, ``sign`` and ``stop_gradient`` are
+non-differentiable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import bind
+from .._handle import EagerTensor
+from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
+
+Array = Any
+
+# -- add / sub / neg (linear) ---------------------------------------------------------------
+ADD = defprimitive(
+    "add", np.add, 2, broadcasts=True,
+    vjp=(lambda ops, g: g, lambda ops, g: g),
+    jvp=(lambda ops, t: t, lambda ops, t: t),
+)
+SUB = defprimitive(
+    "sub", np.subtract, 2, broadcasts=True,
+    vjp=(lambda ops, g: g, lambda ops, g: ops.neg(g)),
+    jvp=(lambda ops, t: t, lambda ops, t: ops.neg(t)),
+)
+NEG = deflinear(defprimitive("neg", np.negative, 1), lambda ops, g: ops.neg(g))
+
+# -- mul (bilinear) / div / pow ----------------------------------------------------------------
+MUL = defbilinear(
+    defprimitive("mul", np.multiply, 2, broadcasts=True),
+    lambda ops, g, x, y: ops.mul(g, y),
+    lambda ops, g, x, y: ops.mul(g, x),
+)
+DIV = defprimitive(
+    "div", np.true_divide, 2, broadcasts=True, save_in=(0, 1),
+    vjp=(
+        lambda ops, g, x, y: ops.div(g, y),
+        lambda ops, g, x, y: ops.neg(ops.div(ops.mul(g, x), ops.mul(y, y))),
+    ),
+    jvp=(
+        lambda ops, t, x, y: ops.div(t, y),
+        lambda ops, t, x, y: ops.neg(ops.div(ops.mul(t, x), ops.mul(y, y))),
+    ),
+)
+
+
+def _pow_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
+    return ops.mul(g, ops.mul(y, ops.apply(POW, x, ops.sub(y, 1))))
+
+
+def _log_or_zero(ops: Any, x: Array) -> Array:
+    safe = ops.where(ops.gt(x, 0), x, 1.0)
+    return ops.where(ops.gt(x, 0), ops.log(safe), 0.0)
+
+
+POW = defprimitive(
+    "pow", np.power, 2, broadcasts=True, save_in=(0, 1), save_out=True,
+    vjp=(_pow_dx, lambda ops, g, x, y, out: ops.mul(g, ops.mul(out, _log_or_zero(ops, x)))),
+    jvp=(_pow_dx, lambda ops, t, x, y, out: ops.mul(t, ops.mul(out, _log_or_zero(ops, x)))),
+)
+
+# -- unary transcendental -------------------------------------------------------------------------
+EXP = defprimitive(
+    "exp", np.exp, 1, save_out=True,
+    vjp=(lambda ops, g, out: ops.mul(g, out),), jvp=(lambda ops, t, out: ops.mul(t, out),),
+)
+LOG = defprimitive(
+    "log", np.log, 1, save_in=(0,),
+    vjp=(lambda ops, g, x: ops.div(g, x),), jvp=(lambda ops, t, x: ops.div(t, x),),
+)
+LOG1P = defprimitive(
+    "log1p", np.log1p, 1, save_in=(0,),
+    vjp=(lambda ops, g, x: ops.div(g, ops.add(x, 1.0)),),
+    jvp=(lambda ops, t, x: ops.div(t, ops.add(x, 1.0)),),
+)
+EXPM1 = defprimitive(
+    "expm1", np.expm1, 1, save_out=True,
+    vjp=(lambda ops, g, out: ops.mul(g, ops.add(out, 1.0)),),
+    jvp=(lambda ops, t, out: ops.mul(t, ops.add(out, 1.0)),),
+)
+SIN = defprimitive(
+    "sin", np.sin, 1, save_in=(0,),
+    vjp=(lambda ops, g, x: ops.mul(g, ops.cos(x)),),
+    jvp=(lambda ops, t, x: ops.mul(t, ops.cos(x)),),
+)
+COS = defprimitive(
+    "cos", np.cos, 1, save_in=(0,),
+    vjp=(lambda ops, g, x: ops.neg(ops.mul(g, ops.sin(x))),),
+    jvp=(lambda ops, t, x: ops.neg(ops.mul(t, ops.sin(x))),),
+)
+
+
+def _tanh_d(ops: Any, g: Array, out: Array) -> Array:
+    return ops.mul(g, ops.sub(1.0, ops.mul(out, out)))
+
+
+TANH = defprimitive("tanh", np.tanh, 1, save_out=True, vjp=(_tanh_d,), jvp=(_tanh_d,))
+SQRT = defprimitive(
+    "sqrt", np.sqrt, 1, save_out=True,
+    vjp=(lambda ops, g, out: ops.div(g, ops.mul(out, 2.0)),),
+    jvp=(lambda ops, t, out: ops.div(t, ops.mul(out, 2.0)),),
+)
+ABS = defprimitive(
+    "abs", np.abs, 1, save_in=(0,),
+    vjp=(lambda ops, g, x: ops.mul(g, ops.sign(x)),),
+    jvp=(lambda ops, t, x: ops.mul(t, ops.sign(x)),),
+)
+SIGN = nondifferentiable(defprimitive("sign", np.sign, 1))
+
+
+# -- maximum / minimum (ties split the gradient evenly, as JAX does) -----------------------------
+def _pick(ops: Any, g: Array, x: Array, y: Array) -> Array:
+    half = ops.mul(g, 0.5)
+    return ops.where(ops.gt(x, y), g, ops.where(ops.eq(x, y), half, 0.0))
+
+
+MAXIMUM = defprimitive(
+    "maximum", np.maximum, 2, broadcasts=True, save_in=(0, 1),
+    vjp=(
+        lambda ops, g, x, y: _pick(ops, g, x, y),
+        lambda ops, g, x, y: _pick(ops, g, y, x),
+    ),
+    jvp=(
+        lambda ops, t, x, y: _pick(ops, t, x, y),
+        lambda ops, t, x, y: _pick(ops, t, y, x),
+    ),
+)
+MINIMUM = defprimitive(
+    "minimum", np.minimum, 2, broadcasts=True, save_in=(0, 1),
+    vjp=(
+        lambda ops, g, x, y: _pick(ops, g, y, x),
+        lambda ops, g, x, y: _pick(ops, g, x, y),
+    ),
+    jvp=(
+        lambda ops, t, x, y: _pick(ops, t, y, x),
+        lambda ops, t, x, y: _pick(ops, t, x, y),
+    ),
+)
+
+# -- where (the condition is never differentiated) -------------------------------------------------
+WHERE = defprimitive(
+    "where", np.where, 3, broadcasts=True, save_in=(0,),
+    vjp=(
+        NONDIFF,
+        lambda ops, g, c: ops.where(c, g, 0.0),
+        lambda ops, g, c: ops.where(c, 0.0, g),
+    ),
+    jvp=(
+        NONDIFF,
+        lambda ops, t, c: ops.where(c, t, 0.0),
+        lambda ops, t, c: ops.where(c, 0.0, t),
+    ),
+)
+
+# -- comparisons (non-differentiable) ----------------------------------------------------------------
+LT = nondifferentiable(defprimitive("lt", np.less, 2))
+LE = nondifferentiable(defprimitive("le", np.less_equal, 2))
+GT = nondifferentiable(defprimitive("gt", np.greater, 2))
+GE = nondifferentiable(defprimitive("ge", np.greater_equal, 2))
+EQ = nondifferentiable(defprimitive("eq", np.equal, 2))
+NE = nondifferentiable(defprimitive("ne", np.not_equal, 2))
+
+
+# -- astype / stop_gradient ------------------------------------------------------------------------
+def _astype_impl(a: Array, *, dtype: Any, src: Any) -> Array:
+    return np.asarray(a).astype(dtype)
+
+
+def _astype_rule(ops: Any, g: Array, *, dtype: Any, src: Any) -> Array:
+    if np.dtype(src).kind not in "fc":
+        return Zero((), src)
+    return ops.astype(g, src)
+
+
+ASTYPE = defprimitive(
+    "astype", _astype_impl, 1,
+    vjp=(_astype_rule,),
+    jvp=(lambda ops, t, *, dtype, src: ops.astype(t, dtype),),
+)
+STOP_GRADIENT = nondifferentiable(
+    defprimitive("stop_gradient", lambda a: np.asarray(a).view(), 1, alias=True)
+)
+
+
+# -- public functions ---------------------------------------------------------------------------------
+def add(x: Any, y: Any) -> EagerTensor:
+    """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy."""
+    return bind(ADD, x, y)
+
+
+def sub(x: Any, y: Any) -> EagerTensor:
+    """``x - y`` (broadcasting). One allocation; no copy."""
+    return bind(SUB, x, y)
+
+
+def mul(x: Any, y: Any) -> EagerTensor:
+    """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked."""
+    return bind(MUL, x, y)
+
+
+def div(x: Any, y: Any) -> EagerTensor:
+    """``x / y`` (broadcasting). One allocation; retains both inputs when tracked."""
+    return bind(DIV, x, y)
+
+
+def neg(x: Any) -> EagerTensor:
+    """``-x``. One allocation; retains nothing."""
+    return bind(NEG, x)
+
+
+def pow(x: Any, y: Any) -> EagerTensor:  # noqa: A001 - numpy's name
+    """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output."""
+    return bind(POW, x, y)
+
+
+def exp(x: Any) -> EagerTensor:
+    """``e**x``. One allocation; retains the output."""
+    return bind(EXP, x)
+
+
+def log(x: Any) -> EagerTensor:
+    """Natural log. One allocation; retains the input."""
+    return bind(LOG, x)
+
+
+def log1p(x: Any) -> EagerTensor:
+    """``log(1 + x)``. One allocation; retains the input."""
+    return bind(LOG1P, x)
+
+
+def expm1(x: Any) -> EagerTensor:
+    """``exp(x) - 1``. One allocation; retains the output."""
+    return bind(EXPM1, x)
+
+
+def sin(x: Any) -> EagerTensor:
+    """Sine. One allocation; retains the input."""
+    return bind(SIN, x)
+
+
+def cos(x: Any) -> EagerTensor:
+    """Cosine. One allocation; retains the input."""
+    return bind(COS, x)
+
+
+def tanh(x: Any) -> EagerTensor:
+    """Hyperbolic tangent. One allocation; retains the output."""
+    return bind(TANH, x)
+
+
+def sqrt(x: Any) -> EagerTensor:
+    """Square root. One allocation; retains the output."""
+    return bind(SQRT, x)
+
+
+def abs(x: Any) -> EagerTensor:  # noqa: A001 - numpy's name
+    """Absolute value. One allocation; retains the input."""
+    return bind(ABS, x)
+
+
+def sign(x: Any) -> EagerTensor:
+    """Sign (non-differentiable: zero gradient). One allocation."""
+    return bind(SIGN, x)
+
+
+def maximum(x: Any, y: Any) -> EagerTensor:
+    """Elementwise maximum; ties split the gradient evenly. One allocation."""
+    return bind(MAXIMUM, x, y)
+
+
+def minimum(x: Any, y: Any) -> EagerTensor:
+    """Elementwise minimum; ties split the gradient evenly. One allocation."""
+    return bind(MINIMUM, x, y)
+
+
+def where(cond: Any, x: Any, y: Any) -> EagerTensor:
+    """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation."""
+    return bind(WHERE, cond, x, y)
+
+
+def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
+    """``minimum(maximum(x, lo), hi)`` (derived; the same gradient JAX's clip has)."""
+    return minimum(maximum(x, lo), hi)
+
+
+def less(x: Any, y: Any) -> EagerTensor:
+    """``x < y`` as a boolean constant (non-differentiable)."""
+    return bind(LT, x, y)
+
+
+def less_equal(x: Any, y: Any) -> EagerTensor:
+    """``x <= y`` (non-differentiable)."""
+    return bind(LE, x, y)
+
+
+def greater(x: Any, y: Any) -> EagerTensor:
+    """``x > y`` (non-differentiable)."""
+    return bind(GT, x, y)
+
+
+def greater_equal(x: Any, y: Any) -> EagerTensor:
+    """``x >= y`` (non-differentiable)."""
+    return bind(GE, x, y)
+
+
+def equal(x: Any, y: Any) -> EagerTensor:
+    """``x == y`` (non-differentiable)."""
+    return bind(EQ, x, y)
+
+
+def not_equal(x: Any, y: Any) -> EagerTensor:
+    """``x != y`` (non-differentiable)."""
+    return bind(NE, x, y)
+
+
+def astype(x: Any, dtype: Any) -> EagerTensor:
+    """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
+    gradient."""
+    src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else np.result_type(x)
+    return bind(ASTYPE, x, dtype=np.dtype(str(dtype)), src=src)
+
+
+def stop_gradient(x: Any) -> EagerTensor:
+    """The same value with no gradient: a metadata-only alias (no allocation, no copy)."""
+    return bind(STOP_GRADIENT, x)

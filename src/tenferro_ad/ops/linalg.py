@@ -1,0 +1,59 @@
+"""``matmul`` (bilinear, numpy semantics: 1-D operands, batched operands broadcast).
+
+Einsum, linalg decompositions and complex rules belong to the next rule files; they
+plug in exactly like this one (``defprimitive`` + ``defbilinear`` or per-argument rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import bind
+from .._handle import EagerTensor
+from .._primitive import defbilinear, defprimitive
+
+Array = Any
+
+
+def _mT(ops: Any, a: Array) -> Array:
+    nd = a.ndim
+    axes = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    return ops.transpose(a, axes)
+
+
+def _vjp_lhs(ops: Any, g: Array, x: Array, y: Array) -> Array:
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    if len(xs) == 1 and len(ys) == 1:
+        return ops.mul(g, y)
+    if len(ys) == 1:  # (..., m, k) @ (k,) -> (..., m)
+        gx = ops.mul(ops.reshape(g, (*tuple(g.shape), 1)), y)
+    elif len(xs) == 1:  # (k,) @ (..., k, n) -> (..., n)
+        gx = ops.matmul(ops.reshape(g, (*tuple(g.shape)[:-1], 1, tuple(g.shape)[-1])), _mT(ops, y))
+        gx = ops.reshape(gx, (*tuple(gx.shape)[:-2], tuple(gx.shape)[-1]))
+    else:
+        gx = ops.matmul(g, _mT(ops, y))
+    return ops.unbroadcast(gx, xs)
+
+
+def _vjp_rhs(ops: Any, g: Array, x: Array, y: Array) -> Array:
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    if len(xs) == 1 and len(ys) == 1:
+        return ops.mul(g, x)
+    if len(xs) == 1:  # (k,) @ (..., k, n) -> (..., n)
+        gy = ops.mul(ops.reshape(x, (xs[0], 1)), ops.reshape(g, (*tuple(g.shape)[:-1], 1, tuple(g.shape)[-1])))
+    elif len(ys) == 1:  # (..., m, k) @ (k,) -> (..., m)
+        gy = ops.matmul(_mT(ops, x), ops.reshape(g, (*tuple(g.shape), 1)))
+        gy = ops.reshape(gy, tuple(gy.shape)[:-1])
+    else:
+        gy = ops.matmul(_mT(ops, x), g)
+    return ops.unbroadcast(gy, ys)
+
+
+MATMUL = defbilinear(defprimitive("matmul", np.matmul, 2), _vjp_lhs, _vjp_rhs)
+
+
+def matmul(x: Any, y: Any) -> EagerTensor:
+    """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked."""
+    return bind(MATMUL, x, y)

@@ -1,0 +1,288 @@
+"""Checkpoint regions (G7 "Checkpoint semantics"): boundary-only retention, interior
+release after forward use, recomputation with fresh CHECKPOINT_RECOMPUTE_OUTPUT owners,
+policies, nesting, the block form, failure atomicity, and differentiating twice."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_ad.errors import CheckpointError, NotUnique
+from tenferro_storage.ledger import AllocationReason, EventKind, capture
+
+OP = AllocationReason.OPERATION_OUTPUT
+RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
+
+
+def _x(n: int = 6, seed: int = 0) -> ts.Tensor[Any, Any]:
+    return ts.random.normal((n,), seed=seed)
+
+
+def _two_sines(v: Any) -> Any:
+    a = ad.sin(v)
+    return ad.sin(a)
+
+
+def _grad_of(program: Callable[[Any], Any], seed: int = 0, n: int = 6) -> np.ndarray[Any, Any]:
+    with ad.Tape() as tape:
+        x = tape.watch(_x(n, seed))
+        loss = program(x)
+    grads = tape.backward(loss, wrt=[x])
+    g = grads.take_grad(x)
+    assert g is not None
+    out = ts.kernel.read_array(g).copy()
+    return out
+
+
+def _ref_two_sines(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return np.cos(np.sin(x)) * np.cos(x)  # type: ignore[no-any-return]
+
+
+X0 = np.random.default_rng(0).normal(size=6)
+
+
+def test_contract_only_boundary_records_interior_released_recompute_is_fresh() -> None:
+    """G7 checkpoint contract test, observed through the ledger's events."""
+    t = _x()
+    with capture() as rec:
+        with ad.Tape() as tape:
+            x = tape.watch(t)
+            y = ad.checkpoint(_two_sines)(x)
+            loss = ad.sum(y)
+        # only the boundary (the region input x) enters the retained set; the interior
+        # value a = sin(x) has no record there and neither does the output
+        retained = [(e.producer, e.needed_by) for e in tape.retained()]
+        assert retained == [("watch", ("checkpoint.vjp",))]
+        forward_events = len(rec.events)
+        grads = tape.backward(loss, wrt=[x])
+    events = rec.events
+    allocs = [e for e in events if e.kind is EventKind.ALLOCATE]
+    a_ev, b_ev, sum_ev = allocs[0], allocs[1], allocs[2]
+    assert [a_ev.operation, b_ev.operation, sum_ev.operation] == ["sin", "sin", "sum"]
+    released = {e.allocation: i for i, e in enumerate(events) if e.kind is EventKind.RELEASE}
+    # the interior allocation is released right after forward use: before the next op
+    # outside the region allocates, long before backward
+    assert released[a_ev.allocation] < events.index(sum_ev) < forward_events
+    # recomputation allocates fresh owners (new allocation ids) with the recompute reason,
+    # and releases them before backward returns
+    recomputed = [e for e in events[forward_events:] if e.kind is EventKind.ALLOCATE
+                  and e.reason is RECOMPUTE]
+    assert [e.operation for e in recomputed] == ["sin", "sin"]
+    assert {e.allocation for e in recomputed}.isdisjoint({a_ev.allocation, b_ev.allocation})
+    assert all(e.allocation in released for e in recomputed)
+    assert rec.allocations == {OP: 4, RECOMPUTE: 2}  # sin, sin, sum, gradient
+    assert rec.copies == {}
+    g = grads.take_grad(x)
+    assert g is not None
+    np.testing.assert_allclose(ts.kernel.read_array(g), _ref_two_sines(X0), rtol=1e-12)
+
+
+def test_without_checkpoint_the_interior_is_retained_until_backward() -> None:
+    t = _x()
+    with capture() as rec:
+        with ad.Tape() as tape:
+            x = tape.watch(t)
+            a = ad.sin(x)
+            loss = ad.sum(ad.sin(a))
+            del a
+        assert ("sin", ("sin.vjp",)) in [(e.producer, e.needed_by) for e in tape.retained()]
+        first_sin = next(e for e in rec.events if e.kind is EventKind.ALLOCATE)
+        assert all(e.allocation != first_sin.allocation for e in rec.events
+                   if e.kind is EventKind.RELEASE)
+        tape.backward(loss, wrt=[x])
+    del x, loss, tape
+
+
+def test_checkpoint_record_is_a_direct_owner_for_into_value() -> None:
+    """Structural uniqueness: the checkpoint record holds the boundary value."""
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        y = ad.checkpoint(_two_sines)(x)
+        with pytest.raises(NotUnique) as info:
+            x.into_value()
+        assert info.value.value is x  # the same usable handle
+        assert x.shape == (6,)
+        del y
+    tape.release()
+    assert x.into_value().shape == (6,)  # unique again once the record is released
+
+
+@pytest.mark.parametrize(
+    "policy", [ad.save_nothing, ad.save_everything, ad.save_named(), ad.save_contractions]
+)
+def test_checkpointed_gradients_equal_plain_gradients(policy: ad.CheckpointPolicy) -> None:
+    def region(v: Any, w: Any) -> Any:
+        h = ad.tanh(ad.name(v @ w, "pre"))
+        return ad.exp(h) * v[:, :1], h
+
+    def program(x: Any, checkpointed: bool) -> Any:
+        w = x.reshape(4, 4)
+        f = ad.checkpoint(region, policy=policy) if checkpointed else region
+        p, h = f(x.reshape(4, 4), w)
+        return ad.sum(p * p) + ad.sum(h)
+
+    plain = _grad_of(lambda x: program(x, False), n=16)
+    ckpt = _grad_of(lambda x: program(x, True), n=16)
+    np.testing.assert_allclose(ckpt, plain, rtol=1e-12)
+
+
+def test_policy_decides_what_is_recomputed() -> None:
+    def region(v: Any) -> Any:
+        return ad.sin(ad.name(ad.exp(v), "e") @ v.reshape(2, 2)).reshape(4)
+
+    def recomputed(policy: ad.CheckpointPolicy) -> list[str]:
+        with capture() as rec:
+            _grad_of(lambda x: ad.sum(ad.checkpoint(region, policy=policy)(x.reshape(2, 2))),
+                     n=4)
+        return [e.operation for e in rec.events
+                if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE]
+
+    assert recomputed(ad.save_nothing) == ["exp", "matmul", "sin"]
+    assert recomputed(ad.save_everything) == []
+    assert recomputed(ad.save_named("e")) == ["matmul", "sin"]
+    assert recomputed(ad.save_named("other")) == ["exp", "matmul", "sin"]
+    assert recomputed(ad.save_contractions) == ["sin", "exp"]  # latest segment first
+    assert repr(ad.save_named("e")) == "save_named('e')"
+
+
+def test_closed_over_handles_are_region_inputs() -> None:
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        y = ad.checkpoint(lambda v: ad.sin(v) * x)(ad.cos(x))
+        loss = ad.sum(y)
+    g = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert g is not None
+    c = np.cos(X0)
+    ref = np.cos(c) * -np.sin(X0) * X0 + np.sin(c)
+    np.testing.assert_allclose(ts.kernel.read_array(g), ref, rtol=1e-12)
+
+
+def test_nested_regions() -> None:
+    inner = ad.checkpoint(_two_sines)
+
+    def outer(v: Any) -> Any:
+        return inner(ad.exp(inner(v)) * 0.5)
+
+    def ref(x: Any) -> Any:
+        return _two_sines(ad.exp(_two_sines(x)) * 0.5)
+
+    with capture() as rec:
+        got = _grad_of(lambda x: ad.sum(ad.checkpoint(outer)(x)))
+    np.testing.assert_allclose(got, _grad_of(lambda x: ad.sum(ref(x))), rtol=1e-12)
+    # outer backward replays its 6 ops (2 sines in each inner region, which run as
+    # regions there, plus exp and the scaling), then each inner region recomputes its
+    # 2 sines once more for its own backward
+    assert rec.allocations[RECOMPUTE] == 6 + 2 * 2
+
+
+def test_block_form_outputs_are_the_handles_alive_at_exit() -> None:
+    t = _x()
+    with capture() as rec:
+        with ad.Tape() as tape:
+            x = tape.watch(t)
+            with tape.checkpoint():
+                y = ad.sin(ad.sin(x))  # the inner sin's handle dies inside: interior
+            assert [e.producer for e in tape.retained()] == ["watch"]
+            loss = ad.sum(y)
+        g = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert g is not None
+    np.testing.assert_allclose(ts.kernel.read_array(g), _ref_two_sines(X0), rtol=1e-12)
+    assert rec.allocations[RECOMPUTE] == 2
+
+
+def test_block_form_outside_the_tape_is_refused() -> None:
+    tape = ad.Tape()
+    with pytest.raises(CheckpointError, match="inside `with tape:`"), tape.checkpoint():
+        pass
+
+
+def test_failure_while_recording_publishes_nothing() -> None:
+    def broken(v: Any) -> Any:
+        ad.name(ad.sin(v), "kept")
+        raise ZeroDivisionError("boom")
+
+    t = _x()
+    with capture() as rec:
+        with ad.Tape() as tape:
+            x = tape.watch(t)
+            before = len(tape.nodes)
+            with pytest.raises(ZeroDivisionError):
+                ad.checkpoint(broken, policy=ad.save_named())(x)
+            assert len(tape.nodes) == before
+            assert tape.retained() == []
+        assert rec.live_bytes == 0  # the interior (and the saved value) were released
+    assert x.into_value().shape == (6,)  # nothing else holds the input
+
+
+def test_region_must_return_handles() -> None:
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        with pytest.raises(CheckpointError, match=r"checkpoint\(<lambda>\): the region must "
+                                                  "return an EagerTensor"):
+            ad.checkpoint(lambda v: 3.0)(x)
+        assert tape.retained() == []
+    del x
+
+
+def test_differentiating_twice_with_keep() -> None:
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        loss = ad.sum(ad.checkpoint(_two_sines)(x))
+    first = tape.backward(loss, wrt=[x], keep=True).take_grad(x)
+    second = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert first is not None and second is not None
+    np.testing.assert_array_equal(ts.kernel.read_array(first), ts.kernel.read_array(second))
+    with pytest.raises(ad.errors.BackwardError):
+        tape.backward(loss, wrt=[x])
+
+
+def test_second_order_through_a_region_matches_jax() -> None:
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+
+    def f(x: Any) -> Any:
+        return ad.sum(ad.checkpoint(_two_sines)(x) * x)
+
+    def f_jax(x: Any) -> Any:
+        return jnp.sum(jax.checkpoint(lambda v: jnp.sin(jnp.sin(v)))(x) * x)
+
+    x = _x()
+    (hd,) = _wrap(ad.grad(lambda v: ad.sum(ad.grad(f)(v))))(x)
+    ref = jax.grad(lambda v: jnp.sum(jax.grad(f_jax)(v)))(X0)
+    np.testing.assert_allclose(hd, np.asarray(ref), rtol=1e-10)
+    del x
+
+
+def _wrap(fn: Callable[..., Any]) -> Callable[..., tuple[np.ndarray[Any, Any], ...]]:
+    def call(*args: Any) -> tuple[np.ndarray[Any, Any], ...]:
+        out = fn(*args)
+        outs = out if isinstance(out, tuple) else (out,)
+        return tuple(ts.kernel.read_array(o).copy() for o in outs)
+
+    return call
+
+
+def test_without_a_tape_checkpoint_is_a_plain_call() -> None:
+    with capture() as rec:
+        t = _x()
+        with ad.no_grad():
+            y = ad.checkpoint(_two_sines)(ad.Tape().watch(t))
+        assert y.shape == (6,)
+        del y
+    assert RECOMPUTE not in rec.allocations
+
+
+def test_name_outside_a_region_is_the_identity() -> None:
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        assert ad.name(x, "anything") is x
+    with pytest.raises(TypeError, match="name: expected an EagerTensor"):
+        ad.name(3.0, "x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="policy must be a CheckpointPolicy"):
+        ad.checkpoint(_two_sines, policy="save_nothing")  # type: ignore[arg-type]
+    del x

@@ -1,0 +1,98 @@
+"""Project-wide test configuration: hypothesis profiles, strict numpy, leak checks.
+
+* Hypothesis profile: ``HYPOTHESIS_PROFILE`` selects one explicitly; otherwise
+  ``CI=true`` selects ``ci`` (thorough, still fast enough for the whole suite to
+  finish well inside the CI budget on two cores) and anything else ``dev`` (quick).
+* numpy floating-point errors raise inside every test (a NaN must not hide a bug).
+* Leak check after every test: every root allocated during the test has been released
+  (``ledger.live_allocations()`` and ``ledger.live_bytes()`` are back to their values
+  before the test) and no root was released twice.  It costs two integer reads when
+  nothing leaked; only a mismatch triggers ``gc.collect()`` (views in reference
+  cycles, e.g. held by a traceback, are collected before judging).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from tenferro_storage import ledger
+
+settings.register_profile(
+    "ci",
+    max_examples=100,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=20, deadline=None)
+
+
+def _profile() -> str:
+    explicit = os.environ.get("HYPOTHESIS_PROFILE")
+    if explicit:
+        return explicit
+    return "ci" if os.environ.get("CI", "").lower() in {"1", "true", "yes"} else "dev"
+
+
+PROFILE = _profile()
+settings.load_profile(PROFILE)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Hypothesis probes mypy_extensions.TypedDict while reporting a failure; with
+    # warnings as errors that probe would mask the real failure.
+    config.addinivalue_line(
+        "filterwarnings", "ignore:mypy_extensions.TypedDict is deprecated:DeprecationWarning"
+    )
+
+
+def pytest_report_header() -> str:
+    return f"hypothesis profile: {PROFILE}"
+
+
+@pytest.fixture(autouse=True)
+def _numpy_errors_raise() -> Iterator[None]:
+    """Floating-point errors (overflow, invalid, divide, underflow) raise in every test."""
+    with np.errstate(all="raise"):
+        yield
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Iterator[None] | pytest.TestReport:
+    report: pytest.TestReport = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
+_CALL_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.fixture(autouse=True)
+def _leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test every root is released exactly once and live bytes are back."""
+    allocations = ledger.live_allocations()
+    live = ledger.live_bytes()
+    doubles = len(ledger.double_releases())
+    yield
+    if request.node.stash.get(_CALL_FAILED, False):
+        return  # the failure's traceback keeps the test's objects alive; report it alone
+    if ledger.live_allocations() != allocations:
+        gc.collect()
+    leaked = ledger.live_allocations() - allocations
+    assert leaked <= 0, (
+        f"leak check: {leaked} allocation(s) made by this test are still alive "
+        f"({ledger.live_bytes() - live} bytes); release every owner and view before the "
+        "test ends (no test may keep storage alive across tests)"
+    )
+    assert ledger.live_bytes() <= live, "leak check: live bytes grew during the test"
+    twice = ledger.double_releases()[doubles:]
+    assert not twice, f"leak check: allocation(s) {twice} were released more than once"
