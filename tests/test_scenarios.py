@@ -27,8 +27,7 @@ from tenferro_storage.ledger import AllocationReason
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
-REQUIRED = {"mlp", "deep_chain", "deep_chain_checkpointed", "tensor_network",
-            "explicit_copies"}
+REQUIRED = {"mlp", "deep_chain", "deep_chain_checkpointed", "tensor_network", "explicit_copies"}
 
 
 @pytest.fixture(scope="module")
@@ -77,8 +76,13 @@ def test_cli_exits_nonzero_on_a_wrong_expectation(
 ) -> None:
     text = (SCENARIOS / "explicit_copies.toml").read_text()
     bad = tmp_path / "bad.toml"
-    bad.write_text(text.replace("copies = { explicit_duplicate = 1, transfer = 1 }",
-                                "copies = { explicit_duplicate = 1 }", 1))
+    bad.write_text(
+        text.replace(
+            "copies = { explicit_duplicate = 1, transfer = 1 }",
+            "copies = { explicit_duplicate = 1 }",
+            1,
+        )
+    )
     assert main(["run", str(bad), "-k", "explicit_copies"]) == 1
     out = capsys.readouterr().out
     assert "copies differ (transfer: expected 0, observed 1)" in out
@@ -119,7 +123,7 @@ def _jax_programs() -> dict[str, Callable[..., Any]]:
     jnp = jax.numpy
 
     def ck(f: Callable[..., Any], on: bool) -> Callable[..., Any]:
-        return jax.checkpoint(f) if on else f  # type: ignore[no-any-return]
+        return jax.checkpoint(f) if on else f
 
     def mlp(x: Any, w1: Any, b1: Any, w2: Any, b2: Any, y: Any, *, on: bool) -> Any:
         h = ck(lambda x, w1, b1: jnp.tanh(x @ w1 + b1), on)(x, w1, b1)
@@ -159,8 +163,13 @@ def _jax_programs() -> dict[str, Callable[..., Any]]:
         z = ck(lambda v: jnp.exp(v) * weights, on)(y)
         return jnp.sum(z * frozen)
 
-    return {"mlp": mlp, "deep_chain": deep_chain, "named_chain": named_chain,
-            "tensor_network": tensor_network, "explicit_copies": explicit_copies}
+    return {
+        "mlp": mlp,
+        "deep_chain": deep_chain,
+        "named_chain": named_chain,
+        "tensor_network": tensor_network,
+        "explicit_copies": explicit_copies,
+    }
 
 
 def _inputs(s: Scenario) -> list[np.ndarray[Any, Any]]:
@@ -191,8 +200,9 @@ def test_gradients_match_jax_and_checkpointing_changes_no_gradient(
             )(*args)
             assert r.observation.loss == pytest.approx(float(loss), rel=1e-12), s.name
             for ours, theirs in zip(r.observation.gradients, grads, strict=True):
-                np.testing.assert_allclose(ours, np.asarray(theirs), rtol=1e-10, atol=1e-13,
-                                           err_msg=s.name)
+                np.testing.assert_allclose(
+                    ours, np.asarray(theirs), rtol=1e-10, atol=1e-13, err_msg=s.name
+                )
             for ours, plain in zip(r.observation.gradients, reference, strict=True):
                 np.testing.assert_allclose(ours, plain, rtol=1e-12, atol=1e-14, err_msg=s.name)
 

@@ -25,8 +25,6 @@ from ._checkpoint import (
     save_nothing,
 )
 from ._functional import VjpFunction, grad, jvp, value_and_grad, vjp
-from .ops.complex import angle, complex, conj, imag, real, view_as_complex, view_as_real
-from .ops.einsum import einsum, tensordot
 from ._gradients import Gradients
 from ._handle import EagerTensor, ValueGuard
 from ._primitive import Primitive, Zero
@@ -82,6 +80,8 @@ from .ops import (
     transpose,
     where,
 )
+from .ops.complex import angle, complex, conj, imag, real, view_as_complex, view_as_real
+from .ops.einsum import einsum, tensordot
 
 __all__ = [
     "AdValueRecord",

@@ -148,8 +148,9 @@ class _Eqn:
 
     __slots__ = ("args", "op", "outs", "params")
 
-    def __init__(self, op: Primitive | _Graph, args: list[Ref], params: dict[str, Any],
-                 outs: list[int]) -> None:
+    def __init__(
+        self, op: Primitive | _Graph, args: list[Ref], params: dict[str, Any], outs: list[int]
+    ) -> None:
         self.op = op
         self.args = args
         self.params = params
@@ -165,8 +166,7 @@ class _Graph:
     ``outputs``: one reference per region output.
     """
 
-    __slots__ = ("consts", "eqns", "n_inputs", "n_vars", "outputs", "policy", "producer",
-                 "saved")
+    __slots__ = ("consts", "eqns", "n_inputs", "n_vars", "outputs", "policy", "producer", "saved")
 
     def __init__(self, policy: CheckpointPolicy) -> None:
         self.policy = policy
@@ -194,8 +194,7 @@ class _Recorder:
     and policy-saved values.  Interior values are referenced by variable number only.
     """
 
-    __slots__ = ("extras", "graph", "input_key", "inputs", "key", "produced", "saved_recs",
-                 "track")
+    __slots__ = ("extras", "graph", "input_key", "inputs", "key", "produced", "saved_recs", "track")
 
     def __init__(self, policy: CheckpointPolicy, inputs: list[EagerTensor], track: bool) -> None:
         self.key = object()  # carried by handles produced inside the region
@@ -225,8 +224,14 @@ class _Recorder:
             return ("c", len(self.graph.consts) - 1)
         return ("l", a)
 
-    def record(self, prim: Primitive, args: tuple[Any, ...], recs: list[Any], h: EagerTensor,
-               params: dict[str, Any]) -> None:
+    def record(
+        self,
+        prim: Primitive,
+        args: tuple[Any, ...],
+        recs: list[Any],
+        h: EagerTensor,
+        params: dict[str, Any],
+    ) -> None:
         """Store one op; re-key its output handle as interior variable. O(args)."""
         g = self.graph
         refs = [self._ref(a, r) for a, r in zip(args, recs, strict=True)]
@@ -252,8 +257,9 @@ class _Recorder:
         if self.graph.policy.saves_label(label):
             self._save(var, rec)
 
-    def record_region(self, graph: _Graph, args: list[EagerTensor],
-                      out_recs: list[AdValueRecord]) -> list[EagerTensor]:
+    def record_region(
+        self, graph: _Graph, args: list[EagerTensor], out_recs: list[AdValueRecord]
+    ) -> list[EagerTensor]:
         """Store a nested region as one equation; its outputs become variables here."""
         g = self.graph
         refs = [self._ref(a, a._r("checkpoint")) for a in args]
@@ -353,8 +359,12 @@ def _region_prim(n: int) -> Primitive:
     return p
 
 
-def _attach(graph: _Graph, inputs: list[EagerTensor], saved: list[AdValueRecord],
-            out_recs: list[AdValueRecord]) -> list[EagerTensor]:
+def _attach(
+    graph: _Graph,
+    inputs: list[EagerTensor],
+    saved: list[AdValueRecord],
+    out_recs: list[AdValueRecord],
+) -> list[EagerTensor]:
     """Publish a finished region on the recording tape (or drop it when nothing records).
 
     Takes over one count on each record in ``saved``.
@@ -393,8 +403,9 @@ def _attach(graph: _Graph, inputs: list[EagerTensor], saved: list[AdValueRecord]
 # -- the function form -------------------------------------------------------------------------
 
 
-def _flatten_outputs(out: Any, operation: str) -> tuple[list[EagerTensor], Callable[[list[Any]],
-                                                                                  Any]]:
+def _flatten_outputs(
+    out: Any, operation: str
+) -> tuple[list[EagerTensor], Callable[[list[Any]], Any]]:
     if isinstance(out, EagerTensor):
         return [out], lambda xs: xs[0]
     if isinstance(out, tuple | list) and all(isinstance(o, EagerTensor) for o in out):
@@ -431,8 +442,11 @@ def _finish(rec: _Recorder, outs: list[EagerTensor]) -> list[EagerTensor]:
     return [published[x] if isinstance(x, int) else x for x in result]
 
 
-def checkpoint(f: Callable[..., Any], *, policy: CheckpointPolicy = save_nothing,
-               ) -> Callable[..., Any]:
+def checkpoint(
+    f: Callable[..., Any],
+    *,
+    policy: CheckpointPolicy = save_nothing,
+) -> Callable[..., Any]:
     """Make ``f`` a checkpoint region: call the result with the region's inputs.
 
     ``checkpoint(f, policy=...)(*args)`` runs ``f`` at once, without recording its ops
@@ -498,8 +512,7 @@ def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None
         raise TypeError(f"Tape.checkpoint: policy must be a CheckpointPolicy, got {policy!r}")
     if STATE.tape is not tape and STATE.region is None:
         raise CheckpointError(
-            "Tape.checkpoint: this tape is not recording here; use the block inside "
-            "`with tape:`"
+            "Tape.checkpoint: this tape is not recording here; use the block inside `with tape:`"
         )
     rec = _Recorder(policy, [], track=True)
     try:
@@ -546,8 +559,14 @@ def _last_uses(graph: _Graph, eqn_ids: list[int]) -> dict[int, int]:
     return last
 
 
-def _replay(graph: _Graph, env: dict[int, Any], inputs: list[Any], consts: list[Any],
-            eqn_ids: list[int], keep: set[int]) -> None:
+def _replay(
+    graph: _Graph,
+    env: dict[int, Any],
+    inputs: list[Any],
+    consts: list[Any],
+    eqn_ids: list[int],
+    keep: set[int],
+) -> None:
     """Run ``eqn_ids`` (in order) with ``bind``, filling ``env`` (var -> handle).
 
     Interior values are dropped right after their last use unless in ``keep``.
@@ -589,8 +608,9 @@ def _apply_graph(graph: _Graph, args: list[Any]) -> list[EagerTensor]:
     STATE.tape = None
     STATE.key = None
     try:
-        _replay(graph, env, args, consts, list(range(len(graph.eqns))),
-                set(out_vars) | set(saved_vars))
+        _replay(
+            graph, env, args, consts, list(range(len(graph.eqns))), set(out_vars) | set(saved_vars)
+        )
     finally:
         STATE.tape, STATE.key = prev
     saved: list[AdValueRecord] = []
@@ -600,8 +620,9 @@ def _apply_graph(graph: _Graph, args: list[Any]) -> list[EagerTensor]:
         saved.append(rec)
     out_recs = [env[v]._r("checkpoint") for v in out_vars]
     env.clear()
-    inputs = [a if isinstance(a, EagerTensor) else make_handle(_const_rec(a), None, -1)
-              for a in args]
+    inputs = [
+        a if isinstance(a, EagerTensor) else make_handle(_const_rec(a), None, -1) for a in args
+    ]
     return _attach(graph, inputs, saved, out_recs)
 
 
@@ -626,8 +647,9 @@ def _join_prim(n: int) -> Primitive:
 _JOIN_SEED: Final = object()
 
 
-def _sweep_from(tape: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any,
-                create_graph: bool) -> dict[int, Any]:
+def _sweep_from(
+    tape: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any, create_graph: bool
+) -> dict[int, Any]:
     """The tape's own reverse sweep, started from several seeds at once.
 
     A temporary join node whose rules hand out the seeds is appended and swept from;
@@ -640,14 +662,19 @@ def _sweep_from(tape: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any,
     vid = len(tape.nodes)
     tape.nodes.append(node)
     try:
-        return tape.sweep(vid, _JOIN_SEED, wrt, ns, create_graph)  # type: ignore[no-any-return]
+        return tape.sweep(vid, _JOIN_SEED, wrt, ns, create_graph)
     finally:
         node.params = {}
         node.ids = []
 
 
-def _node(prim: Primitive, ids: list[int], params: dict[str, Any], res: list[Any],
-          shapes: list[tuple[int, ...]] | None = None) -> TapeNode:
+def _node(
+    prim: Primitive,
+    ids: list[int],
+    params: dict[str, Any],
+    res: list[Any],
+    shapes: list[tuple[int, ...]] | None = None,
+) -> TapeNode:
     node = TapeNode.__new__(TapeNode)
     node.prim = prim
     node.ids = ids
@@ -708,8 +735,9 @@ def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:
     return _ZERO if ct is None else ct
 
 
-def _vjp_all(st: _NodeState, out_cts: dict[int, Any], args: list[Any],
-             create_graph: bool) -> list[Any]:
+def _vjp_all(
+    st: _NodeState, out_cts: dict[int, Any], args: list[Any], create_graph: bool
+) -> list[Any]:
     """Cotangents for every region input, given cotangents of the outputs (by index)."""
     graph = st.graph
     n_in = len(args) - len(graph.saved)
@@ -732,8 +760,14 @@ def _vjp_all(st: _NodeState, out_cts: dict[int, Any], args: list[Any],
     return [ct_in.get(k) for k in range(n_in)]
 
 
-def _segment_vjp(graph: _Graph, owned: list[int], ct_var: dict[int, Any],
-                 ct_in: dict[int, Any], in_recs: list[Any], saved_recs: list[Any]) -> None:
+def _segment_vjp(
+    graph: _Graph,
+    owned: list[int],
+    ct_var: dict[int, Any],
+    ct_in: dict[int, Any],
+    in_recs: list[Any],
+    saved_recs: list[Any],
+) -> None:
     run, leaf_vars = _needed(graph, owned)
     ns = _numpy_ns()
     sub = Tape()
@@ -754,19 +788,29 @@ def _segment_vjp(graph: _Graph, owned: list[int], ct_var: dict[int, Any],
             env[v] = h
             leaf_ids[h._id] = v
         consts = [make_handle(c, None, -1) for c in graph.consts]
-        for e in run:
+        wanted = {v for e in owned for v in graph.eqns[e].outs if v in ct_var}
+        seeds: dict[int, Any] = {}
+        last = _last_uses(graph, run)
+        for pos, e in enumerate(run):
             eqn = graph.eqns[e]
             out_v = eqn.outs[0]
             if out_v in graph.saved and type(eqn.op) is Primitive:
-                env[out_v] = _manual_node(sub, eqn, env, inputs, consts,
-                                          saved_recs[graph.saved[out_v]])
+                env[out_v] = _manual_node(
+                    sub, eqn, env, inputs, consts, saved_recs[graph.saved[out_v]]
+                )
             else:
                 _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
-        seeds: dict[int, Any] = {}
-        for e in owned:
-            for v in graph.eqns[e].outs:
-                if v in ct_var and v in env and env[v]._tape is sub.key:
-                    seeds[env[v]._id] = ct_var.pop(v)
+            for v in eqn.outs:  # a seed needs only the value id; the sub-tape keeps residuals
+                out_h = env.get(v)
+                if v in wanted and out_h is not None and out_h._tape is sub.key:
+                    seeds[out_h._id] = ct_var.pop(v)
+            out_h = None
+            for kind, v in eqn.args:  # interior values die right after their last use
+                if kind == "v" and last.get(v) == pos and v not in leaf_vars:
+                    env.pop(v, None)
+            for v in eqn.outs:
+                if v not in last and v not in leaf_vars:
+                    env.pop(v, None)
     env.clear()
     del inputs, consts
     cts = _sweep_from(sub, seeds, sorted(in_ids) + sorted(leaf_ids), ns, False)
@@ -781,16 +825,21 @@ def _segment_vjp(graph: _Graph, owned: list[int], ct_var: dict[int, Any],
             ct_var[v] = ct if v not in ct_var else ns.add(ct_var[v], ct)
 
 
-def _manual_node(sub: Tape, eqn: _Eqn, env: dict[int, Any], inputs: list[Any],
-                 consts: list[Any], saved: AdValueRecord) -> EagerTensor:
+def _manual_node(
+    sub: Tape,
+    eqn: _Eqn,
+    env: dict[int, Any],
+    inputs: list[Any],
+    consts: list[Any],
+    saved: AdValueRecord,
+) -> EagerTensor:
     """A tape node for a saved equation, built from records instead of recomputing."""
     prim = eqn.op
     assert type(prim) is Primitive
     handles: list[Any] = []
     ids: list[int] = []
     for kind, v in eqn.args:
-        a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" \
-            else v
+        a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" else v
         handles.append(a)
         ids.append(a._id if type(a) is EagerTensor and a._tape is sub.key else -1)
     res: list[Any] = []
@@ -808,8 +857,10 @@ def _manual_node(sub: Tape, eqn: _Eqn, env: dict[int, Any], inputs: list[Any],
     shapes = None
     if prim.broadcasts:
         out_shape = saved.a.shape
-        arg_shapes = [np.shape(a._r("checkpoint").a) if type(a) is EagerTensor else np.shape(a)
-                      for a in handles]
+        arg_shapes = [
+            np.shape(a._r("checkpoint").a) if type(a) is EagerTensor else np.shape(a)
+            for a in handles
+        ]
         if any(i >= 0 and sh != out_shape for i, sh in zip(ids, arg_shapes, strict=True)):
             shapes = arg_shapes
     vid = len(sub.nodes)
@@ -830,8 +881,10 @@ def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> 
     env: dict[int, Any] = {}
     out_vars = {v for kind, v in graph.outputs if kind == "v"}
     with allocation_reason(_RECOMPUTE):
-        local = [bind(IDENTITY, h) if type(h) is EagerTensor and h._tape is tape.key else h
-                 for h in inputs]
+        local = [
+            bind(IDENTITY, h) if type(h) is EagerTensor and h._tape is tape.key else h
+            for h in inputs
+        ]
         _replay(graph, env, local, consts, list(range(len(graph.eqns))), out_vars)
     seeds: dict[int, Any] = {}
     ct_in: dict[int, Any] = {}

@@ -33,7 +33,7 @@ from tenferro_storage.errors import LayoutError, UseAfterMoveError
 
 from ._handle import EagerTensor
 from ._primitive import Primitive
-from ._retention import AdValueRecord, RetentionContainer, record_alias
+from ._retention import AdValueRecord, RetentionContainer, move_owner, record_alias
 from ._state import STATE
 from ._tape import TapeNode
 
@@ -53,7 +53,7 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
     array-like: one ``TRANSFER`` copy into a new owner.  Anything else: ``TypeError``.
     """
     if isinstance(value, ts.Tensor):
-        t = value
+        t = move_owner(value)  # the caller's owner is consumed
     elif isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
         t = ts.from_numpy(value)
     elif isinstance(value, ts.TensorView | ts.TensorViewMut):

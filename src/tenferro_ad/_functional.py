@@ -39,8 +39,12 @@ from ._tape import Tape
 from .errors import IntoValueError
 
 IDENTITY: Primitive = defprimitive(
-    "identity", lambda a: np.asarray(a).view(), 1, alias=True,
-    vjp=(lambda ops, g: g,), jvp=(lambda ops, t: t,),
+    "identity",
+    lambda a: np.asarray(a).view(),
+    1,
+    alias=True,
+    vjp=(lambda ops, g: g,),
+    jvp=(lambda ops, t: t,),
 )
 
 Leaf = Any
@@ -77,7 +81,8 @@ class _Call:
         outer = STATE.tape
         self.nested = outer is not None and any(
             isinstance(leaf, EagerTensor) and leaf._tape is outer.key and leaf._id >= 0
-            for i in argnums for leaf in tree_flatten(args[i])[0]
+            for i in argnums
+            for leaf in tree_flatten(args[i])[0]
         )
         self.tape: Tape = outer if self.nested else Tape()
         self.borrowed: list[AdValueRecord] = []
@@ -107,8 +112,9 @@ class _Call:
             rec = record_borrow(leaf, "argument")
             self.borrowed.append(rec)
         elif isinstance(leaf, np.ndarray) or (diff and isinstance(leaf, float | int)):
-            rec = constant_record(np.asarray(leaf, dtype=float) if isinstance(leaf, int) else leaf,
-                                  "argument")
+            rec = constant_record(
+                np.asarray(leaf, dtype=float) if isinstance(leaf, int) else leaf, "argument"
+            )
         else:
             return leaf
         if not diff:
@@ -136,7 +142,10 @@ class _Call:
             if tracked:
                 with _recording_on(tape):
                     cts = tape.sweep(out._id, seed, wids, HANDLE_NS, True)
-            return [cts.get(w) if w in cts else _zeros_handle(h) for w, h in zip(wids, self.watched, strict=True)]
+            return [
+                cts.get(w) if w in cts else _zeros_handle(h)
+                for w, h in zip(wids, self.watched, strict=True)
+            ]
         cts = tape.sweep(out._id, seed, wids, NUMPY_NS, False) if tracked else {}
         owners: list[Any] = []
         seen: set[int] = set()
@@ -226,6 +235,7 @@ def value_and_grad(
                     "grad: the function must return a one-element EagerTensor (use vjp for "
                     f"other outputs); got {out!r}"
                 )
+            seed: Any
             if call.nested:
                 seed = _ones_handle(out)
             else:
@@ -289,8 +299,10 @@ class VjpFunction:
         if isinstance(cotangent, EagerTensor):
             seed: Any = cotangent if call.nested else cotangent._r("vjp_fn").a
         elif isinstance(cotangent, ts.Tensor):
-            seed = ts.kernel.read_array(cotangent) if not call.nested else make_handle(
-                record_borrow(cotangent, "cotangent"), None, -1
+            seed = (
+                ts.kernel.read_array(cotangent)
+                if not call.nested
+                else make_handle(record_borrow(cotangent, "cotangent"), None, -1)
             )
         else:
             seed = np.asarray(cotangent, dtype=out._r("vjp_fn").a.dtype)
@@ -370,7 +382,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
         with no_grad():
             out = f(*args)
         tan_out = ctx.tangents.get(out._r("jvp"))
-        a = out._rec.a  # type: ignore[union-attr]
+        a = out._r("jvp").a
         arr = np.zeros(a.shape, a.dtype) if tan_out is None else materialize(tan_out)
         if any(arr is v for v in inputs_t):
             arr = np.array(arr)  # never adopt a caller's tangent array

@@ -207,7 +207,7 @@ class EagerTensor:
         self._rec = None
         rec.count -= 1
         c.count -= 1
-        return owner  # type: ignore[no-any-return]
+        return owner
 
     # -- host reads ------------------------------------------------------------------------
     def to_numpy(self) -> np.ndarray[Any, Any]:

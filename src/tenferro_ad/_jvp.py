@@ -26,7 +26,9 @@ class JvpContext:
     def __init__(self) -> None:
         self.tangents: dict[AdValueRecord, Any] = {}
 
-    def propagate(self, prim: Primitive, recs: list[Any], out: AdValueRecord, params: dict[str, Any]) -> None:
+    def propagate(
+        self, prim: Primitive, recs: list[Any], out: AdValueRecord, params: dict[str, Any]
+    ) -> None:
         """Push tangents through one op (called by the binder)."""
         from .ops._ns import NUMPY_NS
 
@@ -48,9 +50,9 @@ class JvpContext:
             if rule is NONDIFF:
                 continue
             if prim.variadic:
-                c = rule(NUMPY_NS, t, *res, argnum=i, **params)
+                c = rule(NUMPY_NS, t, *res, argnum=i, **params)  # type: ignore[operator]
             else:
-                c = rule(NUMPY_NS, t, *res, **params)
+                c = rule(NUMPY_NS, t, *res, **params)  # type: ignore[operator]
             if type(c) is Zero:
                 continue
             total = c if total is None else np.add(total, c)

@@ -104,7 +104,7 @@ class _NumpyBackend:
 
     @staticmethod
     def col(v: Array) -> Array:
-        return v[..., :, None]
+        return v[..., None]
 
     @staticmethod
     def trace(x: Array) -> Array:

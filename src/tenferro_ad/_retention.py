@@ -2,8 +2,8 @@
 
 Ownership shape (G7 "Ownership root")::
 
-    EagerTensor ──strong──▶ AdValueRecord ──strong──▶ RetentionContainer ──▶ Tensor | AllocationGroup
-    TapeNode (residual) ──strong──▶ AdValueRecord
+    EagerTensor ─▶ AdValueRecord ─▶ RetentionContainer ─▶ Tensor | AllocationGroup
+    TapeNode (residual) ─▶ AdValueRecord          (every arrow is a strong reference)
 
 * :class:`RetentionContainer` directly owns an op output's allocation.  *Fused form*
   (the common case, one op output that nothing aliases): it holds the fresh owner
@@ -119,6 +119,15 @@ class AdValueRecord:
         return f"AdValueRecord({self.op}, shape={tuple(self.a.shape)}, owners={self.count})"
 
 
+def move_owner(t: ts.Tensor[Any, Any]) -> ts.Tensor[Any, Any]:
+    """Move a caller's owner in: the caller's object is consumed (later use raises
+    ``UseAfterMoveError``) and a new owner holds the same storage. No copy, no allocation."""
+    dtype, shape, strides, offset = t.dtype, t.shape, t.strides, t.offset
+    return ts.Tensor.from_storage(
+        t.into_storage(), dtype=dtype, shape=shape, strides=strides, offset=offset
+    )
+
+
 def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRecord:
     """A fused record owning ``tensor`` (whose kernel array is ``array``). O(1)."""
     c = RetentionContainer.__new__(RetentionContainer)
@@ -175,5 +184,6 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
         shape=tuple(view.shape),
         strides=tuple(s // item for s in view.strides),
         offset=(_address(view) - c.addr) // item if view.size else 0,
+        dtype=view.dtype,  # a sealed reinterpretation (complex<->real) keeps its own dtype
     )
     return AdValueRecord(view, c, slot, op)

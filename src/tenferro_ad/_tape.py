@@ -37,7 +37,7 @@ import tenferro_storage as ts
 
 from ._handle import EagerTensor, make_handle
 from ._primitive import NONDIFF, Primitive, Zero
-from ._retention import AdValueRecord, record_owner
+from ._retention import AdValueRecord, move_owner, record_owner
 from ._state import STATE
 from .errors import BackwardError, MissingRuleError, TapeError
 
@@ -112,7 +112,8 @@ class Tape:
         if isinstance(value, EagerTensor):
             return make_handle(value._r("Tape.watch"), self.key, vid)
         if isinstance(value, ts.Tensor):
-            rec = record_owner(value, ts.kernel.read_array(value), "watch")
+            owner = move_owner(value)  # the caller's owner is consumed
+            rec = record_owner(owner, ts.kernel.read_array(owner), "watch")
         else:
             from ._dispatch import constant_record
 
@@ -229,9 +230,9 @@ class Tape:
                 if rule is NONDIFF:
                     continue
                 if variadic:
-                    ct = rule(ns, g, *args, argnum=i, **params)
+                    ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
                 else:
-                    ct = rule(ns, g, *args, **params)
+                    ct = rule(ns, g, *args, **params)  # type: ignore[operator]
                 if type(ct) is Zero:
                     continue
                 if shapes is not None:

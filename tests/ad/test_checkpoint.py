@@ -70,8 +70,9 @@ def test_contract_only_boundary_records_interior_released_recompute_is_fresh() -
     assert released[a_ev.allocation] < events.index(sum_ev) < forward_events
     # recomputation allocates fresh owners (new allocation ids) with the recompute reason,
     # and releases them before backward returns
-    recomputed = [e for e in events[forward_events:] if e.kind is EventKind.ALLOCATE
-                  and e.reason is RECOMPUTE]
+    recomputed = [
+        e for e in events[forward_events:] if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ]
     assert [e.operation for e in recomputed] == ["sin", "sin"]
     assert {e.allocation for e in recomputed}.isdisjoint({a_ev.allocation, b_ev.allocation})
     assert all(e.allocation in released for e in recomputed)
@@ -92,8 +93,9 @@ def test_without_checkpoint_the_interior_is_retained_until_backward() -> None:
             del a
         assert ("sin", ("sin.vjp",)) in [(e.producer, e.needed_by) for e in tape.retained()]
         first_sin = next(e for e in rec.events if e.kind is EventKind.ALLOCATE)
-        assert all(e.allocation != first_sin.allocation for e in rec.events
-                   if e.kind is EventKind.RELEASE)
+        assert all(
+            e.allocation != first_sin.allocation for e in rec.events if e.kind is EventKind.RELEASE
+        )
         tape.backward(loss, wrt=[x])
     del x, loss, tape
 
@@ -137,10 +139,12 @@ def test_policy_decides_what_is_recomputed() -> None:
 
     def recomputed(policy: ad.CheckpointPolicy) -> list[str]:
         with capture() as rec:
-            _grad_of(lambda x: ad.sum(ad.checkpoint(region, policy=policy)(x.reshape(2, 2))),
-                     n=4)
-        return [e.operation for e in rec.events
-                if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE]
+            _grad_of(lambda x: ad.sum(ad.checkpoint(region, policy=policy)(x.reshape(2, 2))), n=4)
+        return [
+            e.operation
+            for e in rec.events
+            if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+        ]
 
     assert recomputed(ad.save_nothing) == ["exp", "matmul", "sin"]
     assert recomputed(ad.save_everything) == []
@@ -222,8 +226,11 @@ def test_failure_while_recording_publishes_nothing() -> None:
 def test_region_must_return_handles() -> None:
     with ad.Tape() as tape:
         x = tape.watch(_x())
-        with pytest.raises(CheckpointError, match=r"checkpoint\(<lambda>\): the region must "
-                                                  "return an EagerTensor"):
+        with pytest.raises(
+            CheckpointError,
+            match=r"checkpoint\(<lambda>\): the region must "
+            "return an EagerTensor",
+        ):
             ad.checkpoint(lambda v: 3.0)(x)
         assert tape.retained() == []
     del x

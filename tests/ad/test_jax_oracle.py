@@ -60,43 +60,107 @@ SPECS = [
     OpSpec("sqrt", ad.sqrt, jnp.sqrt, domain="positive"),
     OpSpec("abs", ad.abs, jnp.abs, domain="away"),
     OpSpec("sign*x", lambda x: ad.sign(x) * x, lambda x: jnp.sign(x) * x, domain="away"),
-    OpSpec("clip", lambda x: ad.clip(x, -0.5, 0.7), lambda x: jnp.clip(x, -0.5, 0.7), domain="away"),
     OpSpec(
-        "where", lambda x, y: ad.where(x > 0.1, x, y), lambda x, y: jnp.where(x > 0.1, x, y),
-        2, shapes="binary",
+        "clip", lambda x: ad.clip(x, -0.5, 0.7), lambda x: jnp.clip(x, -0.5, 0.7), domain="away"
     ),
-    OpSpec("stop_gradient", lambda x: ad.stop_gradient(x) * x, lambda x: jax.lax.stop_gradient(x) * x),
+    OpSpec(
+        "where",
+        lambda x, y: ad.where(x > 0.1, x, y),
+        lambda x, y: jnp.where(x > 0.1, x, y),
+        2,
+        shapes="binary",
+    ),
+    OpSpec(
+        "stop_gradient", lambda x: ad.stop_gradient(x) * x, lambda x: jax.lax.stop_gradient(x) * x
+    ),
     OpSpec("astype", lambda x: ad.astype(x, "float32"), lambda x: x.astype(jnp.float32)),
     OpSpec("sum", lambda x: ad.sum(x), jnp.sum),
-    OpSpec("sum_axis", lambda x: ad.sum(x, axis=-1, keepdims=True),
-           lambda x: jnp.sum(x, axis=-1, keepdims=True), shapes="reduce"),
+    OpSpec(
+        "sum_axis",
+        lambda x: ad.sum(x, axis=-1, keepdims=True),
+        lambda x: jnp.sum(x, axis=-1, keepdims=True),
+        shapes="reduce",
+    ),
     OpSpec("mean", lambda x: ad.mean(x, axis=0), lambda x: jnp.mean(x, axis=0), shapes="reduce"),
     OpSpec("max", lambda x: ad.max(x, axis=-1), lambda x: jnp.max(x, axis=-1), shapes="reduce"),
     OpSpec("min", lambda x: ad.min(x), jnp.min, shapes="reduce"),
-    OpSpec("prod", lambda x: ad.prod(x, axis=0), lambda x: jnp.prod(x, axis=0), "away", shapes="reduce"),
+    OpSpec(
+        "prod", lambda x: ad.prod(x, axis=0), lambda x: jnp.prod(x, axis=0), "away", shapes="reduce"
+    ),
     OpSpec("reshape", lambda x: ad.reshape(x, (-1,)), lambda x: jnp.reshape(x, (-1,))),
     OpSpec("transpose", lambda x: ad.transpose(x), lambda x: jnp.transpose(x)),
-    OpSpec("transpose_reshape", lambda x: ad.reshape(x.T, (-1,)), lambda x: jnp.reshape(x.T, (-1,)),
-           shapes="reduce"),
-    OpSpec("broadcast_to", lambda x: ad.broadcast_to(x, (2, 2, 3)),
-           lambda x: jnp.broadcast_to(x, (2, 2, 3)), shapes="custom", custom_shapes=(((2, 3),), ((1, 3),))),
-    OpSpec("slice", lambda x: x[1:, ::2], lambda x: x[1:, ::2], shapes="custom",
-           custom_shapes=(((3, 4),), ((2, 5),))),
-    OpSpec("int_index", lambda x: x[1], lambda x: x[1], shapes="custom", custom_shapes=(((3, 4),),)),
-    OpSpec("gather", lambda x: x[np.array([0, 2, 0])], lambda x: x[jnp.array([0, 2, 0])],
-           shapes="custom", custom_shapes=(((3, 4),), ((3,),))),
-    OpSpec("concatenate", lambda x, y: ad.concatenate([x, y, x], axis=0),
-           lambda x, y: jnp.concatenate([x, y, x], axis=0), 2, shapes="custom",
-           custom_shapes=(((2, 3), (1, 3)), ((1,), (4,)))),
-    OpSpec("stack", lambda x, y: ad.stack([x, y], axis=1), lambda x, y: jnp.stack([x, y], axis=1),
-           2, shapes="custom", custom_shapes=(((2, 3), (2, 3)),)),
-    OpSpec("matmul", ad.matmul, jnp.matmul, 2, shapes="custom",
-           custom_shapes=(((2, 3), (3, 4)), ((3,), (3, 2)), ((2, 3), (3,)), ((3,), (3,)),
-                          ((2, 2, 3), (3, 2)))),
-    OpSpec("logsumexp", lambda x: ad.logsumexp(x, axis=-1), lambda x: jax.nn.logsumexp(x, axis=-1),
-           shapes="reduce"),
-    OpSpec("softmax", lambda x: ad.softmax(x, axis=-1), lambda x: jax.nn.softmax(x, axis=-1),
-           shapes="reduce"),
+    OpSpec(
+        "transpose_reshape",
+        lambda x: ad.reshape(x.T, (-1,)),
+        lambda x: jnp.reshape(x.T, (-1,)),
+        shapes="reduce",
+    ),
+    OpSpec(
+        "broadcast_to",
+        lambda x: ad.broadcast_to(x, (2, 2, 3)),
+        lambda x: jnp.broadcast_to(x, (2, 2, 3)),
+        shapes="custom",
+        custom_shapes=(((2, 3),), ((1, 3),)),
+    ),
+    OpSpec(
+        "slice",
+        lambda x: x[1:, ::2],
+        lambda x: x[1:, ::2],
+        shapes="custom",
+        custom_shapes=(((3, 4),), ((2, 5),)),
+    ),
+    OpSpec(
+        "int_index", lambda x: x[1], lambda x: x[1], shapes="custom", custom_shapes=(((3, 4),),)
+    ),
+    OpSpec(
+        "gather",
+        lambda x: x[np.array([0, 2, 0])],
+        lambda x: x[jnp.array([0, 2, 0])],
+        shapes="custom",
+        custom_shapes=(((3, 4),), ((3,),)),
+    ),
+    OpSpec(
+        "concatenate",
+        lambda x, y: ad.concatenate([x, y, x], axis=0),
+        lambda x, y: jnp.concatenate([x, y, x], axis=0),
+        2,
+        shapes="custom",
+        custom_shapes=(((2, 3), (1, 3)), ((1,), (4,))),
+    ),
+    OpSpec(
+        "stack",
+        lambda x, y: ad.stack([x, y], axis=1),
+        lambda x, y: jnp.stack([x, y], axis=1),
+        2,
+        shapes="custom",
+        custom_shapes=(((2, 3), (2, 3)),),
+    ),
+    OpSpec(
+        "matmul",
+        ad.matmul,
+        jnp.matmul,
+        2,
+        shapes="custom",
+        custom_shapes=(
+            ((2, 3), (3, 4)),
+            ((3,), (3, 2)),
+            ((2, 3), (3,)),
+            ((3,), (3,)),
+            ((2, 2, 3), (3, 2)),
+        ),
+    ),
+    OpSpec(
+        "logsumexp",
+        lambda x: ad.logsumexp(x, axis=-1),
+        lambda x: jax.nn.logsumexp(x, axis=-1),
+        shapes="reduce",
+    ),
+    OpSpec(
+        "softmax",
+        lambda x: ad.softmax(x, axis=-1),
+        lambda x: jax.nn.softmax(x, axis=-1),
+        shapes="reduce",
+    ),
 ]
 
 
@@ -126,8 +190,9 @@ def _case(spec: OpSpec, seed: int, bucket: int) -> tuple[list[np.ndarray], Any]:
 
 
 def _close(a: Any, b: Any, tol: float = 1e-9) -> None:
-    np.testing.assert_allclose(np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64),
-                               rtol=tol, atol=tol)
+    np.testing.assert_allclose(
+        np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64), rtol=tol, atol=tol
+    )
 
 
 def _tol(spec: OpSpec) -> float:
@@ -145,8 +210,9 @@ def test_value_vjp_jvp_match_jax(spec: OpSpec, seed: int, bucket: int) -> None:
         ct = rng.normal(size=np.shape(ref_out)).astype(np.asarray(ref_out).dtype)
         ref_cts = ref_vjp(jnp.asarray(ct))
         tans = [rng.normal(size=x.shape) for x in xs]
-        _, ref_tan = jax.jvp(spec.theirs, tuple(jnp.asarray(x) for x in xs),
-                             tuple(jnp.asarray(t) for t in tans))
+        _, ref_tan = jax.jvp(
+            spec.theirs, tuple(jnp.asarray(x) for x in xs), tuple(jnp.asarray(t) for t in tans)
+        )
     owners = [ts.from_numpy(x) for x in xs]
     out, vjp_fn = ad.vjp(spec.ours, *owners)
     _close(out.to_numpy(), ref_out, _tol(spec))
@@ -160,8 +226,23 @@ def test_value_vjp_jvp_match_jax(spec: OpSpec, seed: int, bucket: int) -> None:
     _close(tangent.to_numpy(), ref_tan, _tol(spec))
 
 
-FD_SPECS = [s for s in SPECS if s.name not in {"astype", "clip", "maximum", "minimum", "where",
-                                                  "max", "min", "sign*x", "abs", "stop_gradient"}]
+FD_SPECS = [
+    s
+    for s in SPECS
+    if s.name
+    not in {
+        "astype",
+        "clip",
+        "maximum",
+        "minimum",
+        "where",
+        "max",
+        "min",
+        "sign*x",
+        "abs",
+        "stop_gradient",
+    }
+]
 
 
 @pytest.mark.parametrize("spec", FD_SPECS, ids=[s.name for s in FD_SPECS])

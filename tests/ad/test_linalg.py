@@ -65,7 +65,7 @@ def _cases(w: Any) -> list[tuple[str, Fn, Fn]]:
 NAMES = [c[0] for c in _cases(np.ones((2, 3, 3)))]
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=2, deadline=None)
 @given(st.integers(0, 2**31 - 1))
 @pytest.mark.parametrize("cplx", [False, True])
 @pytest.mark.parametrize("name", NAMES)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -102,21 +103,37 @@ def test_load_file_builds_the_frozen_schema(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "key", "words"),
     [
-        ('seed = 3', 'seed = "3"', "scenario[0].seed", "expected int"),
-        ('seed = 3', 'sead = 3', "scenario[0].sead", "unknown key"),
+        ("seed = 3", 'seed = "3"', "scenario[0].seed", "expected int"),
+        ("seed = 3", "sead = 3", "scenario[0].sead", "unknown key"),
         ('policy = "save_named"', 'policy = "save_some"', "scenario[0].policy", "unknown policy"),
-        ('explicit_duplicate = 1 }', 'explicit_dup = 1 }', "scenario[0].expect.copies.explicit_dup",
-         "unknown CopyReason"),
-        ('operation_output = 2,', 'operation_output = -2,',
-         "scenario[0].expect.allocations.operation_output", "non-negative"),
-        ('program = "tenferro_ad.scenarios.programs:deep_chain"', 'program = "nocolon"',
-         "scenario[0].program", "package.module:function"),
-        ('shape = [2, 3]', 'shape = [2, -3]', "scenario[0].inputs[1].shape", "non-negative"),
+        (
+            "explicit_duplicate = 1 }",
+            "explicit_dup = 1 }",
+            "scenario[0].expect.copies.explicit_dup",
+            "unknown CopyReason",
+        ),
+        (
+            "operation_output = 2,",
+            "operation_output = -2,",
+            "scenario[0].expect.allocations.operation_output",
+            "non-negative",
+        ),
+        (
+            'program = "tenferro_ad.scenarios.programs:deep_chain"',
+            'program = "nocolon"',
+            "scenario[0].program",
+            "package.module:function",
+        ),
+        ("shape = [2, 3]", "shape = [2, -3]", "scenario[0].inputs[1].shape", "non-negative"),
         ('dtype = "float32"', 'dtype = "int8"', "scenario[0].inputs[1].dtype", "unsupported"),
         ('name = "y"', 'name = "x"', "scenario[0].inputs[1].name", "duplicate input"),
-        ('max_peak_bytes = 80', 'max_peak_bytes = true', "scenario[0].expect.max_peak_bytes",
-         "expected int"),
-        ('description = "two outputs and a duplicate"\n', '', None, None),
+        (
+            "max_peak_bytes = 80",
+            "max_peak_bytes = true",
+            "scenario[0].expect.max_peak_bytes",
+            "expected int",
+        ),
+        ('description = "two outputs and a duplicate"\n', "", None, None),
     ],
 )
 def test_loader_errors_name_the_file_and_the_key(
@@ -144,8 +161,12 @@ def test_loader_rejects_missing_keys_bad_toml_and_stray_tables(tmp_path: Path) -
     p = _write(tmp_path, GOOD + "\n[other]\nx = 1\n")
     with pytest.raises(ScenarioError, match="unknown top-level key 'other'"):
         load_file(p)
-    p = _write(tmp_path, GOOD.replace("wrt = false", "wrt = false").replace(
-        'name = "x"\nshape = [4]', 'name = "x"\nshape = [4]\nwrt = false'))
+    p = _write(
+        tmp_path,
+        GOOD.replace("wrt = false", "wrt = false").replace(
+            'name = "x"\nshape = [4]', 'name = "x"\nshape = [4]\nwrt = false'
+        ),
+    )
     with pytest.raises(ScenarioError, match="no input has wrt = true"):
         load_file(p)
 
@@ -154,15 +175,20 @@ def test_load_files_reads_directories_and_refuses_duplicate_names(tmp_path: Path
     _write(tmp_path, GOOD, "a.toml")
     assert [s.name for s in load_files([tmp_path])] == ["fake"]
     _write(tmp_path, GOOD, "b.toml")
-    with pytest.raises(ScenarioError, match=r"b\.toml: scenario 'fake': duplicate scenario name "
-                                             r"\(also defined in .*a\.toml\)"):
+    with pytest.raises(
+        ScenarioError,
+        match=r"b\.toml: scenario 'fake': duplicate scenario name "
+        r"\(also defined in .*a\.toml\)",
+    ):
         load_files([tmp_path])
 
 
 def test_resolve_program_errors_name_the_program(tmp_path: Path) -> None:
     (s,) = load_file(_write(tmp_path, GOOD.replace("programs:deep_chain", "programs:nope")))
-    with pytest.raises(ScenarioError, match="program: module 'tenferro_ad.scenarios.programs' "
-                                            "has no callable 'nope'"):
+    with pytest.raises(
+        ScenarioError,
+        match=r"program: module 'tenferro_ad\.scenarios\.programs' has no callable 'nope'",
+    ):
         resolve_program(s)
     (s,) = load_file(_write(tmp_path, GOOD.replace("tenferro_ad.scenarios.programs", "no_such")))
     with pytest.raises(ScenarioError, match="cannot import module 'no_such'"):
@@ -182,13 +208,26 @@ def test_check_passes_on_the_exact_multisets(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "words"),
     [
-        ("operation_output = 2,", "operation_output = 3,",
-         "allocations differ (operation_output: expected 3, observed 2)"),
-        ("copies = { explicit_duplicate = 1 }", "copies = {}",
-         "copies differ (explicit_duplicate: expected 0, observed 1)"),
-        ("allocation_bytes = { operation_output = 48,", "allocation_bytes = { operation_output = 40,",
-         "allocation bytes differ (operation_output: expected 40, observed 48)"),
-        ("max_peak_bytes = 80", "max_peak_bytes = 79", "peak live bytes 80 exceed max_peak_bytes 79"),
+        (
+            "operation_output = 2,",
+            "operation_output = 3,",
+            "allocations differ (operation_output: expected 3, observed 2)",
+        ),
+        (
+            "copies = { explicit_duplicate = 1 }",
+            "copies = {}",
+            "copies differ (explicit_duplicate: expected 0, observed 1)",
+        ),
+        (
+            "allocation_bytes = { operation_output = 48,",
+            "allocation_bytes = { operation_output = 40,",
+            "allocation bytes differ (operation_output: expected 40, observed 48)",
+        ),
+        (
+            "max_peak_bytes = 80",
+            "max_peak_bytes = 79",
+            "peak live bytes 80 exceed max_peak_bytes 79",
+        ),
     ],
 )
 def test_a_wrong_expectation_fails_and_says_why(
@@ -217,10 +256,27 @@ def test_table_lists_reasons_peak_and_result(tmp_path: Path) -> None:
     (s,) = load_file(_write(tmp_path, GOOD))
     table = format_table(run_scenarios([s], fake_execute))
     header, _rule, row, *rest = table.splitlines()
-    assert header.split() == ["scenario", "allocations", "copies", "peak", "bytes", "retention",
-                              "+", "result"]
-    assert row.split() == ["fake", "dup_dest=1", "op=2", "dup=1", "80", "0", "alloc/0", "copy",
-                           "PASS"]
+    assert header.split() == [
+        "scenario",
+        "allocations",
+        "copies",
+        "peak",
+        "bytes",
+        "retention",
+        "+",
+        "result",
+    ]
+    assert row.split() == [
+        "fake",
+        "dup_dest=1",
+        "op=2",
+        "dup=1",
+        "80",
+        "0",
+        "alloc/0",
+        "copy",
+        "PASS",
+    ]
     assert rest[-1] == "1/1 scenarios passed"
 
 
@@ -247,10 +303,11 @@ def test_trace_is_chrome_trace_events_with_counters_and_one_slice_per_allocation
             by_lane.setdefault(e["tid"], []).append((e["ts"], e["ts"] + e["dur"]))
         for spans in by_lane.values():  # slices on one lane never overlap
             spans.sort()
-            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+            assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
         copies = [e for e in mine if e["ph"] == "i"]
         assert [(e["name"], e["args"]["reason"]) for e in copies] == [
-            ("copy: duplicate", "explicit_duplicate")]
+            ("copy: duplicate", "explicit_duplicate")
+        ]
 
 
 def test_plot_without_matplotlib_says_how_to_install(
@@ -278,8 +335,11 @@ def test_cli_exit_status_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = capsys.readouterr().out
     assert "PASS" in out and "1/1 scenarios passed" in out
     assert json.loads(trace.read_text())["traceEvents"]
-    bad = _write(tmp_path, GOOD.replace('"fake"', '"bad"').replace(
-        "operation_output = 2,", "operation_output = 5,"), "bad.toml")
+    bad = _write(
+        tmp_path,
+        GOOD.replace('"fake"', '"bad"').replace("operation_output = 2,", "operation_output = 5,"),
+        "bad.toml",
+    )
     assert main(["run", str(good), str(bad)], executor=fake_execute) == 1
     out = capsys.readouterr().out
     assert "FAIL bad" in out and "1/2 scenarios passed" in out

@@ -29,9 +29,9 @@ def test_forbid_copies_raises_on_first_duplicate_naming_the_operation_and_change
 def test_forbid_copies_refuses_transfers_in_and_out() -> None:
     t = ts.ones((2,))
     with ledger.capture() as rec, ledger.forbid_copies():
-        with pytest.raises(CopyForbiddenError, match="^from_numpy: "):
+        with pytest.raises(CopyForbiddenError, match=r"^from_numpy: "):
             ts.from_numpy(np.arange(3.0))
-        with pytest.raises(CopyForbiddenError, match="^to_numpy: "):
+        with pytest.raises(CopyForbiddenError, match=r"^to_numpy: "):
             t.to_numpy()
     assert rec.events == []
 

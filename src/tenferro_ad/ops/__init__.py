@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-
 from .._dispatch import bind
 from .._handle import EagerTensor
 from . import derived, elementwise, linalg, reduce, shape

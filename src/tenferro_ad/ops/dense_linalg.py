@@ -26,7 +26,7 @@ from .. import _linalg_math as L
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import deflinear, defprimitive, nondifferentiable
-from . import reduce, shape
+from . import elementwise, reduce, shape
 from ._ns import NUMPY_NS
 from .complex import CONJ, REAL, is_complex
 from .linalg import matmul
@@ -350,7 +350,7 @@ SVD = defprimitive("svd", _svd_impl, 1, save_in=(0,), save_out=True, vjp=(_svd_v
 
 # -- public functions -------------------------------------------------------------------------------
 def _herm(a: Any) -> EagerTensor:
-    return (a + bind(CONJ, shape.swapaxes(a, -1, -2))) * 0.5
+    return elementwise.mul(elementwise.add(a, bind(CONJ, shape.swapaxes(a, -1, -2))), 0.5)
 
 
 def solve(a: Any, b: Any) -> EagerTensor:

@@ -18,27 +18,37 @@ from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, no
 
 Array = Any
 
-# -- add / sub / neg (linear) ---------------------------------------------------------------
+# -- add / sub / neg (linear) ---
 ADD = defprimitive(
-    "add", np.add, 2, broadcasts=True,
+    "add",
+    np.add,
+    2,
+    broadcasts=True,
     vjp=(lambda ops, g: g, lambda ops, g: g),
     jvp=(lambda ops, t: t, lambda ops, t: t),
 )
 SUB = defprimitive(
-    "sub", np.subtract, 2, broadcasts=True,
+    "sub",
+    np.subtract,
+    2,
+    broadcasts=True,
     vjp=(lambda ops, g: g, lambda ops, g: ops.neg(g)),
     jvp=(lambda ops, t: t, lambda ops, t: ops.neg(t)),
 )
 NEG = deflinear(defprimitive("neg", np.negative, 1), lambda ops, g: ops.neg(g))
 
-# -- mul (bilinear) / div / pow ----------------------------------------------------------------
+# -- mul (bilinear) / div / pow ---
 MUL = defbilinear(
     defprimitive("mul", np.multiply, 2, broadcasts=True),
     lambda ops, g, x, y: ops.mul(g, y),
     lambda ops, g, x, y: ops.mul(g, x),
 )
 DIV = defprimitive(
-    "div", np.true_divide, 2, broadcasts=True, save_in=(0, 1),
+    "div",
+    np.true_divide,
+    2,
+    broadcasts=True,
+    save_in=(0, 1),
     vjp=(
         lambda ops, g, x, y: ops.div(g, y),
         lambda ops, g, x, y: ops.neg(ops.div(ops.mul(g, x), ops.mul(y, y))),
@@ -60,37 +70,62 @@ def _log_or_zero(ops: Any, x: Array) -> Array:
 
 
 POW = defprimitive(
-    "pow", np.power, 2, broadcasts=True, save_in=(0, 1), save_out=True,
+    "pow",
+    np.power,
+    2,
+    broadcasts=True,
+    save_in=(0, 1),
+    save_out=True,
     vjp=(_pow_dx, lambda ops, g, x, y, out: ops.mul(g, ops.mul(out, _log_or_zero(ops, x)))),
     jvp=(_pow_dx, lambda ops, t, x, y, out: ops.mul(t, ops.mul(out, _log_or_zero(ops, x)))),
 )
 
-# -- unary transcendental -------------------------------------------------------------------------
+# -- unary transcendental ---
 EXP = defprimitive(
-    "exp", np.exp, 1, save_out=True,
-    vjp=(lambda ops, g, out: ops.mul(g, out),), jvp=(lambda ops, t, out: ops.mul(t, out),),
+    "exp",
+    np.exp,
+    1,
+    save_out=True,
+    vjp=(lambda ops, g, out: ops.mul(g, out),),
+    jvp=(lambda ops, t, out: ops.mul(t, out),),
 )
 LOG = defprimitive(
-    "log", np.log, 1, save_in=(0,),
-    vjp=(lambda ops, g, x: ops.div(g, x),), jvp=(lambda ops, t, x: ops.div(t, x),),
+    "log",
+    np.log,
+    1,
+    save_in=(0,),
+    vjp=(lambda ops, g, x: ops.div(g, x),),
+    jvp=(lambda ops, t, x: ops.div(t, x),),
 )
 LOG1P = defprimitive(
-    "log1p", np.log1p, 1, save_in=(0,),
+    "log1p",
+    np.log1p,
+    1,
+    save_in=(0,),
     vjp=(lambda ops, g, x: ops.div(g, ops.add(x, 1.0)),),
     jvp=(lambda ops, t, x: ops.div(t, ops.add(x, 1.0)),),
 )
 EXPM1 = defprimitive(
-    "expm1", np.expm1, 1, save_out=True,
+    "expm1",
+    np.expm1,
+    1,
+    save_out=True,
     vjp=(lambda ops, g, out: ops.mul(g, ops.add(out, 1.0)),),
     jvp=(lambda ops, t, out: ops.mul(t, ops.add(out, 1.0)),),
 )
 SIN = defprimitive(
-    "sin", np.sin, 1, save_in=(0,),
+    "sin",
+    np.sin,
+    1,
+    save_in=(0,),
     vjp=(lambda ops, g, x: ops.mul(g, ops.cos(x)),),
     jvp=(lambda ops, t, x: ops.mul(t, ops.cos(x)),),
 )
 COS = defprimitive(
-    "cos", np.cos, 1, save_in=(0,),
+    "cos",
+    np.cos,
+    1,
+    save_in=(0,),
     vjp=(lambda ops, g, x: ops.neg(ops.mul(g, ops.sin(x))),),
     jvp=(lambda ops, t, x: ops.neg(ops.mul(t, ops.sin(x))),),
 )
@@ -102,26 +137,36 @@ def _tanh_d(ops: Any, g: Array, out: Array) -> Array:
 
 TANH = defprimitive("tanh", np.tanh, 1, save_out=True, vjp=(_tanh_d,), jvp=(_tanh_d,))
 SQRT = defprimitive(
-    "sqrt", np.sqrt, 1, save_out=True,
+    "sqrt",
+    np.sqrt,
+    1,
+    save_out=True,
     vjp=(lambda ops, g, out: ops.div(g, ops.mul(out, 2.0)),),
     jvp=(lambda ops, t, out: ops.div(t, ops.mul(out, 2.0)),),
 )
 ABS = defprimitive(
-    "abs", np.abs, 1, save_in=(0,),
+    "abs",
+    np.abs,
+    1,
+    save_in=(0,),
     vjp=(lambda ops, g, x: ops.mul(g, ops.sign(x)),),
     jvp=(lambda ops, t, x: ops.mul(t, ops.sign(x)),),
 )
 SIGN = nondifferentiable(defprimitive("sign", np.sign, 1))
 
 
-# -- maximum / minimum (ties split the gradient evenly, as JAX does) -----------------------------
+# -- maximum / minimum (ties split the gradient evenly, as JAX does) ---
 def _pick(ops: Any, g: Array, x: Array, y: Array) -> Array:
     half = ops.mul(g, 0.5)
     return ops.where(ops.gt(x, y), g, ops.where(ops.eq(x, y), half, 0.0))
 
 
 MAXIMUM = defprimitive(
-    "maximum", np.maximum, 2, broadcasts=True, save_in=(0, 1),
+    "maximum",
+    np.maximum,
+    2,
+    broadcasts=True,
+    save_in=(0, 1),
     vjp=(
         lambda ops, g, x, y: _pick(ops, g, x, y),
         lambda ops, g, x, y: _pick(ops, g, y, x),
@@ -132,7 +177,11 @@ MAXIMUM = defprimitive(
     ),
 )
 MINIMUM = defprimitive(
-    "minimum", np.minimum, 2, broadcasts=True, save_in=(0, 1),
+    "minimum",
+    np.minimum,
+    2,
+    broadcasts=True,
+    save_in=(0, 1),
     vjp=(
         lambda ops, g, x, y: _pick(ops, g, y, x),
         lambda ops, g, x, y: _pick(ops, g, x, y),
@@ -143,9 +192,13 @@ MINIMUM = defprimitive(
     ),
 )
 
-# -- where (the condition is never differentiated) -------------------------------------------------
+# -- where (the condition is never differentiated) ---
 WHERE = defprimitive(
-    "where", np.where, 3, broadcasts=True, save_in=(0,),
+    "where",
+    np.where,
+    3,
+    broadcasts=True,
+    save_in=(0,),
     vjp=(
         NONDIFF,
         lambda ops, g, c: ops.where(c, g, 0.0),
@@ -158,7 +211,7 @@ WHERE = defprimitive(
     ),
 )
 
-# -- comparisons (non-differentiable) ----------------------------------------------------------------
+# -- comparisons (non-differentiable) ---
 LT = nondifferentiable(defprimitive("lt", np.less, 2))
 LE = nondifferentiable(defprimitive("le", np.less_equal, 2))
 GT = nondifferentiable(defprimitive("gt", np.greater, 2))
@@ -167,7 +220,7 @@ EQ = nondifferentiable(defprimitive("eq", np.equal, 2))
 NE = nondifferentiable(defprimitive("ne", np.not_equal, 2))
 
 
-# -- astype / stop_gradient ------------------------------------------------------------------------
+# -- astype / stop_gradient ---
 def _astype_impl(a: Array, *, dtype: Any, src: Any) -> Array:
     return np.asarray(a).astype(dtype)
 
@@ -179,7 +232,9 @@ def _astype_rule(ops: Any, g: Array, *, dtype: Any, src: Any) -> Array:
 
 
 ASTYPE = defprimitive(
-    "astype", _astype_impl, 1,
+    "astype",
+    _astype_impl,
+    1,
     vjp=(_astype_rule,),
     jvp=(lambda ops, t, *, dtype, src: ops.astype(t, dtype),),
 )
@@ -188,7 +243,7 @@ STOP_GRADIENT = nondifferentiable(
 )
 
 
-# -- public functions ---------------------------------------------------------------------------------
+# -- public functions ---
 def add(x: Any, y: Any) -> EagerTensor:
     """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy."""
     return bind(ADD, x, y)
@@ -214,7 +269,7 @@ def neg(x: Any) -> EagerTensor:
     return bind(NEG, x)
 
 
-def pow(x: Any, y: Any) -> EagerTensor:  # noqa: A001 - numpy's name
+def pow(x: Any, y: Any) -> EagerTensor:
     """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output."""
     return bind(POW, x, y)
 
@@ -259,7 +314,7 @@ def sqrt(x: Any) -> EagerTensor:
     return bind(SQRT, x)
 
 
-def abs(x: Any) -> EagerTensor:  # noqa: A001 - numpy's name
+def abs(x: Any) -> EagerTensor:
     """Absolute value. One allocation; retains the input."""
     return bind(ABS, x)
 

@@ -19,7 +19,7 @@ Array = Any
 
 def _mT(ops: Any, a: Array) -> Array:
     nd = a.ndim
-    axes = tuple(range(nd - 2)) + (nd - 1, nd - 2)
+    axes = (*tuple(range(nd - 2)), nd - 1, nd - 2)
     return ops.transpose(a, axes)
 
 
@@ -42,7 +42,10 @@ def _vjp_rhs(ops: Any, g: Array, x: Array, y: Array) -> Array:
     if len(xs) == 1 and len(ys) == 1:
         return ops.mul(g, x)
     if len(xs) == 1:  # (k,) @ (..., k, n) -> (..., n)
-        gy = ops.mul(ops.reshape(x, (xs[0], 1)), ops.reshape(g, (*tuple(g.shape)[:-1], 1, tuple(g.shape)[-1])))
+        gy = ops.mul(
+            ops.reshape(x, (xs[0], 1)),
+            ops.reshape(g, (*tuple(g.shape)[:-1], 1, tuple(g.shape)[-1])),
+        )
     elif len(ys) == 1:  # (..., m, k) @ (k,) -> (..., m)
         gy = ops.matmul(_mT(ops, x), ops.reshape(g, (*tuple(g.shape), 1)))
         gy = ops.reshape(gy, tuple(gy.shape)[:-1])

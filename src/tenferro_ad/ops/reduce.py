@@ -26,7 +26,9 @@ def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if i in axes else n for i, n in enumerate(shape))
 
 
-def _expand(ops: Any, g: Array, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> Array:
+def _expand(
+    ops: Any, g: Array, shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool
+) -> Array:
     if not keepdims:
         g = ops.reshape(g, _kept(shape, axes))
     return ops.broadcast_to(g, shape)
@@ -37,13 +39,17 @@ def _sum_impl(a: Array, *, axes: tuple[int, ...], keepdims: bool, shape: tuple[i
 
 
 SUM = defprimitive(
-    "sum", _sum_impl, 1,
+    "sum",
+    _sum_impl,
+    1,
     vjp=(lambda ops, g, *, axes, keepdims, shape: _expand(ops, g, shape, axes, keepdims),),
     jvp=(lambda ops, t, *, axes, keepdims, shape: ops.sum(t, axis=axes, keepdims=keepdims),),
 )
 
 
-def _chooser(ops: Any, g: Array, x: Array, out: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+def _chooser(
+    ops: Any, g: Array, x: Array, out: Array, axes: tuple[int, ...], keepdims: bool
+) -> Array:
     shape = tuple(x.shape)
     o = _expand(ops, out, shape, axes, keepdims)
     ind = ops.astype(ops.eq(x, o), x.dtype)
@@ -51,7 +57,9 @@ def _chooser(ops: Any, g: Array, x: Array, out: Array, axes: tuple[int, ...], ke
     return ops.div(ops.mul(_expand(ops, g, shape, axes, keepdims), ind), counts)
 
 
-def _chooser_jvp(ops: Any, t: Array, x: Array, out: Array, axes: tuple[int, ...], keepdims: bool) -> Array:
+def _chooser_jvp(
+    ops: Any, t: Array, x: Array, out: Array, axes: tuple[int, ...], keepdims: bool
+) -> Array:
     shape = tuple(x.shape)
     o = _expand(ops, out, shape, axes, keepdims)
     ind = ops.astype(ops.eq(x, o), x.dtype)
@@ -68,12 +76,20 @@ def _min_impl(a: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
 
 
 MAX = defprimitive(
-    "max", _max_impl, 1, save_in=(0,), save_out=True,
+    "max",
+    _max_impl,
+    1,
+    save_in=(0,),
+    save_out=True,
     vjp=(lambda ops, g, x, out, *, axes, keepdims: _chooser(ops, g, x, out, axes, keepdims),),
     jvp=(lambda ops, t, x, out, *, axes, keepdims: _chooser_jvp(ops, t, x, out, axes, keepdims),),
 )
 MIN = defprimitive(
-    "min", _min_impl, 1, save_in=(0,), save_out=True,
+    "min",
+    _min_impl,
+    1,
+    save_in=(0,),
+    save_out=True,
     vjp=(lambda ops, g, x, out, *, axes, keepdims: _chooser(ops, g, x, out, axes, keepdims),),
     jvp=(lambda ops, t, x, out, *, axes, keepdims: _chooser_jvp(ops, t, x, out, axes, keepdims),),
 )
@@ -83,12 +99,18 @@ def _prod_impl(a: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
     return np.prod(a, axis=axes, keepdims=keepdims)
 
 
-def _prod_vjp(ops: Any, g: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+def _prod_vjp(
+    ops: Any, g: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool
+) -> Array:
     shape = tuple(x.shape)
-    return ops.div(ops.mul(_expand(ops, g, shape, axes, keepdims), _expand(ops, out, shape, axes, keepdims)), x)
+    return ops.div(
+        ops.mul(_expand(ops, g, shape, axes, keepdims), _expand(ops, out, shape, axes, keepdims)), x
+    )
 
 
-def _prod_jvp(ops: Any, t: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+def _prod_jvp(
+    ops: Any, t: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool
+) -> Array:
     return ops.mul(out, ops.sum(ops.div(t, x), axis=axes, keepdims=keepdims))
 
 
@@ -104,7 +126,7 @@ def _shape_of(x: Any) -> tuple[int, ...]:
     return tuple(np.shape(x) if shape is None else shape)
 
 
-def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:  # noqa: A001
+def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum over ``axis`` (int, tuple or ``None`` for all). One allocation; retains nothing."""
     shape = _shape_of(x)
     return bind(SUM, x, axes=_axes(axis, len(shape)), keepdims=keepdims, shape=shape)
@@ -123,12 +145,12 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     return bind(DIV, s, float(n))
 
 
-def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:  # noqa: A001
+def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Maximum over ``axis``; ties share the gradient. Retains the input and the output."""
     return bind(MAX, x, axes=_axes(axis, len(_shape_of(x))), keepdims=keepdims)
 
 
-def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:  # noqa: A001
+def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Minimum over ``axis``; ties share the gradient. Retains the input and the output."""
     return bind(MIN, x, axes=_axes(axis, len(_shape_of(x))), keepdims=keepdims)
 

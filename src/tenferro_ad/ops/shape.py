@@ -27,7 +27,7 @@ def _shape(x: Any) -> tuple[int, ...]:
     return tuple(np.shape(x) if s is None else s)
 
 
-# -- reshape: an alias when the input is contiguous, a fresh output otherwise ----------------------
+# -- reshape: an alias when the input is contiguous, a fresh output otherwise ---
 def _reshape_vjp(ops: Any, g: Array, *, shape: tuple[int, ...], src: tuple[int, ...]) -> Array:
     return ops.reshape(g, src)
 
@@ -37,12 +37,19 @@ def _reshape_jvp(ops: Any, t: Array, *, shape: tuple[int, ...], src: tuple[int, 
 
 
 RESHAPE = defprimitive(
-    "reshape", lambda a, *, shape, src: np.reshape(a, shape), 1, alias=True,
-    vjp=(_reshape_vjp,), jvp=(_reshape_jvp,),
+    "reshape",
+    lambda a, *, shape, src: np.reshape(a, shape),
+    1,
+    alias=True,
+    vjp=(_reshape_vjp,),
+    jvp=(_reshape_jvp,),
 )
 RESHAPE_COPY = defprimitive(
-    "reshape_copy", lambda a, *, shape, src: np.reshape(np.ascontiguousarray(a), shape).copy(), 1,
-    vjp=(_reshape_vjp,), jvp=(_reshape_jvp,),
+    "reshape_copy",
+    lambda a, *, shape, src: np.reshape(np.ascontiguousarray(a), shape).copy(),
+    1,
+    vjp=(_reshape_vjp,),
+    jvp=(_reshape_jvp,),
 )
 
 
@@ -66,7 +73,7 @@ def reshape(x: Any, *shape: Any) -> EagerTensor:
     return bind(prim, x, shape=tuple(shape), src=src)
 
 
-# -- transpose ------------------------------------------------------------------------------------
+# -- transpose ---
 def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
     inv = [0] * len(axes)
     for i, a in enumerate(axes):
@@ -75,7 +82,10 @@ def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 TRANSPOSE = defprimitive(
-    "transpose", lambda a, *, axes: np.transpose(a, axes), 1, alias=True,
+    "transpose",
+    lambda a, *, axes: np.transpose(a, axes),
+    1,
+    alias=True,
     vjp=(lambda ops, g, *, axes: ops.transpose(g, _inverse(axes)),),
     jvp=(lambda ops, t, *, axes: ops.transpose(t, axes),),
 )
@@ -98,9 +108,12 @@ def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
     return bind(TRANSPOSE, x, axes=tuple(ax))
 
 
-# -- broadcast_to ---------------------------------------------------------------------------------
+# -- broadcast_to ---
 BROADCAST_TO = defprimitive(
-    "broadcast_to", lambda a, *, shape, src: np.broadcast_to(a, shape), 1, alias=True,
+    "broadcast_to",
+    lambda a, *, shape, src: np.broadcast_to(a, shape),
+    1,
+    alias=True,
     vjp=(lambda ops, g, *, shape, src: ops.unbroadcast(g, src),),
     jvp=(lambda ops, t, *, shape, src: ops.broadcast_to(t, shape),),
 )
@@ -111,7 +124,7 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     return bind(BROADCAST_TO, x, shape=tuple(shape), src=_shape(x))
 
 
-# -- basic slicing (alias) and its linear transpose (pad into zeros) ---------------------------------
+# -- basic slicing (alias) and its linear transpose (pad into zeros) ---
 def _slice_pad_impl(g: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
     z = np.zeros(shape, np.result_type(g))
     z[key] = g
@@ -119,18 +132,23 @@ def _slice_pad_impl(g: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
 
 
 SLICE_PAD = defprimitive(
-    "slice_pad", _slice_pad_impl, 1,
+    "slice_pad",
+    _slice_pad_impl,
+    1,
     vjp=(lambda ops, g, *, key, shape: ops.gather(g, key=key),),
     jvp=(lambda ops, t, *, key, shape: ops.slice_pad(t, key=key, shape=shape),),
 )
 SLICE = defprimitive(
-    "slice", lambda a, *, key, shape: a[key], 1, alias=True,
+    "slice",
+    lambda a, *, key, shape: a[key],
+    1,
+    alias=True,
     vjp=(lambda ops, g, *, key, shape: ops.slice_pad(g, key=key, shape=shape),),
     jvp=(lambda ops, t, *, key, shape: ops.gather(t, key=key),),
 )
 
 
-# -- gather / scatter-add ------------------------------------------------------------------------------
+# -- gather / scatter-add ---
 def _scatter_impl(g: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
     z = np.zeros(shape, np.result_type(g))
     np.add.at(z, key, g)
@@ -142,12 +160,16 @@ def _gather_impl(a: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
 
 
 SCATTER_ADD = defprimitive(
-    "scatter_add", _scatter_impl, 1,
+    "scatter_add",
+    _scatter_impl,
+    1,
     vjp=(lambda ops, g, *, key, shape: ops.gather(g, key=key),),
     jvp=(lambda ops, t, *, key, shape: ops.scatter_add(t, key=key, shape=shape),),
 )
 GATHER = defprimitive(
-    "gather", _gather_impl, 1,
+    "gather",
+    _gather_impl,
+    1,
     vjp=(lambda ops, g, *, key, shape: ops.scatter_add(g, key=key, shape=shape),),
     jvp=(lambda ops, t, *, key, shape: ops.gather(t, key=key),),
 )
@@ -157,7 +179,9 @@ def _is_basic(key: Any) -> bool:
     items = key if isinstance(key, tuple) else (key,)
     for k in items:
         if not (
-            k is None or k is Ellipsis or isinstance(k, slice)
+            k is None
+            or k is Ellipsis
+            or isinstance(k, slice)
             or (isinstance(k, int | np.integer) and not isinstance(k, bool))
         ):
             return False
@@ -202,7 +226,7 @@ def scatter_add(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
     return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
 
 
-# -- concatenate / stack ---------------------------------------------------------------------------
+# -- concatenate / stack ---
 def _concat_impl(*arrays: Array, axis: int, sizes: tuple[int, ...]) -> Array:
     return np.concatenate(arrays, axis=axis)
 
@@ -228,7 +252,12 @@ def _concat_jvp(ops: Any, t: Array, *, argnum: int, axis: int, sizes: tuple[int,
 
 
 CONCATENATE = defprimitive(
-    "concatenate", _concat_impl, -1, variadic=True, vjp=(_concat_vjp,), jvp=(_concat_jvp,),
+    "concatenate",
+    _concat_impl,
+    -1,
+    variadic=True,
+    vjp=(_concat_vjp,),
+    jvp=(_concat_jvp,),
 )
 
 

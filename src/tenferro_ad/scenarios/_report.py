@@ -242,8 +242,7 @@ def plot_records(panels: Sequence[tuple[str, LedgerRecord]], path: str | Path) -
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 3.0 * nrows), squeeze=False)
     for ax, (title, rec) in zip(axes.flat, panels, strict=False):
         timeline = rec.timeline()
-        reasons = sorted({reason for _, live in timeline for reason in live},
-                         key=lambda x: x.value)
+        reasons = sorted({reason for _, live in timeline for reason in live}, key=lambda x: x.value)
         xs = list(range(len(timeline)))
         ys = [[live.get(reason, 0) for _, live in timeline] for reason in reasons]
         if xs:
@@ -252,7 +251,7 @@ def plot_records(panels: Sequence[tuple[str, LedgerRecord]], path: str | Path) -
         ax.set_xlabel("allocate/release event")
         ax.set_ylabel("live bytes")
         ax.legend(fontsize=7, loc="upper right")
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.set_visible(False)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
