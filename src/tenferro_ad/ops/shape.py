@@ -138,9 +138,16 @@ SLICE_PAD = defprimitive(
     vjp=(lambda ops, g, *, key, shape: ops.gather(g, key=key),),
     jvp=(lambda ops, t, *, key, shape: ops.slice_pad(t, key=key, shape=shape),),
 )
+def _slice_impl(a: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
+    out = a[key]
+    if type(out) is not np.ndarray:  # a full integer index gives a scalar: take the 0-d view
+        out = a[(*key, Ellipsis) if isinstance(key, tuple) else (key, Ellipsis)]
+    return out
+
+
 SLICE = defprimitive(
     "slice",
-    lambda a, *, key, shape: a[key],
+    _slice_impl,
     1,
     alias=True,
     vjp=(lambda ops, g, *, key, shape: ops.slice_pad(g, key=key, shape=shape),),
