@@ -22,7 +22,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
     "ij,jk,kl->il @200^2": ("ij,jk,kl->il", [(200, 200)] * 3),
@@ -115,7 +115,8 @@ def main() -> None:
         for k, fn in jax_cases(sub, arrs).items():
             rows[k] = best(fn, args.repeat, args.number)
         rows["numpy optimize=True (fwd only)"] = best(
-            numpy_optimize_true_forward(sub, arrs), 1 if "abc" in sub else args.repeat,
+            numpy_optimize_true_forward(sub, arrs),
+            1 if "abc" in sub else args.repeat,
             1 if "abc" in sub else args.number,
         )
         ref = rows.get("pytorch eager")

@@ -186,15 +186,15 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems:
             print(f"  - {p}", file=sys.stderr)
         return 1
-    judged = [r for r in report["ratios"] if r["elements"] >= report["target"].get(
-        "min_elements", 10**5)]
-    worst = max(r["prepared_over_raw"] for r in judged) if judged else float("nan")
+    target = report["target"]
+    statistic = target.get("statistic", "prepared_over_raw")
+    judged = [r for r in report["ratios"] if r["elements"] >= target.get("min_elements", 10**5)]
+    worst = max(r.get(statistic, r["prepared_over_raw"]) for r in judged) if judged else math.nan
     print(
         f"ok: {args.report} ({report['schema']}, commit {report['commit'][:12]}, "
-        f"{len(report['cases'])} cases); worst prepared/raw at >= "
-        f"{report['target'].get('min_elements')} elements: {worst:.3f} "
-        f"(target {report['target']['ratio_max']}: "
-        f"{'met' if report['target']['met'] else 'MISSED'})"
+        f"{len(report['cases'])} cases); worst prepared/raw ({statistic}) at >= "
+        f"{target.get('min_elements')} elements: {worst:.3f} "
+        f"(target {target['ratio_max']}: {'met' if target['met'] else 'MISSED'})"
     )
     return 0
 

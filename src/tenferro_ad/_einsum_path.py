@@ -120,9 +120,7 @@ def parse_subscripts(
         if _ELLIPSIS in t:
             r = len(shp) - (len(t) - len(_ELLIPSIS))
             if r < 0 or t.count(_ELLIPSIS) != 1:
-                raise EinsumError(
-                    f"{op}: term {t!r} of operand {i} does not fit its shape {shp}"
-                )
+                raise EinsumError(f"{op}: term {t!r} of operand {i} does not fit its shape {shp}")
             ell_rank = max(ell_rank, r)
         elif "." in t:
             raise EinsumError(f"{op}: term {t!r} of operand {i} has a stray '.'")
@@ -152,9 +150,7 @@ def parse_subscripts(
             raise EinsumError(f"{op}: output {out!r} has a stray '.'")
         for c in out:
             if c not in sizes:
-                raise EinsumError(
-                    f"{op}: output label {c!r} of {subscripts!r} is not in any input"
-                )
+                raise EinsumError(f"{op}: output label {c!r} of {subscripts!r} is not in any input")
             if out.count(c) > 1:
                 raise EinsumError(f"{op}: output label {c!r} of {subscripts!r} repeats")
     else:
@@ -258,9 +254,7 @@ def unary_einsum(x: Array, subscripts: str, shape: tuple[int, ...]) -> Array:
 
 
 @functools.lru_cache(maxsize=4096)
-def _binary_plan(
-    subscripts: str, sa: tuple[int, ...], sb: tuple[int, ...]
-) -> tuple[Any, ...]:
+def _binary_plan(subscripts: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[Any, ...]:
     lhs, out = subscripts.split("->")
     ta, tb = lhs.split(",")
     if len(ta) != len(sa) or len(tb) != len(sb):
@@ -313,8 +307,19 @@ def _binary_plan(
     out_shape = tuple(sizes[c] for c in out)
     final_perm = None if direct else tuple(natural.index(c) for c in out)
     return (
-        pre_a, pre_b, swap, perm_l, perm_r, (bsz, m, k), (bsz, k, n), (bsz, m, n),
-        nat_shape, out_shape, final_perm, tuple(sizes[c] for c in ua), tuple(sizes[c] for c in ub),
+        pre_a,
+        pre_b,
+        swap,
+        perm_l,
+        perm_r,
+        (bsz, m, k),
+        (bsz, k, n),
+        (bsz, m, n),
+        nat_shape,
+        out_shape,
+        final_perm,
+        tuple(sizes[c] for c in ua),
+        tuple(sizes[c] for c in ub),
     )
 
 
@@ -325,24 +330,40 @@ def binary_einsum(a: Array, b: Array, subscripts: str) -> Array:
     ``tensordot`` strategy extended to batch labels); output labels must be unique and
     present in an input.  Cost O(batch*m*k*n) flops plus the operand reorderings.
     """
-    (pre_a, pre_b, swap, perm_l, perm_r, sl, sr, so, nat_shape, out_shape, final_perm, ua_shape,
-     ub_shape) = _binary_plan(subscripts, a.shape, b.shape)
+    (
+        pre_a,
+        pre_b,
+        swap,
+        perm_l,
+        perm_r,
+        sl,
+        sr,
+        so,
+        nat_shape,
+        out_shape,
+        final_perm,
+        ua_shape,
+        ub_shape,
+    ) = _binary_plan(subscripts, a.shape, b.shape)
     if pre_a is not None:
         a = unary_einsum(a, pre_a, ua_shape)
     if pre_b is not None:
         b = unary_einsum(b, pre_b, ub_shape)
     left, right = (b, a) if swap else (a, b)
+    if sl[0] == 1:  # no batch label: plain 2-D GEMM (numpy's stacked path costs ~8% more)
+        sl, sr, so = sl[1:], sr[1:], so[1:]
     lm = left.transpose(perm_l).reshape(sl)
     rm = right.transpose(perm_r).reshape(sr)
     dtype = np.result_type(a.dtype, b.dtype)
     # no contracted label: an outer/elementwise product, not a GEMM of 1-wide matrices
-    kernel = np.multiply if sl[2] == 1 else np.matmul
+    kernel = np.multiply if sl[-1] == 1 else np.matmul
     if final_perm is None:
         res = np.empty(out_shape, dtype=dtype)
         kernel(lm, rm, out=res.reshape(so))
         return res
     nat = kernel(lm, rm).reshape(nat_shape)
-    return np.ascontiguousarray(nat.transpose(final_perm))
+    t = nat.transpose(final_perm)
+    return np.array(t, order="C") if t.base is not None else t
 
 
 def binary_transpose_subscripts(subscripts: str, which: int) -> tuple[str, str | None]:
@@ -399,7 +420,7 @@ class EinsumPlan:
     the result unchanged (an identity einsum such as ``"ij->ij"``).
     """
 
-    __slots__ = ("flops", "inputs", "output", "out_shape", "sizes", "steps")
+    __slots__ = ("flops", "inputs", "out_shape", "output", "sizes", "steps")
 
     def __init__(
         self,
@@ -531,14 +552,14 @@ def contract_vjp(subscripts: str, operands: Sequence[Array], ct: Array) -> list[
             origin = [*rest, [-1]]
     # reverse: working cotangents
     cts: list[Array | None] = [ct]
-    for s, saved, hist in zip(
-        reversed(p.steps), reversed(trail), reversed(slot_hist), strict=True
-    ):
+    for s, saved, hist in zip(reversed(p.steps), reversed(trail), reversed(slot_hist), strict=True):
         if isinstance(s, UnaryStep):
             x = saved
             g = cts[s.pos]
             cts[s.pos] = (
-                None if g is None else unary_einsum(g, unary_transpose_subscripts(s.subscripts), x.shape)
+                None
+                if g is None
+                else unary_einsum(g, unary_transpose_subscripts(s.subscripts), x.shape)
             )
         else:
             a, b = saved

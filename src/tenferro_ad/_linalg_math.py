@@ -87,7 +87,7 @@ class _NumpyBackend:
     diag_embed = staticmethod(_np_diag_embed)
 
     @staticmethod
-    def mT(x: Array) -> Array:  # noqa: N802 - numpy's name
+    def mT(x: Array) -> Array:
         return np.swapaxes(x, -1, -2)
 
     @staticmethod
@@ -130,7 +130,7 @@ class _NumpyBackend:
 NUMPY = _NumpyBackend()
 
 
-def _H(B: Any, x: Array) -> Array:  # noqa: N802 - math notation
+def _H(B: Any, x: Array) -> Array:
     return B.conj(B.mT(x)) if B.is_complex(x) else B.mT(x)
 
 
@@ -167,7 +167,14 @@ def solve_vjp(B: Any, a: Array, x: Array, ct: Array) -> tuple[Array, Array]:
 
 
 def triangular_solve_jvp(
-    B: Any, a: Array, x: Array, da: Array | None, db: Array | None, *, lower: bool, trans: int,
+    B: Any,
+    a: Array,
+    x: Array,
+    da: Array | None,
+    db: Array | None,
+    *,
+    lower: bool,
+    trans: int,
     unit: bool,
 ) -> Array | None:
     """X = op(A)^-1 B:  dX = op(A)^-1 (dB - op(tri dA) X), tri = A's (strict if unit) triangle."""
@@ -284,9 +291,7 @@ def _qr_square_jvp(B: Any, q: Array, r: Array, dx: Array) -> tuple[Array, Array]
     return dq, dr
 
 
-def _qr_square_vjp(
-    B: Any, q: Array, r: Array, cq: Array | None, cr: Array | None
-) -> Array:
+def _qr_square_vjp(B: Any, q: Array, r: Array, cq: Array | None, cr: Array | None) -> Array:
     """Transpose of :func:`_qr_square_jvp`, step by step in reverse."""
     ct_z: Array | None = None
     ct_do: Array | None = None
@@ -330,8 +335,10 @@ def qr_vjp(B: Any, x: Array, q: Array, r: Array, cq: Array | None, cr: Array | N
     cr1, cr2 = cr[..., :, :m], cr[..., :, m:]
     # dr2 = dq^H x2 + q^H dx2
     ct_dx2 = B.matmul(_cj(B, q), cr2)
-    ct_dq = B.conj(B.matmul(x[..., :, m:], B.mT(cr2))) if B.is_complex(x) else B.matmul(
-        x[..., :, m:], B.mT(cr2)
+    ct_dq = (
+        B.conj(B.matmul(x[..., :, m:], B.mT(cr2)))
+        if B.is_complex(x)
+        else B.matmul(x[..., :, m:], B.mT(cr2))
     )
     cq = _add(cq, ct_dq)
     ct_dx1 = _qr_square_vjp(B, q, r[..., :, :m], cq, cr1)
@@ -398,8 +405,14 @@ def svd_jvp(
 
 
 def svd_vjp(
-    B: Any, a: Array, u: Array, s: Array, vh: Array,
-    cu: Array | None, cs: Array | None, cvh: Array | None,
+    B: Any,
+    a: Array,
+    u: Array,
+    s: Array,
+    vh: Array,
+    cu: Array | None,
+    cs: Array | None,
+    cvh: Array | None,
 ) -> Array:
     """Transpose of :func:`svd_jvp`, step by step in reverse."""
     m, n = a.shape[-2], a.shape[-1]

@@ -18,15 +18,31 @@ from tenferro_storage import ledger
 from tests.ad._oracle import close, rand, to_np
 
 REAL_LOSSES: dict[str, tuple[Any, Any]] = {
-    "conj_mul": (lambda z: ad.real(z * ad.conj(z) * z).sum(), lambda z: jnp.real(z * jnp.conj(z) * z).sum()),
-    "real_imag": (lambda z: (ad.real(z) ** 2 * ad.imag(z)).sum(), lambda z: (jnp.real(z) ** 2 * jnp.imag(z)).sum()),
+    "conj_mul": (
+        lambda z: ad.real(z * ad.conj(z) * z).sum(),
+        lambda z: jnp.real(z * jnp.conj(z) * z).sum(),
+    ),
+    "real_imag": (
+        lambda z: (ad.real(z) ** 2 * ad.imag(z)).sum(),
+        lambda z: (jnp.real(z) ** 2 * jnp.imag(z)).sum(),
+    ),
     "abs": (lambda z: (ad.abs(z) ** 3).sum(), lambda z: (jnp.abs(z) ** 3).sum()),
-    "angle": (lambda z: (ad.angle(z) * ad.abs(z)).sum(), lambda z: (jnp.angle(z) * jnp.abs(z)).sum()),
-    "exp_log": (lambda z: ad.real(ad.exp(z) + ad.log(z) * z).sum(),
-                lambda z: jnp.real(jnp.exp(z) + jnp.log(z) * z).sum()),
-    "div_sub": (lambda z: ad.imag((z - 1.5) / (z + 2.0)).sum(), lambda z: jnp.imag((z - 1.5) / (z + 2.0)).sum()),
-    "complex_ctor": (lambda z: ad.abs(ad.complex(ad.imag(z), ad.real(z)) * z).sum(),
-                     lambda z: jnp.abs(jax.lax.complex(jnp.imag(z), jnp.real(z)) * z).sum()),
+    "angle": (
+        lambda z: (ad.angle(z) * ad.abs(z)).sum(),
+        lambda z: (jnp.angle(z) * jnp.abs(z)).sum(),
+    ),
+    "exp_log": (
+        lambda z: ad.real(ad.exp(z) + ad.log(z) * z).sum(),
+        lambda z: jnp.real(jnp.exp(z) + jnp.log(z) * z).sum(),
+    ),
+    "div_sub": (
+        lambda z: ad.imag((z - 1.5) / (z + 2.0)).sum(),
+        lambda z: jnp.imag((z - 1.5) / (z + 2.0)).sum(),
+    ),
+    "complex_ctor": (
+        lambda z: ad.abs(ad.complex(ad.imag(z), ad.real(z)) * z).sum(),
+        lambda z: jnp.abs(jax.lax.complex(jnp.imag(z), jnp.real(z)) * z).sum(),
+    ),
 }
 
 

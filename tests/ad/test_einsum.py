@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 from tenferro_storage import AllocationReason, ledger
-
 from tests.ad._oracle import close, rand, to_np
 
 SPECS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -120,7 +119,10 @@ def test_contraction_intermediates_are_released_when_consumed_and_nothing_is_cop
     """No tape: each pairwise intermediate is an OPERATION_OUTPUT released before the next
     step's output is allocated; the ledger records no copy events."""
     rng = np.random.default_rng(6)
-    xs = [ad.stop_gradient(ad.exp(rng.standard_normal(s) * 0)) for s in ((4, 5), (5, 6), (6, 7), (7, 3))]
+    xs = [
+        ad.stop_gradient(ad.exp(rng.standard_normal(s) * 0))
+        for s in ((4, 5), (5, 6), (6, 7), (7, 3))
+    ]
     with ledger.capture() as rec:
         out = ad.einsum("ij,jk,kl,lm->im", *xs)
         del out

@@ -120,7 +120,9 @@ def test_gemm_writes_the_final_layout_without_a_transpose() -> None:
         assert isinstance(s, E.BinaryStep)
         ta, tb = work[s.i], work[s.j]
         out = s.subscripts.split("->")[1]
-        plan = E._binary_plan(s.subscripts, tuple(sizes[c] for c in ta), tuple(sizes[c] for c in tb))
+        plan = E._binary_plan(
+            s.subscripts, tuple(sizes[c] for c in ta), tuple(sizes[c] for c in tb)
+        )
         assert plan[10] is None  # no final transposing copy
         work = [t for k, t in enumerate(work) if k not in (s.i, s.j)] + [out]
 

@@ -36,29 +36,83 @@ def _absq(x: Any, xp: Any) -> Any:
 # (name, input maker, our loss, JAX loss): every loss is real and gauge invariant.
 def _cases(w: Any) -> list[tuple[str, Fn, Fn]]:
     return [
-        ("solve", lambda a: (_absq(la.solve(a, a[..., :2]), ad) * w[..., :2]).sum(),
-         lambda a: (_absq(jnp.linalg.solve(a, a[..., :2]), jnp) * w[..., :2]).sum()),
-        ("inv", lambda a: (_absq(la.inv(a), ad) * w).sum(),
-         lambda a: (_absq(jnp.linalg.inv(a), jnp) * w).sum()),
-        ("det", lambda a: _absq(la.det(a), ad).sum(), lambda a: _absq(jnp.linalg.det(a), jnp).sum()),
-        ("slogdet", lambda a: (la.slogdet(a)[1] + _absq(la.slogdet(a)[0] - 0.3, ad)).sum(),
-         lambda a: (jnp.linalg.slogdet(a)[1] + _absq(jnp.linalg.slogdet(a)[0] - 0.3, jnp)).sum()),
-        ("solve_triangular", lambda a: (_absq(la.solve_triangular(a, a[..., :2], lower=True, trans=2), ad) * w[..., :2]).sum(),
-         lambda a: (_absq(jsolve_triangular(a, a[..., :2], lower=True, trans=2), jnp) * w[..., :2]).sum()),
-        ("tril_triu_trace_diagonal", lambda a: (_absq(la.tril(a, -1) + la.triu(a, 1), ad) * w).sum()
-         + _absq(la.trace(a, axis1=-2, axis2=-1), ad).sum() + _absq(la.diagonal(a, 1, -2, -1), ad).sum(),
-         lambda a: (_absq(jnp.tril(a, -1) + jnp.triu(a, 1), jnp) * w).sum()
-         + _absq(jnp.trace(a, axis1=-2, axis2=-1), jnp).sum() + _absq(jnp.diagonal(a, 1, -2, -1), jnp).sum()),
-        ("cholesky", lambda a: (_absq(la.cholesky(a @ ad.conj(ad.swapaxes(a, -1, -2))), ad) * w).sum(),
-         lambda a: (_absq(jnp.linalg.cholesky(a @ jnp.conj(jnp.swapaxes(a, -1, -2))), jnp) * w).sum()),
-        ("qr", lambda a: (_absq(la.qr(a)[1], ad) * w).sum() + (_absq(la.qr(a)[0], ad) * w).sum(),
-         lambda a: (_absq(jnp.linalg.qr(a)[1], jnp) * w).sum() + (_absq(jnp.linalg.qr(a)[0], jnp) * w).sum()),
-        ("eigh", lambda a: (la.eigh(a)[0] ** 2).sum() + (_absq(la.eigh(a)[1], ad) * w).sum(),
-         lambda a: (jnp.linalg.eigh(a)[0] ** 2).sum() + (_absq(jnp.linalg.eigh(a)[1], jnp) * w).sum()),
-        ("svd", lambda a: (la.svd(a)[1] ** 3).sum() + (_absq(la.svd(a)[0], ad) * w).sum() + (_absq(la.svd(a)[2], ad) * w).sum(),
-         lambda a: (jnp.linalg.svd(a, full_matrices=False)[1] ** 3).sum()
-         + (_absq(jnp.linalg.svd(a, full_matrices=False)[0], jnp) * w).sum()
-         + (_absq(jnp.linalg.svd(a, full_matrices=False)[2], jnp) * w).sum()),
+        (
+            "solve",
+            lambda a: (_absq(la.solve(a, a[..., :2]), ad) * w[..., :2]).sum(),
+            lambda a: (_absq(jnp.linalg.solve(a, a[..., :2]), jnp) * w[..., :2]).sum(),
+        ),
+        (
+            "inv",
+            lambda a: (_absq(la.inv(a), ad) * w).sum(),
+            lambda a: (_absq(jnp.linalg.inv(a), jnp) * w).sum(),
+        ),
+        (
+            "det",
+            lambda a: _absq(la.det(a), ad).sum(),
+            lambda a: _absq(jnp.linalg.det(a), jnp).sum(),
+        ),
+        (
+            "slogdet",
+            lambda a: (la.slogdet(a)[1] + _absq(la.slogdet(a)[0] - 0.3, ad)).sum(),
+            lambda a: (jnp.linalg.slogdet(a)[1] + _absq(jnp.linalg.slogdet(a)[0] - 0.3, jnp)).sum(),
+        ),
+        (
+            "solve_triangular",
+            lambda a: (
+                _absq(la.solve_triangular(a, a[..., :2], lower=True, trans=2), ad) * w[..., :2]
+            ).sum(),
+            lambda a: (
+                _absq(jsolve_triangular(a, a[..., :2], lower=True, trans=2), jnp) * w[..., :2]
+            ).sum(),
+        ),
+        (
+            "tril_triu_trace_diagonal",
+            lambda a: (
+                (_absq(la.tril(a, -1) + la.triu(a, 1), ad) * w).sum()
+                + _absq(la.trace(a, axis1=-2, axis2=-1), ad).sum()
+                + _absq(la.diagonal(a, 1, -2, -1), ad).sum()
+            ),
+            lambda a: (
+                (_absq(jnp.tril(a, -1) + jnp.triu(a, 1), jnp) * w).sum()
+                + _absq(jnp.trace(a, axis1=-2, axis2=-1), jnp).sum()
+                + _absq(jnp.diagonal(a, 1, -2, -1), jnp).sum()
+            ),
+        ),
+        (
+            "cholesky",
+            lambda a: (_absq(la.cholesky(a @ ad.conj(ad.swapaxes(a, -1, -2))), ad) * w).sum(),
+            lambda a: (
+                _absq(jnp.linalg.cholesky(a @ jnp.conj(jnp.swapaxes(a, -1, -2))), jnp) * w
+            ).sum(),
+        ),
+        (
+            "qr",
+            lambda a: (_absq(la.qr(a)[1], ad) * w).sum() + (_absq(la.qr(a)[0], ad) * w).sum(),
+            lambda a: (
+                (_absq(jnp.linalg.qr(a)[1], jnp) * w).sum()
+                + (_absq(jnp.linalg.qr(a)[0], jnp) * w).sum()
+            ),
+        ),
+        (
+            "eigh",
+            lambda a: (la.eigh(a)[0] ** 2).sum() + (_absq(la.eigh(a)[1], ad) * w).sum(),
+            lambda a: (
+                (jnp.linalg.eigh(a)[0] ** 2).sum() + (_absq(jnp.linalg.eigh(a)[1], jnp) * w).sum()
+            ),
+        ),
+        (
+            "svd",
+            lambda a: (
+                (la.svd(a)[1] ** 3).sum()
+                + (_absq(la.svd(a)[0], ad) * w).sum()
+                + (_absq(la.svd(a)[2], ad) * w).sum()
+            ),
+            lambda a: (
+                (jnp.linalg.svd(a, full_matrices=False)[1] ** 3).sum()
+                + (_absq(jnp.linalg.svd(a, full_matrices=False)[0], jnp) * w).sum()
+                + (_absq(jnp.linalg.svd(a, full_matrices=False)[2], jnp) * w).sum()
+            ),
+        ),
     ]
 
 
@@ -69,7 +123,9 @@ NAMES = [c[0] for c in _cases(np.ones((2, 3, 3)))]
 @given(st.integers(0, 2**31 - 1))
 @pytest.mark.parametrize("cplx", [False, True])
 @pytest.mark.parametrize("name", NAMES)
-def test_gradient_and_jvp_of_gauge_invariant_losses_match_jax(name: str, cplx: bool, seed: int) -> None:
+def test_gradient_and_jvp_of_gauge_invariant_losses_match_jax(
+    name: str, cplx: bool, seed: int
+) -> None:
     rng = np.random.default_rng(seed)
     w = rng.standard_normal((2, 3, 3))
     _, f, jf = next(c for c in _cases(w) if c[0] == name)
@@ -94,14 +150,22 @@ def test_rectangular_qr_and_svd_match_jax(shape: tuple[int, ...], cplx: bool) ->
     def f(a: Any) -> Any:
         q, r = la.qr(a)
         u, s, vh = la.svd(a)
-        return (_absq(r, ad) * wq[..., :k, :]).sum() + (s ** 2).sum() + (_absq(u, ad) * wq[..., :, :k]).sum() \
+        return (
+            (_absq(r, ad) * wq[..., :k, :]).sum()
+            + (s**2).sum()
+            + (_absq(u, ad) * wq[..., :, :k]).sum()
             + (_absq(vh, ad) * wq[..., :k, :]).sum()
+        )
 
     def jf(a: Any) -> Any:
         q, r = jnp.linalg.qr(a)
         u, s, vh = jnp.linalg.svd(a, full_matrices=False)
-        return (_absq(r, jnp) * wq[..., :k, :]).sum() + (s ** 2).sum() + (_absq(u, jnp) * wq[..., :, :k]).sum() \
+        return (
+            (_absq(r, jnp) * wq[..., :k, :]).sum()
+            + (s**2).sum()
+            + (_absq(u, jnp) * wq[..., :, :k]).sum()
             + (_absq(vh, jnp) * wq[..., :k, :]).sum()
+        )
 
     close(ad.grad(f)(a), jax.grad(jf)(a), rtol=1e-7, atol=1e-8)
     u, s, vh = la.svd(a)
@@ -137,14 +201,22 @@ def test_hessian_vector_products_through_factorizations_match_jax(which: str) ->
     v = rand(rng, (3, 3), False)
     w = rng.standard_normal((3, 3))
     fs: dict[str, tuple[Fn, Fn]] = {
-        "eigh": (lambda a: (la.eigh(a)[0] ** 3).sum() + ((la.eigh(a)[1] ** 2) * w).sum(),
-                 lambda a: (jnp.linalg.eigh(a)[0] ** 3).sum() + ((jnp.linalg.eigh(a)[1] ** 2) * w).sum()),
-        "svd": (lambda a: (la.svd(a)[1] ** 3).sum() + ((la.svd(a)[0] ** 2) * w).sum(),
-                lambda a: (jnp.linalg.svd(a)[1] ** 3).sum() + ((jnp.linalg.svd(a)[0] ** 2) * w).sum()),
-        "cholesky": (lambda a: (la.cholesky(a) ** 3 * w).sum(),
-                     lambda a: (jnp.linalg.cholesky(a) ** 3 * w).sum()),
-        "qr": (lambda a: (la.qr(a)[1] ** 3 * w).sum() + (la.qr(a)[0] ** 2 * w).sum(),
-               lambda a: (jnp.linalg.qr(a)[1] ** 3 * w).sum() + (jnp.linalg.qr(a)[0] ** 2 * w).sum()),
+        "eigh": (
+            lambda a: (la.eigh(a)[0] ** 3).sum() + ((la.eigh(a)[1] ** 2) * w).sum(),
+            lambda a: (jnp.linalg.eigh(a)[0] ** 3).sum() + ((jnp.linalg.eigh(a)[1] ** 2) * w).sum(),
+        ),
+        "svd": (
+            lambda a: (la.svd(a)[1] ** 3).sum() + ((la.svd(a)[0] ** 2) * w).sum(),
+            lambda a: (jnp.linalg.svd(a)[1] ** 3).sum() + ((jnp.linalg.svd(a)[0] ** 2) * w).sum(),
+        ),
+        "cholesky": (
+            lambda a: (la.cholesky(a) ** 3 * w).sum(),
+            lambda a: (jnp.linalg.cholesky(a) ** 3 * w).sum(),
+        ),
+        "qr": (
+            lambda a: (la.qr(a)[1] ** 3 * w).sum() + (la.qr(a)[0] ** 2 * w).sum(),
+            lambda a: (jnp.linalg.qr(a)[1] ** 3 * w).sum() + (jnp.linalg.qr(a)[0] ** 2 * w).sum(),
+        ),
     }
     f, jf = fs[which]
     hv = ad.grad(lambda a: (ad.grad(f)(a) * v).sum())(a)
@@ -158,9 +230,11 @@ def test_gradients_match_finite_differences() -> None:
 
     def f_np(a: Any) -> float:
         s = np.linalg.svd(a, compute_uv=False)
-        return float(np.sum(s ** 2) + np.linalg.slogdet(a)[1] + np.sum(np.linalg.inv(a) * w))
+        return float(np.sum(s**2) + np.linalg.slogdet(a)[1] + np.sum(np.linalg.inv(a) * w))
 
-    g = to_np(ad.grad(lambda a: (la.svd(a)[1] ** 2).sum() + la.slogdet(a)[1] + (la.inv(a) * w).sum())(a))
+    g = to_np(
+        ad.grad(lambda a: (la.svd(a)[1] ** 2).sum() + la.slogdet(a)[1] + (la.inv(a) * w).sum())(a)
+    )
     eps = 1e-6
     for idx in np.ndindex(a.shape):
         e = np.zeros_like(a)
@@ -168,7 +242,9 @@ def test_gradients_match_finite_differences() -> None:
         assert g[idx] == pytest.approx((f_np(a + e) - f_np(a - e)) / (2 * eps), rel=1e-5, abs=1e-7)
 
 
-def test_degenerate_spectrum_value_losses_stay_finite_vector_losses_are_nonfinite_like_jax() -> None:
+def test_degenerate_spectrum_value_losses_stay_finite_vector_losses_are_nonfinite_like_jax() -> (
+    None
+):
     a = np.diag([1.0, 1.0, 2.0])
     g = to_np(ad.grad(lambda a: (la.eigh(a)[0] ** 2).sum())(a))
     close(g, jax.grad(lambda a: (jnp.linalg.eigh(a)[0] ** 2).sum())(a))

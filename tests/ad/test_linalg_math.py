@@ -71,9 +71,7 @@ def test_solve_inv_det_slogdet(seed: int, cplx: bool) -> None:
         _close(ds, js)
     cts = _rand(rng, (2,), cplx) if cplx else np.zeros(2)
     ctl = rng.standard_normal(2)
-    _close(
-        L.slogdet_vjp(B, a, sign, cts if cplx else None, ctl), jax.vjp(sld, a)[1]((cts, ctl))[0]
-    )
+    _close(L.slogdet_vjp(B, a, sign, cts if cplx else None, ctl), jax.vjp(sld, a)[1]((cts, ctl))[0])
 
 
 @settings_
@@ -91,7 +89,9 @@ def test_triangular_solve(seed: int, cplx: bool, lower: bool, trans: int, unit: 
     _close(x, f(a, b))
     kw = {"lower": lower, "trans": trans, "unit": unit}
     _close(L.triangular_solve_jvp(B, a, x, da, db, **kw), jax.jvp(f, (a, b), (da, db))[1])
-    for g, w in zip(L.triangular_solve_vjp(B, a, x, ct, **kw), jax.vjp(f, a, b)[1](ct), strict=True):
+    for g, w in zip(
+        L.triangular_solve_vjp(B, a, x, ct, **kw), jax.vjp(f, a, b)[1](ct), strict=True
+    ):
         _close(g, w)
 
 
@@ -164,7 +164,11 @@ def test_svd(seed: int, cplx: bool, shape: tuple[int, ...]) -> None:
     _close(du, tu)
     _close(ds, ts)
     _close(dvh, tvh)
-    cu, cs, cvh = _rand(rng, u.shape, cplx), rng.standard_normal(s.shape), _rand(rng, vh.shape, cplx)
+    cu, cs, cvh = (
+        _rand(rng, u.shape, cplx),
+        rng.standard_normal(s.shape),
+        _rand(rng, vh.shape, cplx),
+    )
     vjp = jax.vjp(f, a)[1]
     _close(L.svd_vjp(B, a, u, s, vh, cu, cs, cvh), vjp((cu, cs, cvh))[0])
     _close(L.svd_vjp(B, a, u, s, vh, None, cs, None), vjp((0 * cu, cs, 0 * cvh))[0])

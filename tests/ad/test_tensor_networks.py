@@ -40,7 +40,9 @@ def test_complex_mps_norm_gradient_matches_jax() -> None:
         return jnp.real(_norm(list(ts), jnp.einsum, jnp.conj)).sum()
 
     argnums = tuple(range(L))
-    for g, w in zip(ad.grad(f, argnums=argnums)(*ts), jax.grad(jf, argnums=argnums)(*ts), strict=True):
+    for g, w in zip(
+        ad.grad(f, argnums=argnums)(*ts), jax.grad(jf, argnums=argnums)(*ts), strict=True
+    ):
         close(g, w)
 
 
@@ -69,14 +71,14 @@ def test_svd_truncation_loss_matches_jax() -> None:
         u, s, vh = la.svd(m)
         s2 = s[:2] / ad.sqrt((s * s).sum())
         approx = ad.einsum("ik,k,kj->ij", u[:, :2], s2, vh[:2, :])
-        return ad.real(ad.einsum("ij,ij->", approx, ad.conj(m))) + (s2 ** 4).sum()
+        return ad.real(ad.einsum("ij,ij->", approx, ad.conj(m))) + (s2**4).sum()
 
     def jf(theta: Any) -> Any:
         m = jnp.reshape(theta, (4, 4))
         u, s, vh = jnp.linalg.svd(m, full_matrices=False)
         s2 = s[:2] / jnp.sqrt((s * s).sum())
         approx = jnp.einsum("ik,k,kj->ij", u[:, :2], s2, vh[:2, :])
-        return jnp.real(jnp.einsum("ij,ij->", approx, jnp.conj(m))) + (s2 ** 4).sum()
+        return jnp.real(jnp.einsum("ij,ij->", approx, jnp.conj(m))) + (s2**4).sum()
 
     close(ad.grad(f)(theta), jax.grad(jf)(theta))
 

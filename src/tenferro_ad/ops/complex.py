@@ -33,8 +33,21 @@ from ._ns import HANDLE_NS
 Array = Any
 
 __all__ = [
-    "ANGLE", "CONJ", "IMAG", "IMAG_T", "REAL", "REAL_T", "VIEW_AS_COMPLEX", "VIEW_AS_REAL",
-    "angle", "complex", "conj", "imag", "is_complex", "real", "view_as_complex",
+    "ANGLE",
+    "CONJ",
+    "IMAG",
+    "IMAG_T",
+    "REAL",
+    "REAL_T",
+    "VIEW_AS_COMPLEX",
+    "VIEW_AS_REAL",
+    "angle",
+    "complex",
+    "conj",
+    "imag",
+    "is_complex",
+    "real",
+    "view_as_complex",
     "view_as_real",
 ]
 
@@ -77,8 +90,12 @@ IMAG_T = defprimitive("imag_t", _imag_t_impl, 1)
 # real(x) of a real x is the identity (and its transpose too); of a complex x its
 # transpose embeds: real_t.  The rule sees only g, so the primal dtype rides as a param.
 deflinear(REAL, lambda ops, g, *, src_complex=True: ops.apply(REAL_T, g) if src_complex else g)
-deflinear(IMAG, lambda ops, g, *, src_complex=True: ops.apply(IMAG_T, g) if src_complex
-          else Zero(tuple(g.shape), g.dtype))
+deflinear(
+    IMAG,
+    lambda ops, g, *, src_complex=True: (
+        ops.apply(IMAG_T, g) if src_complex else Zero(tuple(g.shape), g.dtype)
+    ),
+)
 deflinear(REAL_T, lambda ops, g: ops.apply(REAL, g, src_complex=True))
 deflinear(IMAG_T, lambda ops, g: ops.apply(IMAG, g, src_complex=True))
 REAL.impl = lambda x, *, src_complex=True: _real_impl(x)
@@ -169,7 +186,7 @@ def imag(x: Any) -> EagerTensor:
     return bind(IMAG, x, src_complex=is_complex(x))
 
 
-def complex(re: Any, im: Any) -> EagerTensor:  # noqa: A001 - numpy/JAX name
+def complex(re: Any, im: Any) -> EagerTensor:
     """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
     return bind(REAL_T, re) - bind(IMAG_T, im)
 

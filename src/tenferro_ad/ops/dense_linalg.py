@@ -70,7 +70,9 @@ TRIU = deflinear(
 )
 
 
-def _diag_embed_impl(v: Array, *, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]) -> Array:
+def _diag_embed_impl(
+    v: Array, *, offset: int, axis1: int, axis2: int, shape: tuple[int, ...]
+) -> Array:
     out = np.zeros(shape, dtype=np.result_type(v))
     view = np.diagonal(out, offset, axis1, axis2)
     view.flags.writeable = True  # numpy's diagonal of a fresh array we own
@@ -84,10 +86,18 @@ DIAGONAL = defprimitive(
     1,
 )
 DIAG_EMBED = defprimitive("diag_embed", _diag_embed_impl, 1)
-deflinear(DIAGONAL, lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
-    DIAG_EMBED, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape))
-deflinear(DIAG_EMBED, lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
-    DIAGONAL, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape))
+deflinear(
+    DIAGONAL,
+    lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
+        DIAG_EMBED, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape
+    ),
+)
+deflinear(
+    DIAG_EMBED,
+    lambda ops, g, *, offset, axis1, axis2, shape: ops.apply(
+        DIAGONAL, g, offset=offset, axis1=axis1, axis2=axis2, shape=shape
+    ),
+)
 EYE_LIKE = nondifferentiable(
     defprimitive("eye_like", lambda x: np.eye(x.shape[-1], dtype=x.dtype), 1)
 )
@@ -102,7 +112,7 @@ class _OpsBackend:
     def matmul(self, a: Array, b: Array) -> Array:
         return self.ops.matmul(a, b)
 
-    def mT(self, x: Array) -> Array:  # noqa: N802
+    def mT(self, x: Array) -> Array:
         nd = len(x.shape)
         return self.ops.transpose(x, (*range(nd - 2), nd - 1, nd - 2))
 
@@ -123,9 +133,7 @@ class _OpsBackend:
 
     def diag_embed(self, v: Array) -> Array:
         s = tuple(v.shape)
-        return self.ops.apply(
-            DIAG_EMBED, v, offset=0, axis1=-2, axis2=-1, shape=(*s, s[-1])
-        )
+        return self.ops.apply(DIAG_EMBED, v, offset=0, axis1=-2, axis2=-1, shape=(*s, s[-1]))
 
     def solve(self, a: Array, b: Array) -> Array:
         return self.ops.apply(SOLVE, a, b)
@@ -159,7 +167,7 @@ class _OpsBackend:
         return is_complex(x)
 
 
-def _B(ops: Any) -> Any:  # noqa: N802
+def _B(ops: Any) -> Any:
     return L.NUMPY if ops is NUMPY_NS else _OpsBackend(ops)
 
 
@@ -170,7 +178,11 @@ def _nz(x: Array) -> Array | None:
 
 # -- solve / triangular solve / inv / det / slogdet ---------------------------------------------
 SOLVE = defprimitive(
-    "solve", lambda a, b: _checked("solve", np.linalg.solve, a, b), 2, save_in=(0,), save_out=True,
+    "solve",
+    lambda a, b: _checked("solve", np.linalg.solve, a, b),
+    2,
+    save_in=(0,),
+    save_out=True,
     vjp=(
         lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[0],
         lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[1],
@@ -187,7 +199,11 @@ def _trsolve_impl(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) ->
 
 
 TRSOLVE = defprimitive(
-    "triangular_solve", _trsolve_impl, 2, save_in=(0,), save_out=True,
+    "triangular_solve",
+    _trsolve_impl,
+    2,
+    save_in=(0,),
+    save_out=True,
     vjp=(
         lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[0],
         lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[1],
@@ -198,12 +214,19 @@ TRSOLVE = defprimitive(
     ),
 )
 INV = defprimitive(
-    "inv", lambda a: _checked("inv", np.linalg.inv, a), 1, save_out=True,
+    "inv",
+    lambda a: _checked("inv", np.linalg.inv, a),
+    1,
+    save_out=True,
     vjp=(lambda ops, g, x: L.inv_vjp(_B(ops), x, g),),
     jvp=(lambda ops, t, x: L.inv_jvp(_B(ops), x, t),),
 )
 DET = defprimitive(
-    "det", lambda a: np.asarray(np.linalg.det(a)), 1, save_in=(0,), save_out=True,
+    "det",
+    lambda a: np.asarray(np.linalg.det(a)),
+    1,
+    save_in=(0,),
+    save_out=True,
     vjp=(lambda ops, g, a, d: L.det_vjp(_B(ops), a, d, g),),
     jvp=(lambda ops, t, a, d: L.det_jvp(_B(ops), a, d, t),),
 )
@@ -232,14 +255,22 @@ def _slogdet_jvp(ops: Any, t: Array, a: Array, packed: Array) -> Array:
 
 
 SLOGDET = defprimitive(
-    "slogdet", _slogdet_impl, 1, save_in=(0,), save_out=True,
-    vjp=(_slogdet_vjp,), jvp=(_slogdet_jvp,),
+    "slogdet",
+    _slogdet_impl,
+    1,
+    save_in=(0,),
+    save_out=True,
+    vjp=(_slogdet_vjp,),
+    jvp=(_slogdet_jvp,),
 )
 
 
 # -- cholesky ------------------------------------------------------------------------------------
 CHOLESKY = defprimitive(
-    "cholesky", lambda a: _checked("cholesky", np.linalg.cholesky, a), 1, save_out=True,
+    "cholesky",
+    lambda a: _checked("cholesky", np.linalg.cholesky, a),
+    1,
+    save_out=True,
     vjp=(lambda ops, g, lo: L.cholesky_vjp(_B(ops), lo, g),),
     jvp=(lambda ops, t, lo: L.cholesky_jvp(_B(ops), lo, t),),
 )
@@ -313,9 +344,7 @@ EIGH = defprimitive("eigh", _eigh_impl, 1, save_out=True, vjp=(_eigh_vjp,), jvp=
 # -- svd: packed [U; s; Vh^T] (rows m + 1 + n, columns k) ------------------------------------------
 def _svd_impl(a: Array) -> Array:
     u, s, vh = _checked("svd", np.linalg.svd, a, False)
-    return np.concatenate(
-        [u, s[..., None, :].astype(u.dtype), np.swapaxes(vh, -1, -2)], axis=-2
-    )
+    return np.concatenate([u, s[..., None, :].astype(u.dtype), np.swapaxes(vh, -1, -2)], axis=-2)
 
 
 def _svd_unpack(B: Any, packed: Array, m: int) -> tuple[Array, Array, Array]:
@@ -345,7 +374,9 @@ def _svd_jvp(ops: Any, t: Array, a: Array, packed: Array) -> Array:
     return ops.concatenate([du, B.row(ds), B.mT(dvh)], axis=-2)
 
 
-SVD = defprimitive("svd", _svd_impl, 1, save_in=(0,), save_out=True, vjp=(_svd_vjp,), jvp=(_svd_jvp,))
+SVD = defprimitive(
+    "svd", _svd_impl, 1, save_in=(0,), save_out=True, vjp=(_svd_vjp,), jvp=(_svd_jvp,)
+)
 
 
 # -- public functions -------------------------------------------------------------------------------
@@ -492,8 +523,9 @@ def triu(x: Any, k: int = 0) -> EagerTensor:
 
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
     """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros."""
-    return bind(DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2),
-                shape=_shape(x))
+    return bind(
+        DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2), shape=_shape(x)
+    )
 
 
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
@@ -502,6 +534,18 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTenso
 
 
 __all__ = [
-    "cholesky", "det", "diagonal", "eigh", "inv", "matmul", "qr", "slogdet", "solve",
-    "solve_triangular", "svd", "trace", "tril", "triu",
+    "cholesky",
+    "det",
+    "diagonal",
+    "eigh",
+    "inv",
+    "matmul",
+    "qr",
+    "slogdet",
+    "solve",
+    "solve_triangular",
+    "svd",
+    "trace",
+    "tril",
+    "triu",
 ]

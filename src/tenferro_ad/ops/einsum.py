@@ -50,7 +50,10 @@ EINSUM_UNARY = deflinear(
         1,
     ),
     lambda ops, g, *, subscripts, shape, src: ops.apply(
-        EINSUM_UNARY, g, subscripts=E.unary_transpose_subscripts(subscripts), shape=src,
+        EINSUM_UNARY,
+        g,
+        subscripts=E.unary_transpose_subscripts(subscripts),
+        shape=src,
         src=shape,
     ),
 )
@@ -69,9 +72,7 @@ def _binary_ct(ops: Any, g: Array, x: Array, y: Array, subscripts: str, which: i
 
 
 EINSUM_BINARY = defbilinear(
-    defprimitive(
-        "einsum_binary", lambda a, b, *, subscripts: E.binary_einsum(a, b, subscripts), 2
-    ),
+    defprimitive("einsum_binary", lambda a, b, *, subscripts: E.binary_einsum(a, b, subscripts), 2),
     lambda ops, g, x, y, *, subscripts: _binary_ct(ops, g, x, y, subscripts, 0),
     lambda ops, g, x, y, *, subscripts: _binary_ct(ops, g, x, y, subscripts, 1),
 )
@@ -95,8 +96,13 @@ def einsum(subscripts: str, *operands: Any) -> EagerTensor:
     p = E.plan(subscripts, shapes)
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
         (x,) = operands
-        return bind(EINSUM_UNARY, x, subscripts=f"{p.inputs[0]}->{p.output}",
-                    shape=p.out_shape, src=shapes[0])
+        return bind(
+            EINSUM_UNARY,
+            x,
+            subscripts=f"{p.inputs[0]}->{p.output}",
+            shape=p.out_shape,
+            src=shapes[0],
+        )
     work: list[Any] = list(operands)
     for s in p.steps:
         if isinstance(s, E.UnaryStep):
