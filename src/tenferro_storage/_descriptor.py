@@ -250,12 +250,15 @@ def build(
     return _new(dt, shape_t, strides_t, off, size, lo, hi, start, stop, root.allocation)
 
 
-def fresh(dt: DType, array: np.ndarray[Any, Any], root: RootResource) -> CheckedDescriptor:
+def fresh(
+    dt: DType, array: np.ndarray[Any, Any], root: RootResource, count: bool = True
+) -> CheckedDescriptor:
     """The descriptor of a fresh C-contiguous array that is the whole root (trivially valid).
 
     The caller hands in a *view* of the root's buffer; it becomes the cached array.
     """
-    root.provider.counters.validations += 1
+    if count:
+        root.provider.counters.validations += 1
     shape = array.shape
     size = array.size
     d = CheckedDescriptor.__new__(CheckedDescriptor)

@@ -216,13 +216,14 @@ class AllocationGroup(Lender):
                 "views cannot be inserted (a group owns what it holds)"
             )
         tensor._consume("AllocationGroup.insert")
+        desc = tensor._desc  # read before the storage moves out (it may be built lazily)
         storage = tensor._storage
         tensor._storage = None
         a = len(self._allocations)
         self._allocations.append(storage)
         self._refs.append(1)
         index = len(self._descs)
-        self._descs.append(tensor._desc)
+        self._descs.append(desc)
         self._rec_alloc.append(a)
         return _slot(self._gid, index)
 

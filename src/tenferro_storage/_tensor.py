@@ -14,7 +14,7 @@ Strides and offsets are counted in elements everywhere.
 
 from __future__ import annotations
 
-from typing import Any, Final, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
 
 import numpy as np
 
@@ -28,7 +28,7 @@ from ._access import (
 from ._descriptor import CheckedDescriptor
 from ._dtypes import _BY_NUMPY, DType, from_numpy_dtype
 from ._dtypes import dtype as resolve_dtype
-from ._layout import CheckedLayout, Contiguous, c_strides, whole
+from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
 from ._provider import HOST as _HOST
@@ -559,6 +559,22 @@ class Tensor(Lender, Generic[DT, R]):
         t._desc = desc
         return t
 
+    if not TYPE_CHECKING:  # hidden from mypy so unknown attributes stay type errors
+
+        def __getattr__(self, name: str) -> Any:
+            # A fresh kernel output (adopt_output) defers its whole-array descriptor until
+            # something reads it: most AD op outputs are never viewed, so the per-op path
+            # skips building it.  Only reached while the ``_desc`` slot is still unset.
+            if name == "_desc":
+                storage = self._storage
+                if storage is not None and storage._root is not None:
+                    root = storage._root
+                    arr = root.allocation
+                    d = D.fresh(_BY_NUMPY[arr.dtype], arr.view(), root, count=False)
+                    self._desc = d
+                    return d
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _describe(self) -> str:
         return "Tensor"
 
@@ -788,29 +804,10 @@ def adopt_output(
     # OwnedStorage._make -> D.fresh do, inlined (same objects, same ledger event, same
     # counters; the checks above are adopt()'s).
     storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
-    nbytes = storage.stop
-    _HOST.counters.validations += 1
-    shape = array.shape
-    size = array.size
-    d = CheckedDescriptor.__new__(CheckedDescriptor)
-    d.dtype = dt
-    d.shape = shape
-    d.strides = c_strides(shape)
-    d.offset = 0
-    d.size = size
-    d.lo = 0
-    d.hi = size - 1
-    d.start = 0
-    d.stop = nbytes
-    d.buffer = array
-    d.layout = whole(size)
-    d._array = array.view()
-    d._readonly = None
-    d._injective = D._PROOF_FRESH
+    _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, built lazily
     t: Tensor[Any, DynRank] = Tensor.__new__(Tensor)
     t._moved_by = None
     t._shared = 0
     t._exclusive = None
     t._storage = storage
-    t._desc = d
     return t

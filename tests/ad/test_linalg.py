@@ -148,7 +148,7 @@ def test_rectangular_qr_and_svd_match_jax(shape: tuple[int, ...], cplx: bool) ->
     k = min(shape[-2:])
 
     def f(a: Any) -> Any:
-        q, r = la.qr(a)
+        _, r = la.qr(a)
         u, s, vh = la.svd(a)
         return (
             (_absq(r, ad) * wq[..., :k, :]).sum()
@@ -158,7 +158,7 @@ def test_rectangular_qr_and_svd_match_jax(shape: tuple[int, ...], cplx: bool) ->
         )
 
     def jf(a: Any) -> Any:
-        q, r = jnp.linalg.qr(a)
+        _, r = jnp.linalg.qr(a)
         u, s, vh = jnp.linalg.svd(a, full_matrices=False)
         return (
             (_absq(r, jnp) * wq[..., :k, :]).sum()

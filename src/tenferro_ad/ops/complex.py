@@ -26,7 +26,7 @@ import numpy as np
 
 from .._dispatch import bind
 from .._handle import EagerTensor
-from .._primitive import Zero, deflinear, defprimitive
+from .._primitive import Primitive, Zero, deflinear, defprimitive
 from . import elementwise
 from ._ns import HANDLE_NS
 
@@ -55,9 +55,8 @@ _COMPLEX_OF = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.com
 
 
 def _dtype(x: Any) -> np.dtype[Any]:
-    if isinstance(x, EagerTensor):
-        return x._r("dtype").a.dtype
-    return np.result_type(x)
+    dt: np.dtype[Any] = x._r("dtype").a.dtype if isinstance(x, EagerTensor) else np.result_type(x)
+    return dt
 
 
 def is_complex(x: Any) -> bool:
@@ -101,7 +100,7 @@ deflinear(IMAG_T, lambda ops, g: ops.apply(IMAG, g, src_complex=True))
 REAL.impl = lambda x, *, src_complex=True: _real_impl(x)
 IMAG.impl = lambda x, *, src_complex=True: _imag_impl(x)
 
-CONJ = deflinear(
+CONJ: Primitive = deflinear(
     defprimitive("conj", lambda x: np.conj(x) if np.iscomplexobj(x) else np.array(x, copy=True), 1),
     lambda ops, g: ops.apply(CONJ, g),
 )

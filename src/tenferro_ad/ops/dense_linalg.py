@@ -25,7 +25,7 @@ import numpy as np
 from .. import _linalg_math as L
 from .._dispatch import bind
 from .._handle import EagerTensor
-from .._primitive import deflinear, defprimitive, nondifferentiable
+from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from . import elementwise, reduce, shape
 from ._ns import NUMPY_NS
 from .complex import CONJ, REAL, is_complex
@@ -60,11 +60,11 @@ def _checked(op: str, fn: Any, *args: Any) -> Any:
 
 
 # -- structural linear maps: tril/triu, diagonal/diag_embed, eye --------------------------------
-TRIL = deflinear(
+TRIL: Primitive = deflinear(
     defprimitive("tril", lambda x, *, k: np.tril(x, k), 1),
     lambda ops, g, *, k: ops.apply(TRIL, g, k=k),
 )
-TRIU = deflinear(
+TRIU: Primitive = deflinear(
     defprimitive("triu", lambda x, *, k: np.triu(x, k), 1),
     lambda ops, g, *, k: ops.apply(TRIU, g, k=k),
 )
@@ -379,7 +379,7 @@ SVD = defprimitive(
 )
 
 
-# -- public functions -------------------------------------------------------------------------------
+# -- public functions ---------------------------------------------------------------------------
 def _herm(a: Any) -> EagerTensor:
     return elementwise.mul(elementwise.add(a, bind(CONJ, shape.swapaxes(a, -1, -2))), 0.5)
 

@@ -29,7 +29,7 @@ import numpy as np
 from .. import _einsum_path as E
 from .._dispatch import bind
 from .._handle import EagerTensor
-from .._primitive import defbilinear, deflinear, defprimitive
+from .._primitive import Primitive, defbilinear, deflinear, defprimitive
 from .complex import REAL, is_complex
 
 Array = Any
@@ -43,7 +43,7 @@ def _shape(x: Any) -> tuple[int, ...]:
     return tuple(np.shape(x))
 
 
-EINSUM_UNARY = deflinear(
+EINSUM_UNARY: Primitive = deflinear(
     defprimitive(
         "einsum_unary",
         lambda x, *, subscripts, shape, src: E.unary_einsum(x, subscripts, shape),
