@@ -32,7 +32,7 @@ import tenferro_storage as ts
 from tenferro_storage.errors import LayoutError, UseAfterMoveError
 
 from ._handle import EagerTensor
-from ._primitive import Primitive
+from ._primitive import Primitive, RealTarget
 from ._retention import AdValueRecord, RetentionContainer, move_owner, record_alias
 from ._state import STATE
 from ._tape import TapeNode
@@ -77,6 +77,15 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
     c.addr = 0
     # the kernel reads the owner's own (read-only) array
     return AdValueRecord(arr, c, None, "constant")
+
+
+def _target(v: Any, odt: np.dtype[Any]) -> tuple[int, ...]:
+    """The cotangent target of one argument: its shape, marked real where it must be."""
+    if type(v) is not np.ndarray:
+        return ()
+    if odt.kind == "c" and v.dtype.kind != "c":
+        return RealTarget(v.shape)
+    return v.shape  # type: ignore[no-any-return]
 
 
 def _fresh(out: Any, vals: list[Any], name: str) -> tuple[Any, Any]:
@@ -181,11 +190,18 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             rec.count += 1
             res.append(rec)
         node.res = res
-        if prim.broadcasts:
-            osh = out.shape
-            for i in range(len(ids)):
-                if ids[i] >= 0 and vals[i].shape != osh:
-                    node.shapes = [v.shape if type(v) is np.ndarray else () for v in vals]
+        # Keep argument shapes when they broadcast, and mark real arguments of a complex
+        # output: their cotangents are reduced back / keep only the real part (as JAX).
+        osh = out.shape
+        odt = out.dtype
+        bc = prim.broadcasts
+        for i in range(len(ids)):
+            if ids[i] >= 0:
+                v = vals[i]
+                if (bc and v.shape != osh) or (
+                    v.dtype is not odt and odt.kind == "c" and v.dtype.kind != "c"
+                ):
+                    node.shapes = [_target(v, odt) for v in vals]
                     break
         tape.nodes.append(node)
         h._tape = key

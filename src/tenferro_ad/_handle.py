@@ -238,6 +238,10 @@ class EagerTensor:
             "for a recorded TRANSFER copy, or read in place with `with x.value() as v:`"
         )
 
+    # numpy defers to our reflected operators (``ndarray + handle`` -> ``handle.__radd__``),
+    # which import the array with a recorded TRANSFER instead of numpy refusing the handle.
+    __array_ufunc__ = None
+
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:

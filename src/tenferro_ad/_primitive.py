@@ -206,3 +206,13 @@ def nondifferentiable(prim: Primitive) -> Primitive:
     prim.jvps = [NONDIFF] * max(prim.nargs, 1)
     prim.nondiff = True
     return prim
+
+
+class RealTarget(tuple):  # type: ignore[type-arg]
+    """An argument shape whose argument was real while the op's output is complex.
+
+    ``unbroadcast`` to such a target also keeps only the real part of the cotangent, as
+    JAX does for a real input that meets a complex value.
+    """
+
+    __slots__ = ()

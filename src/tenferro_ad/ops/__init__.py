@@ -20,6 +20,7 @@ from typing import Any
 from .._dispatch import bind
 from .._handle import EagerTensor
 from . import derived, elementwise, linalg, reduce, shape
+from .._primitive import RealTarget
 from ._ns import HANDLE_NS, _unbroadcast_axes
 from .derived import log_softmax, logsumexp, softmax
 from .elementwise import (
@@ -81,9 +82,13 @@ __all__ = [
 
 def _h_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     gs = tuple(g.shape)
-    if gs == tuple(shape):
-        return g
-    return reshape(sum(g, axis=_unbroadcast_axes(gs, tuple(shape))), tuple(shape))
+    if gs != tuple(shape):
+        g = reshape(sum(g, axis=_unbroadcast_axes(gs, tuple(shape))), tuple(shape))
+    if type(shape) is RealTarget and g.dtype.is_complex:
+        from .complex import real  # the complex family loads after the core families
+
+        g = real(g)
+    return g
 
 
 def _install_namespace() -> None:

@@ -15,6 +15,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from .._primitive import RealTarget
+
 VOCABULARY: Final = (
     "abs", "add", "apply", "astype", "broadcast_to", "concatenate", "conj", "cos", "div",
     "eq", "exp", "gather", "gt", "log", "matmul", "maximum", "mul", "neg", "reshape",
@@ -71,10 +73,10 @@ class _NumpyNS:
     @staticmethod
     def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
         gs = np.shape(g)
-        if gs == shape:
-            return g
-        r = np.sum(g, axis=_unbroadcast_axes(gs, shape))
-        return np.reshape(r, shape)
+        r = g if gs == shape else np.reshape(np.sum(g, axis=_unbroadcast_axes(gs, shape)), shape)
+        if type(shape) is RealTarget and np.iscomplexobj(r):
+            r = np.ascontiguousarray(np.real(r))  # a fresh real cotangent (kernel scratch)
+        return r
 
     @staticmethod
     def astype(x: Any, dtype: Any) -> Any:

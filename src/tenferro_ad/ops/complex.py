@@ -127,13 +127,23 @@ ANGLE = defprimitive(
 
 
 # -- abs: complex-aware rules for the core's primitive (JAX: ct * conj(z)/|z|) -----------------
+def _unit(ops: Any, x: Array) -> Array:
+    """``x / |x|`` (0 where ``x == 0``).  For complex ``x`` this direction depends on ``x``,
+    so it is built from differentiable ops (``sign`` is non-differentiable: right for real
+    ``x``, wrong for complex ``x`` once the backward itself is differentiated)."""
+    if not is_complex(x):
+        return ops.sign(x)
+    a = ops.abs(x)
+    return ops.div(x, ops.where(ops.eq(a, 0.0), 1.0, a))
+
+
 def _abs_vjp(ops: Any, g: Array, x: Array) -> Array:
-    s = ops.sign(x)
+    s = _unit(ops, x)
     return ops.mul(g, ops.apply(CONJ, s) if is_complex(x) else s)
 
 
 def _abs_jvp(ops: Any, t: Array, x: Array) -> Array:
-    s = ops.sign(x)
+    s = _unit(ops, x)
     if is_complex(x):
         return ops.apply(REAL, ops.mul(ops.apply(CONJ, s), t))
     return ops.mul(t, s)
