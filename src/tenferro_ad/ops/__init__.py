@@ -19,8 +19,8 @@ from typing import Any
 
 from .._dispatch import bind
 from .._handle import EagerTensor
-from . import derived, elementwise, linalg, reduce, shape
 from .._primitive import RealTarget
+from . import derived, elementwise, linalg, reduce, shape
 from ._ns import HANDLE_NS, _unbroadcast_axes
 from .derived import log_softmax, logsumexp, softmax
 from .elementwise import (
