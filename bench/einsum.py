@@ -32,10 +32,13 @@ CASES: dict[str, tuple[str, list[tuple[int, ...]]]] = {
 
 def tenferro_case(sub: str, arrs: list[Any]) -> Callable[[], Any]:
     import tenferro_ad as ad
+    import tenferro_storage as ts
 
     argnums = tuple(range(len(arrs)))
     g = ad.grad(lambda *xs: ad.sum(ad.einsum(sub, *xs)), argnums=argnums)
-    return lambda: g(*arrs)
+    # Owners made once, like the other frameworks' tensors: grad borrows them (no copy).
+    owners = [ts.from_numpy(a) for a in arrs]
+    return lambda: g(*owners)
 
 
 def numpy_good_path_case(sub: str, arrs: list[Any]) -> Callable[[], Any]:

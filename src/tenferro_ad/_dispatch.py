@@ -53,7 +53,7 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
     array-like: one ``TRANSFER`` copy into a new owner.  Anything else: ``TypeError``.
     """
     if isinstance(value, ts.Tensor):
-        t = move_owner(value)  # the caller's owner is consumed
+        t = move_owner(value, f"{operation} (moved in as a constant)")  # consumed
     elif isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
         t = ts.from_numpy(value)
     elif isinstance(value, ts.TensorView | ts.TensorViewMut):

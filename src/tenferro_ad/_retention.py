@@ -119,13 +119,11 @@ class AdValueRecord:
         return f"AdValueRecord({self.op}, shape={tuple(self.a.shape)}, owners={self.count})"
 
 
-def move_owner(t: ts.Tensor[Any, Any]) -> ts.Tensor[Any, Any]:
+def move_owner(t: ts.Tensor[Any, Any], consumer: str) -> ts.Tensor[Any, Any]:
     """Move a caller's owner in: the caller's object is consumed (later use raises
-    ``UseAfterMoveError``) and a new owner holds the same storage. No copy, no allocation."""
-    dtype, shape, strides, offset = t.dtype, t.shape, t.strides, t.offset
-    return ts.Tensor.from_storage(
-        t.into_storage(), dtype=dtype, shape=shape, strides=strides, offset=offset
-    )
+    ``UseAfterMoveError`` naming ``consumer``) and a new owner holds the same storage.
+    No copy, no allocation."""
+    return t.take(consumer)
 
 
 def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRecord:

@@ -112,7 +112,7 @@ class Tape:
         if isinstance(value, EagerTensor):
             return make_handle(value._r("Tape.watch"), self.key, vid)
         if isinstance(value, ts.Tensor):
-            owner = move_owner(value)  # the caller's owner is consumed
+            owner = move_owner(value, "Tape.watch")  # the caller's owner is consumed
             rec = record_owner(owner, ts.kernel.read_array(owner), "watch")
         else:
             from ._dispatch import constant_record

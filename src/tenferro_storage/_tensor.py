@@ -59,7 +59,7 @@ READ_ONLY_API: Final = (
 # Derivations: read-only on the view and the owner; exclusive reborrows on the mutable view.
 DERIVING_API: Final = ("__getitem__", "transpose", "T", "reshape")
 MUTATION_API: Final = ("prepare_host_mut", "fill")
-CONSUMING_API: Final = ("into_storage", "into_real", "into_complex")
+CONSUMING_API: Final = ("into_storage", "into_real", "into_complex", "take")
 
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
@@ -719,6 +719,22 @@ class Tensor(Lender, Generic[DT, R]):
         self._storage = None
         assert storage is not None
         return storage
+
+    def take(self, consumer: str = "Tensor.take") -> Tensor[DT, R]:
+        """Move this owner into a new owner object and empty this one. O(1), no copy.
+
+        The new object owns the same storage and layout; later use of this object raises
+        ``UseAfterMoveError`` naming ``consumer`` (e.g. the op the owner was moved into).
+        A borrowed owner is refused with ``BorrowError`` and nothing changes.
+        """
+        desc = self._meta(consumer)
+        self._consume(consumer)
+        out: Tensor[DT, R] = Tensor.__new__(Tensor)
+        out._init_lender()
+        out._storage = self._storage
+        out._desc = desc
+        self._storage = None
+        return out
 
     # Rank policy (see _reinterpret.py): into_real adds a trailing axis of extent 2,
     # into_complex removes it.  Rank4 -> DynRank because there is no Rank5 marker.
