@@ -29,8 +29,17 @@ from tests.contracts.ledger_support import (
     run_script,
 )
 
-# The contractual lifecycle state of this phase (not a count: the IDs themselves).
-ACTIVE_IDS = {"p1-ledger", "p1-contract-document", "p1-api-parity", "p1-element-access-baseline"}
+# The contractual lifecycle state (not a count: the IDs themselves).  Phase 1 activated
+# the four P1 rows; P2 (root claims) was promoted in place once its real evidence landed
+# (tests/storage/test_ownership.py), by a promotion-only change checked against its base.
+ACTIVE_IDS = {
+    "p1-ledger",
+    "p1-contract-document",
+    "p1-api-parity",
+    "p1-element-access-baseline",
+    "p2-root-claims",
+    "p2-root-import-boundary",
+}
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +82,9 @@ def test_lifecycle_state_is_the_contractual_one(production: dict[str, Any]) -> N
     assert units == [f"P{i}" for i in range(13)] + ["P13-A", "P13-B"]
     by_unit = {u: [r for r in rows if r["unit"] == u] for u in units}
     assert all(by_unit.values()), "every unit owns at least one obligation"
-    # Engine identity and root claims stay deferred until their real evidence lands.
-    assert all(r["state"]["kind"] == "deferred" for r in by_unit["P0"] + by_unit["P2"])
+    # Engine identity stays deferred until its real evidence lands; root claims are active.
+    assert all(r["state"]["kind"] == "deferred" for r in by_unit["P0"])
+    assert all(r["state"]["kind"] == "active" for r in by_unit["P2"])
     assert production["registry"]["cohorts"][0]["members"] == ["P3", "P9"]
     assert [g["id"] for g in production["registry"]["gates"]] == [f"G{i}" for i in range(1, 8)]
 
