@@ -120,27 +120,35 @@ def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int
 def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     """Apply ``prim`` eagerly (see the module docstring). Returns a new handle."""
     key = STATE.key
-    vals: list[Any] = []
-    recs: list[Any] = []
-    ids: list[int] = []
-    tracked = False
-    for a in args:
-        if type(a) is _ET and a._rec is not None:  # the common case, inlined
-            rec = a._rec
-            vals.append(rec.a)
-            recs.append(rec)
-            if a._tape is key and key is not None:
-                ids.append(a._id)
-                tracked = True
+    a0 = args[0] if len(args) == 1 else None
+    if type(a0) is _ET and a0._rec is not None:  # the commonest case: one live handle
+        rec = a0._rec
+        vals: list[Any] = [rec.a]
+        recs: list[Any] = [rec]
+        tracked = key is not None and a0._tape is key
+        ids: list[int] = [a0._id if tracked else -1]
+    else:
+        vals = []
+        recs = []
+        ids = []
+        tracked = False
+        for a in args:
+            if type(a) is _ET and a._rec is not None:  # the common case, inlined
+                rec = a._rec
+                vals.append(rec.a)
+                recs.append(rec)
+                if a._tape is key and key is not None:
+                    ids.append(a._id)
+                    tracked = True
+                else:
+                    ids.append(-1)
             else:
-                ids.append(-1)
-        else:
-            v, r, i = _resolve(prim, a, key)
-            vals.append(v)
-            recs.append(r)
-            ids.append(i)
-            if i >= 0:
-                tracked = True
+                v, r, i = _resolve(prim, a, key)
+                vals.append(v)
+                recs.append(r)
+                ids.append(i)
+                if i >= 0:
+                    tracked = True
     name = prim.name
     out = prim.impl(*vals, **params)
     if prim.alias and type(recs[0]) is _REC and recs[0].container.borrow is None:
@@ -180,10 +188,16 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         node.shapes = None
         save_in = prim.save_in
         if save_in:
-            res: list[Any] = [recs[i] for i in save_in]
-            for r in res:
-                if type(r) is _REC:
-                    r.count += 1
+            if len(save_in) == 1:  # most rules keep one argument
+                r0 = recs[save_in[0]]
+                res: list[Any] = [r0]
+                if type(r0) is _REC:
+                    r0.count += 1
+            else:
+                res = [recs[i] for i in save_in]
+                for r in res:
+                    if type(r) is _REC:
+                        r.count += 1
         else:
             res = []
         if prim.save_out:
@@ -192,17 +206,18 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         node.res = res
         # Keep argument shapes when they broadcast, and mark real arguments of a complex
         # output: their cotangents are reduced back / keep only the real part (as JAX).
-        osh = out.shape
         odt = out.dtype
         bc = prim.broadcasts
-        for i in range(len(ids)):
-            if ids[i] >= 0:
-                v = vals[i]
-                if (bc and v.shape != osh) or (
-                    v.dtype is not odt and odt.kind == "c" and v.dtype.kind != "c"
-                ):
-                    node.shapes = [_target(v, odt) for v in vals]
-                    break
+        if bc or odt.kind == "c":
+            osh = out.shape
+            for i in range(len(ids)):
+                if ids[i] >= 0:
+                    v = vals[i]
+                    if (bc and v.shape != osh) or (
+                        v.dtype is not odt and odt.kind == "c" and v.dtype.kind != "c"
+                    ):
+                        node.shapes = [_target(v, odt) for v in vals]
+                        break
         tape.nodes.append(node)
         h._tape = key
         h._id = vid

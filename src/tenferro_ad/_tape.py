@@ -214,6 +214,9 @@ class Tape:
             ids = node.ids
             if create_graph:
                 args = _residual_handles(node, vid, key)
+            elif len(res) == 1:  # most rules keep one value: skip the comprehension
+                r0 = res[0]
+                args = [r0.a if type(r0) is AdValueRecord else r0]
             else:
                 args = [r.a if type(r) is AdValueRecord else r for r in res]
             params = node.params

@@ -70,7 +70,13 @@ class RootResource(NoCopy):
             alloc_id = self.alloc_id
         except AttributeError:  # a refused direct construction: nothing was allocated
             return
-        LEDGER.release(self.reason, self.capacity_bytes, alloc_id)
+        # LEDGER.release, with its common case (no capture active) inlined: a root dies
+        # once per op on the AD path.
+        led = LEDGER
+        if led.captures or led.watching or alloc_id not in led.live:
+            led.release(self.reason, self.capacity_bytes, alloc_id)
+        else:
+            del led.live[alloc_id]
         self.provider.counters.releases += 1
 
     def __repr__(self) -> str:
@@ -137,7 +143,12 @@ def adopt_checked(
     root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
-    root.alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    led = LEDGER
+    if led.captures:
+        root.alloc_id = led.allocate(reason, nbytes, operation)
+    else:  # LEDGER.allocate's common case, inlined (once per op on the AD path)
+        root.alloc_id = alloc_id = next(led.alloc_ids)
+        led.live[alloc_id] = nbytes
     HOST.counters.allocations += 1
     storage = OwnedStorage.__new__(OwnedStorage)
     storage._moved_by = None
