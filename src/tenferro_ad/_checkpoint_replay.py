@@ -1,0 +1,436 @@
+"""Checkpoint regions, part 2: publishing a region on the tape and replaying it in backward.
+
+When a region ends, :func:`_attach` gives the tape one ``checkpoint`` node whose
+residuals are the *boundary records* — the region's inputs and the values the policy
+saves — plus one ``checkpoint_output`` node per region output.
+
+Backward (the ``checkpoint`` node's VJP, :func:`_region_vjp`) replays the stored subgraph
+under ``allocation_reason(CHECKPOINT_RECOMPUTE_OUTPUT)`` on a private sub-tape whose
+leaves are the boundary records (no copy, no allocation: a leaf is one more reference),
+sweeps it, and drops it.  Values the policy saved split the region into segments at
+those values: backward replays one segment at a time, latest first, so only one
+segment's interior is alive at once.  A saved value is not recomputed.
+
+Nested regions are recorded as one equation of the enclosing region and replayed as a
+checkpoint region again (:func:`_apply_graph`, which calls :func:`_attach`; they retain
+their own boundary only while the enclosing region's recompute runs).  With
+``create_graph=True`` the replay is recorded on the outer tape itself (policy-saved
+values are then recomputed as well) so the gradient can be differentiated again.
+Attaching and replaying are mutually recursive, which is why they share this module.
+
+Multi-output plumbing: an output node's VJP stashes its cotangent in a per-sweep token
+(:class:`._checkpoint_graph._Cot`) and passes the token to the ``checkpoint`` node, which
+the sweep reaches after every output (smaller value id); the token dies with the sweep's
+reference to it.
+"""
+
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Any, Final
+
+import numpy as np
+
+import tenferro_storage as ts
+
+from ._checkpoint_graph import (
+    _Cot,
+    _Eqn,
+    _Graph,
+    _last_uses,
+    _needed,
+    _no_impl,
+    _node,
+    _NodeState,
+    _segments,
+)
+from ._dispatch import bind
+from ._handle import EagerTensor, make_handle
+from ._primitive import NONDIFF, Primitive, Zero
+from ._retention import AdValueRecord
+from ._state import STATE, allocation_reason
+from ._tape import Tape
+from .errors import CheckpointError
+
+_RECOMPUTE: Final = ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
+
+
+# -- attaching a finished region to the tape --------------------------------------------------
+
+
+_ZERO: Final = Zero((), None)
+
+
+def _out_vjp(ops: Any, g: Any, *, st: _NodeState, j: int) -> Any:
+    token = st.pending() if st.pending is not None else None
+    first = token is None
+    if token is None:
+        token = _Cot()
+        st.pending = weakref.ref(token)
+    token.stash[j] = g
+    return token if first else _ZERO
+
+
+_OUTPUT_PRIM: Final = Primitive("checkpoint_output", _no_impl, 1)
+_OUTPUT_PRIM.defvjp(_out_vjp).defjvp(NONDIFF)
+
+
+@functools.cache
+def _region_prim(n: int) -> Primitive:
+    p = Primitive("checkpoint", _no_impl, n, save_in=tuple(range(n)))
+    p.vjps = [functools.partial(_region_vjp, i=i) for i in range(n)]
+    p.jvps = [NONDIFF] * n
+    return p
+
+
+def _attach(
+    graph: _Graph,
+    inputs: list[EagerTensor],
+    saved: list[AdValueRecord],
+    out_recs: list[AdValueRecord],
+) -> list[EagerTensor]:
+    """Publish a finished region on the recording tape (or drop it when nothing records).
+
+    Takes over one count on each record in ``saved``.
+    """
+    parent = STATE.region
+    if parent is not None:  # nested forward: the enclosing region replays us later
+        for rec in saved:
+            rec.count -= 1
+        return parent.record_region(graph, inputs, out_recs)  # type: ignore[no-any-return]
+    tape = STATE.tape
+    key = STATE.key
+    ids = [h._id if (h._tape is key and key is not None) else -1 for h in inputs]
+    if tape is None or all(i < 0 for i in ids):
+        for rec in saved:
+            rec.count -= 1
+        graph.release()
+        return [make_handle(rec, None, -1) for rec in out_recs]
+    res: list[Any] = []
+    for h in inputs:
+        rec = h._r("checkpoint")
+        rec.count += 1
+        res.append(rec)
+    res.extend(saved)
+    prim = _region_prim(len(inputs))
+    nodes = tape.nodes
+    rid = len(nodes)
+    st = _NodeState(graph, len(out_recs), tape, rid)
+    nodes.append(_node(prim, ids, {"st": st}, res))
+    out: list[EagerTensor] = []
+    for j, rec in enumerate(out_recs):
+        out.append(make_handle(rec, key, len(nodes)))
+        nodes.append(_node(_OUTPUT_PRIM, [rid], {"st": st, "j": j}, []))
+    return out
+
+
+# -- backward: replay and local sweep -------------------------------------------------------------
+
+
+def _numpy_ns() -> Any:
+    from .ops._ns import NUMPY_NS
+
+    return NUMPY_NS
+
+
+def _handle_ns() -> Any:
+    from .ops._ns import HANDLE_NS
+
+    return HANDLE_NS
+
+
+def _replay(
+    graph: _Graph,
+    env: dict[int, Any],
+    inputs: list[Any],
+    consts: list[Any],
+    eqn_ids: list[int],
+    keep: set[int],
+) -> None:
+    """Run ``eqn_ids`` (in order) with ``bind``, filling ``env`` (var -> handle).
+
+    Interior values are dropped right after their last use unless in ``keep``.
+    """
+    last = _last_uses(graph, eqn_ids)
+    for pos, e in enumerate(eqn_ids):
+        eqn = graph.eqns[e]
+        args: list[Any] = []
+        for kind, v in eqn.args:
+            if kind == "v":
+                args.append(env[v])
+            elif kind == "i":
+                args.append(inputs[v])
+            elif kind == "c":
+                args.append(consts[v])
+            else:
+                args.append(v)
+        op = eqn.op
+        if type(op) is Primitive:
+            env[eqn.outs[0]] = bind(op, *args, **eqn.params)
+        else:
+            assert isinstance(op, _Graph)
+            for v, h in zip(eqn.outs, _apply_graph(op, args), strict=True):
+                env[v] = h
+        del args
+        for kind, v in eqn.args:
+            if kind == "v" and last.get(v) == pos and v not in keep:
+                env.pop(v, None)
+
+
+def _apply_graph(graph: _Graph, args: list[Any]) -> list[EagerTensor]:
+    """Run a stored region again as a checkpoint region on the recording tape (replay of
+    a nested region during the enclosing region's recompute)."""
+    env: dict[int, Any] = {}
+    consts = [make_handle(c, None, -1) for c in graph.consts]
+    out_vars = [v for kind, v in graph.outputs if kind == "v"]
+    saved_vars = sorted(graph.saved, key=graph.saved.__getitem__)
+    prev = (STATE.tape, STATE.key)
+    STATE.tape = None
+    STATE.key = None
+    try:
+        _replay(
+            graph, env, args, consts, list(range(len(graph.eqns))), set(out_vars) | set(saved_vars)
+        )
+    finally:
+        STATE.tape, STATE.key = prev
+    saved: list[AdValueRecord] = []
+    for v in saved_vars:
+        rec = env[v]._r("checkpoint")
+        rec.count += 1
+        saved.append(rec)
+    out_recs = [env[v]._r("checkpoint") for v in out_vars]
+    env.clear()
+    inputs = [
+        a if isinstance(a, EagerTensor) else make_handle(_const_rec(a), None, -1) for a in args
+    ]
+    return _attach(graph, inputs, saved, out_recs)
+
+
+def _const_rec(a: Any) -> AdValueRecord:
+    from ._dispatch import constant_record
+
+    return constant_record(a, "checkpoint")
+
+
+def _join_vjp(ops: Any, g: Any, *, cts: list[Any], i: int) -> Any:
+    return cts[i]
+
+
+@functools.cache
+def _join_prim(n: int) -> Primitive:
+    p = Primitive("checkpoint_seeds", _no_impl, n)
+    p.vjps = [functools.partial(_join_vjp, i=i) for i in range(n)]
+    p.jvps = [NONDIFF] * n
+    return p
+
+
+_JOIN_SEED: Final = object()
+
+
+def _sweep_from(
+    tape: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any, create_graph: bool
+) -> dict[int, Any]:
+    """The tape's own reverse sweep, started from several seeds at once.
+
+    A temporary join node whose rules hand out the seeds is appended and swept from;
+    it is emptied afterwards.  Returns ``{id: cotangent}`` for the ids in ``wrt``.
+    """
+    if not seeds or not wrt:
+        return {}
+    ids = list(seeds)
+    node = _node(_join_prim(len(ids)), ids, {"cts": [seeds[i] for i in ids]}, [])
+    vid = len(tape.nodes)
+    tape.nodes.append(node)
+    try:
+        return tape.sweep(vid, _JOIN_SEED, wrt, ns, create_graph)
+    finally:
+        node.params = {}
+        node.ids = []
+
+
+def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:
+    if type(g) is not _Cot:
+        raise CheckpointError("checkpoint: a region node received a cotangent directly")
+    if g.result is None:
+        st.pending = None
+        create_graph = ops is _handle_ns()
+        g.result = _vjp_all(st, g.stash, list(args), create_graph)
+        g.stash = {}
+    ct = g.result[i]
+    return _ZERO if ct is None else ct
+
+
+def _vjp_all(
+    st: _NodeState, out_cts: dict[int, Any], args: list[Any], create_graph: bool
+) -> list[Any]:
+    """Cotangents for every region input, given cotangents of the outputs (by index)."""
+    graph = st.graph
+    n_in = len(args) - len(graph.saved)
+    if create_graph:
+        return _vjp_recorded(graph, out_cts, args[:n_in])
+    ns = _numpy_ns()
+    ct_var: dict[int, Any] = {}
+    ct_in: dict[int, Any] = {}
+    for j, g in out_cts.items():
+        kind, v = graph.outputs[j]
+        tgt = ct_var if kind == "v" else ct_in
+        tgt[v] = g if v not in tgt else ns.add(tgt[v], g)
+    recs = st.records()  # the boundary records, watched as sub-tape leaves (no copy)
+    in_recs, saved_recs = recs[:n_in], recs[n_in:]
+    for owned in reversed(_segments(graph)):
+        produced = {v for e in owned for v in graph.eqns[e].outs}
+        if not any(v in ct_var for v in produced):
+            continue
+        _segment_vjp(graph, owned, ct_var, ct_in, in_recs, saved_recs)
+    return [ct_in.get(k) for k in range(n_in)]
+
+
+def _segment_vjp(
+    graph: _Graph,
+    owned: list[int],
+    ct_var: dict[int, Any],
+    ct_in: dict[int, Any],
+    in_recs: list[Any],
+    saved_recs: list[Any],
+) -> None:
+    run, leaf_vars = _needed(graph, owned)
+    ns = _numpy_ns()
+    sub = Tape()
+    with allocation_reason(_RECOMPUTE), sub:
+        inputs: list[Any] = []
+        in_ids: dict[int, int] = {}
+        for k, rec in enumerate(in_recs):
+            if isinstance(rec, AdValueRecord):
+                h = sub.watch(make_handle(rec, None, -1))
+                in_ids[h._id] = k
+                inputs.append(h)
+            else:
+                inputs.append(rec)
+        env: dict[int, Any] = {}
+        leaf_ids: dict[int, int] = {}
+        for v in sorted(leaf_vars):
+            h = sub.watch(make_handle(saved_recs[graph.saved[v]], None, -1))
+            env[v] = h
+            leaf_ids[h._id] = v
+        consts = [make_handle(c, None, -1) for c in graph.consts]
+        wanted = {v for e in owned for v in graph.eqns[e].outs if v in ct_var}
+        seeds: dict[int, Any] = {}
+        last = _last_uses(graph, run)
+        for pos, e in enumerate(run):
+            eqn = graph.eqns[e]
+            out_v = eqn.outs[0]
+            if out_v in graph.saved and type(eqn.op) is Primitive:
+                env[out_v] = _manual_node(
+                    sub, eqn, env, inputs, consts, saved_recs[graph.saved[out_v]]
+                )
+            else:
+                _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
+            for v in eqn.outs:  # a seed needs only the value id; the sub-tape keeps residuals
+                out_h = env.get(v)
+                if v in wanted and out_h is not None and out_h._tape is sub.key:
+                    seeds[out_h._id] = ct_var.pop(v)
+            out_h = None
+            for kind, v in eqn.args:  # interior values die right after their last use
+                if kind == "v" and last.get(v) == pos and v not in leaf_vars:
+                    env.pop(v, None)
+            for v in eqn.outs:
+                if v not in last and v not in leaf_vars:
+                    env.pop(v, None)
+    env.clear()
+    del inputs, consts
+    cts = _sweep_from(sub, seeds, sorted(in_ids) + sorted(leaf_ids), ns, False)
+    sub.release()
+    del sub
+    for vid, ct in cts.items():
+        if vid in in_ids:
+            k = in_ids[vid]
+            ct_in[k] = ct if k not in ct_in else ns.add(ct_in[k], ct)
+        elif vid in leaf_ids:
+            v = leaf_ids[vid]
+            ct_var[v] = ct if v not in ct_var else ns.add(ct_var[v], ct)
+
+
+def _manual_node(
+    sub: Tape,
+    eqn: _Eqn,
+    env: dict[int, Any],
+    inputs: list[Any],
+    consts: list[Any],
+    saved: AdValueRecord,
+) -> EagerTensor:
+    """A tape node for a saved equation, built from records instead of recomputing."""
+    prim = eqn.op
+    assert type(prim) is Primitive
+    handles: list[Any] = []
+    ids: list[int] = []
+    for kind, v in eqn.args:
+        a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" else v
+        handles.append(a)
+        ids.append(a._id if type(a) is EagerTensor and a._tape is sub.key else -1)
+    res: list[Any] = []
+    for i in prim.save_in:
+        a = handles[i]
+        if type(a) is EagerTensor:
+            r = a._r("checkpoint")
+            r.count += 1
+            res.append(r)
+        else:
+            res.append(a)
+    if prim.save_out:
+        saved.count += 1
+        res.append(saved)
+    shapes = None
+    if prim.broadcasts:
+        out_shape = saved.a.shape
+        arg_shapes = [
+            np.shape(a._r("checkpoint").a) if type(a) is EagerTensor else np.shape(a)
+            for a in handles
+        ]
+        if any(i >= 0 and sh != out_shape for i, sh in zip(ids, arg_shapes, strict=True)):
+            shapes = arg_shapes
+    vid = len(sub.nodes)
+    sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
+    return make_handle(saved, sub.key, vid)
+
+
+def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> list[Any]:
+    """``create_graph``: replay on the recording (outer) tape and sweep with handles, so
+    the cotangents are themselves recorded.  Each tracked input first passes through a
+    recorded identity (no allocation) so the sweep stops at the region boundary."""
+    from ._functional import IDENTITY
+
+    tape = STATE.tape
+    assert tape is not None
+    ns = _handle_ns()
+    consts = [make_handle(c, None, -1) for c in graph.consts]
+    env: dict[int, Any] = {}
+    out_vars = {v for kind, v in graph.outputs if kind == "v"}
+    with allocation_reason(_RECOMPUTE):
+        local = [
+            bind(IDENTITY, h) if type(h) is EagerTensor and h._tape is tape.key else h
+            for h in inputs
+        ]
+        _replay(graph, env, local, consts, list(range(len(graph.eqns))), out_vars)
+    seeds: dict[int, Any] = {}
+    ct_in: dict[int, Any] = {}
+    for j, g in out_cts.items():
+        kind, v = graph.outputs[j]
+        if kind == "v":
+            h = env[v]
+            if h._tape is tape.key:
+                seeds[h._id] = g if h._id not in seeds else ns.add(seeds[h._id], g)
+        else:
+            ct_in[v] = g if v not in ct_in else ns.add(ct_in[v], g)
+    env.clear()
+    wrt = [h._id for h in local if type(h) is EagerTensor and h._tape is tape.key]
+    cts = _sweep_from(tape, seeds, wrt, ns, True)
+    out: list[Any] = []
+    for k, h in enumerate(local):
+        ct = ct_in.get(k)
+        if type(h) is EagerTensor and h._tape is tape.key:
+            extra = cts.get(h._id)
+            if extra is not None:
+                ct = extra if ct is None else ns.add(ct, extra)
+        out.append(ct)
+    return out
