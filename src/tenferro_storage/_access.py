@@ -144,17 +144,24 @@ class PreparedStridedWrite(_WriteMixin[DT, R]):
 
     __slots__ = ("_plan",)
 
-    _plan: CheckedInjectiveStrided
+    _plan: CheckedInjectiveStrided  # lazily set by ``plan`` (preparing stays O(1))
 
     @property
     def plan(self) -> CheckedInjectiveStrided:
-        """The injective traversal plan: each element offset is yielded at most once."""
-        self._check("plan")
-        return self._plan
+        """The injective traversal plan: each element offset is yielded at most once.
+
+        Built on first request from the descriptor's retained plan and retained proof
+        (nothing is re-proven)."""
+        desc = self._check("plan")
+        try:
+            return self._plan
+        except AttributeError:
+            plan = self._plan = desc.injective_plan()
+            return plan
 
     def iter_strided(self) -> Iterator[Any]:
         """Iterate element values in logical order (incremental carry cursor)."""
-        return _iter_plan(self._check("iter_strided"), self._plan)
+        return _iter_plan(self._check("iter_strided"), self.plan)
 
 
 def _iter_plan(desc: CheckedDescriptor, plan: CheckedStrided) -> Iterator[Any]:

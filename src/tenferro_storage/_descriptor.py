@@ -9,6 +9,7 @@ describes is built at most once and cached, so later reads hand out that array.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -284,8 +285,11 @@ def fresh(
 
 def transpose(parent: CheckedDescriptor, axes: tuple[int, ...]) -> CheckedDescriptor:
     """Permute axes; ``axes`` is already a checked permutation."""
-    shape = tuple(parent.shape[a] for a in axes)
-    strides = tuple(parent.strides[a] for a in axes)
+    if len(axes) > 1:
+        get = itemgetter(*axes)
+        shape, strides = get(parent.shape), get(parent.strides)
+    else:  # a permutation of at most one axis is the identity
+        shape, strides = parent.shape, parent.strides
     d = _new(
         parent.dtype, shape, strides, parent.offset, parent.size, parent.lo, parent.hi,
         parent.start, parent.stop, parent.buffer,

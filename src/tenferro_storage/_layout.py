@@ -99,7 +99,13 @@ class CheckedInjectiveStrided(CheckedStrided):
     def from_plan(
         cls, plan: CheckedStrided, proof: WriteInjectivityProof
     ) -> CheckedInjectiveStrided:
-        out = cls(plan.start, plan.shape, plan.strides)
+        # Reuse the plan's retained arithmetic (count, carry) instead of recomputing it.
+        out = cls.__new__(cls)
+        out.start = plan.start
+        out.shape = plan.shape
+        out.strides = plan.strides
+        out.count = plan.count
+        out.carry = plan.carry
         out.proof = proof
         return out
 
@@ -123,12 +129,38 @@ class Contiguous:
 
 
 class Strided:
-    """Anything not row-major contiguous (e.g. a transposed or stepped view)."""
+    """Anything not row-major contiguous (e.g. a transposed or stepped view).
 
-    __slots__ = ("plan",)
+    The traversal plan (per-axis carry arithmetic) is built on first use of
+    :attr:`plan` and retained: deriving and preparing a strided view never needs it,
+    only plan inspection and per-element iteration do.
+    """
+
+    __slots__ = ("_args", "_plan")
+
+    _plan: CheckedStrided  # lazily set by ``plan``
+    _args: tuple[int, tuple[int, ...], tuple[int, ...]] | None
 
     def __init__(self, plan: CheckedStrided) -> None:
-        self.plan = plan
+        self._plan = plan
+        self._args = None
+
+    @classmethod
+    def _deferred(cls, start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Strided:
+        """A strided layout whose plan is built on first request. O(1)."""
+        out = cls.__new__(cls)
+        out._args = (start, shape, strides)
+        return out
+
+    @property
+    def plan(self) -> CheckedStrided:
+        """The checked traversal plan (built once, retained)."""
+        try:
+            return self._plan
+        except AttributeError:
+            assert self._args is not None
+            plan = self._plan = CheckedStrided(*self._args)
+            return plan
 
     def __repr__(self) -> str:
         return f"Strided({self.plan!r})"
@@ -173,6 +205,10 @@ def is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     """Row-major contiguous in logical order (extent-1 axes ignored; empty layouts qualify)."""
     if 0 in shape:  # before the loop: an empty layout is contiguous whatever its strides
         return True
+    if strides == c_strides(shape):  # the common case, one memoized lookup
+        return True
+    if 1 not in shape:  # without extent-1 axes the row-major strides are the only answer
+        return False
     expected = 1
     for n, s in zip(reversed(shape), reversed(strides), strict=True):
         if n != 1:
@@ -188,7 +224,7 @@ def classify(
     """Pick the layout variant once (the variant is the state; no booleans)."""
     if is_c_contiguous(shape, strides):
         return Contiguous(range(offset, offset + size))
-    return Strided(CheckedStrided(offset, shape, strides))
+    return Strided._deferred(offset, shape, strides)
 
 
 def prove_injective(

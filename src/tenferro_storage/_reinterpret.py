@@ -138,12 +138,12 @@ def _to_complex(src: CheckedDescriptor, storage: OwnedStorage, operation: str) -
 
 def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
     if isinstance(view, TensorViewMut):
-        src = view._d(operation)
         if view._exclusive is not None or view._shared:
             raise BorrowError(
                 f"{operation}: requested an exclusive reborrow of a TensorViewMut, but "
                 f"{view._blocker()}; release it first"
             )
+        src = view._d(operation)
         try:
             desc = derive(src, view._storage, operation)
         except _Refused as exc:

@@ -72,6 +72,23 @@ def _refuse_array(obj: object) -> NoReturn:
     )
 
 
+def _map_host(
+    view: TensorView[Any, Any] | TensorViewMut[Any, Any], operation: str, what: str
+) -> None:
+    """Access-time provider work (resolve, map, synchronize; counted once per call).
+
+    A provider failure raises :class:`AccessError` carrying ``view`` unchanged.
+    """
+    try:
+        view._storage.claim.root.provider.map_host()
+    except Exception as exc:
+        raise AccessError(
+            f"{operation}: provider could not map {view._storage.span} for {what}: {exc}",
+            view,
+            exc,
+        ) from exc
+
+
 def _repr(kind: str, desc: CheckedDescriptor, span: str, extra: str = "") -> str:
     head = f"{kind}({desc.dtype.name}, shape={desc.shape}"
     if desc.size <= 16:
@@ -204,7 +221,8 @@ class TensorView(Borrow, Generic[DT, R]):
         """Copy the values out into a new numpy array (one ``TRANSFER`` copy event; no
         allocation event since the array is outside the ledger). O(size)."""
         d = self._d("to_numpy")
-        LEDGER.check_copy_allowed("to_numpy")
+        LEDGER.check_copy_allowed("to_numpy")  # a refused copy maps, copies and records nothing
+        _map_host(self, "to_numpy", "reading")
         out = np.array(d.readonly(), copy=True, order="C")
         LEDGER.copy(CopyReason.TRANSFER, out.nbytes, "to_numpy")
         return out
@@ -213,7 +231,8 @@ class TensorView(Borrow, Generic[DT, R]):
         """An explicit copy into a new owner: one ``EXPLICIT_DUPLICATE`` copy event and one
         ``EXPLICIT_DUPLICATE_DESTINATION`` allocation event. O(size)."""
         d = self._d("duplicate")
-        LEDGER.check_copy_allowed("duplicate")
+        LEDGER.check_copy_allowed("duplicate")  # a refused copy maps, copies and records nothing
+        _map_host(self, "duplicate", "reading")
         arr = np.array(d.readonly(), copy=True, order="C")
         t: Tensor[DT, R] = Tensor._adopt(
             arr, d.dtype, AllocationReason.EXPLICIT_DUPLICATE_DESTINATION, "duplicate"
@@ -238,14 +257,7 @@ class TensorView(Borrow, Generic[DT, R]):
         unchanged and still usable.
         """
         d = self._d("prepare_host")
-        try:
-            self._storage.claim.root.provider.map_host()
-        except Exception as exc:
-            raise AccessError(
-                f"prepare_host: provider could not map {self._storage.span} for reading: {exc}",
-                self,
-                exc,
-            ) from exc
+        _map_host(self, "prepare_host", "reading")
         lender = self._transfer("prepare_host")
         cls = PreparedContiguousRead if isinstance(d.layout, Contiguous) else PreparedStridedRead
         return cls._make(lender, d, False)  # type: ignore[no-any-return]
@@ -295,21 +307,33 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         return "TensorViewMut"
 
     def _d(self, operation: str) -> CheckedDescriptor:
+        # Like the owner: any read (metadata included) is refused while an exclusive
+        # child reborrow (a mutable slice/transpose) is live; shared reborrows allow it.
         if self._lender is None:
             self._dead(operation)
+        if self._exclusive is not None:
+            self._readable(operation)  # raises BorrowError naming both borrows
         return self._desc
 
     def _writable(self, operation: str) -> CheckedDescriptor:
-        d = self._d(operation)
+        if self._lender is None:
+            self._dead(operation)
         if self._exclusive is not None or self._shared:
             raise BorrowError(
                 f"{operation}: requested write access through a TensorViewMut, but "
                 f"{self._blocker()}; release the reborrow first"
             )
-        return d
+        return self._desc
+
+    def _for_reborrow(self, operation: str) -> CheckedDescriptor:
+        """The descriptor to derive an exclusive child from; refuses while anything reborrows."""
+        if self._lender is None:
+            self._dead(operation)
+        if self._exclusive is not None or self._shared:
+            self._borrow_exclusive(operation, "TensorViewMut")  # raises BorrowError naming both
+        return self._desc
 
     def _reborrow_mut(self, desc: CheckedDescriptor, operation: str) -> Any:
-        self._d(operation)
         self._borrow_exclusive(operation, "TensorViewMut")
         return TensorViewMut._make(self, self._storage, desc)
 
@@ -411,14 +435,14 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
     def __getitem__(self, key: Any) -> TensorViewMut[DT, DynRank]: ...
     def __getitem__(self, key: Any) -> Any:
         """Mutable basic indexing: an exclusive child reborrow (this view waits for it)."""
-        d = self._d("TensorViewMut[...]")
+        d = self._for_reborrow("TensorViewMut[...]")
         child = D.index(d, key, "TensorViewMut[...]")
         child._injective = d._injective  # a sub-lattice of an injective layout stays injective
         return self._reborrow_mut(child, "TensorViewMut[...]")
 
     def transpose(self, *axes: int) -> TensorViewMut[DT, R]:
         """A transposed exclusive child reborrow. O(rank)."""
-        d = self._d("TensorViewMut.transpose")
+        d = self._for_reborrow("TensorViewMut.transpose")
         child = D.transpose(d, D.check_axes("TensorViewMut.transpose", axes, len(d.shape)))
         child._injective = d._injective
         return self._reborrow_mut(child, "TensorViewMut.transpose")  # type: ignore[no-any-return]
@@ -429,7 +453,7 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorViewMut[DT, DynRank]:
         """A reshaped exclusive child reborrow of a ``Contiguous`` layout."""
-        d = self._d("TensorViewMut.reshape")
+        d = self._for_reborrow("TensorViewMut.reshape")
         child = D.reshape(d, _shape_arg(shape), "TensorViewMut.reshape")
         child._injective = d._injective
         return self._reborrow_mut(child, "TensorViewMut.reshape")  # type: ignore[no-any-return]
@@ -440,28 +464,20 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         On failure raises :class:`AccessError` whose ``.value`` is this view, unchanged.
         """
         d = self._writable("prepare_host_mut")
-        try:
-            self._storage.claim.root.provider.map_host()
-        except Exception as exc:
-            raise AccessError(
-                f"prepare_host_mut: provider could not map {self._storage.span} for writing: "
-                f"{exc}",
-                self,
-                exc,
-            ) from exc
+        _map_host(self, "prepare_host_mut", "writing")
         lender = self._transfer("prepare_host_mut")
-        if isinstance(d.layout, Contiguous):
-            return PreparedContiguousWrite._make(lender, d, True)  # type: ignore[no-any-return]
-        p: PreparedStridedWrite[DT, R] = PreparedStridedWrite._make(lender, d, True)
-        p._plan = d.injective_plan()
-        return p
+        cls = PreparedContiguousWrite if isinstance(d.layout, Contiguous) else PreparedStridedWrite
+        return cls._make(lender, d, True)  # type: ignore[no-any-return]
 
     def fill(self, value: Any) -> None:
-        """Write ``value`` into every element (a kernel write: no ledger event). O(size)."""
+        """Write ``value`` into every element (a kernel write: no ledger event). O(size).
+
+        On a provider failure raises :class:`AccessError` whose ``.value`` is this view,
+        unchanged (nothing written, no dispatch counted).
+        """
         d = self._writable("fill")
-        provider = self._storage.claim.root.provider
-        provider.map_host()
-        provider.counters.dispatches += 1
+        _map_host(self, "fill", "writing")
+        self._storage.claim.root.provider.counters.dispatches += 1
         d.array()[...] = value
 
     def __enter__(self) -> TensorViewMut[DT, R]:

@@ -17,8 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro_storage as ts
+from tenferro_storage import ledger
 from tenferro_storage._provider import FaultInjected
-from tenferro_storage.errors import AccessError, BorrowError
+from tenferro_storage.errors import AccessError, BorrowError, CopyForbiddenError
 from tests.strategies import LABEL_DTYPE_NAMES, LayoutCase, injective_layouts
 
 labels = st.sampled_from(LABEL_DTYPE_NAMES)
@@ -150,6 +151,85 @@ def test_fault_injection_counts_down() -> None:
     v.prepare_host().release()
 
 
+def test_fill_provider_fault_raises_access_error_and_changes_nothing() -> None:
+    """A map fault in TensorViewMut.fill: AccessError carrying the same view; nothing written."""
+    t = ts.arange(6).reshape(2, 3).duplicate()
+    m = t.as_view_mut().T
+    before = ts.host_provider.counters.snapshot()
+    ts.host_provider.fail_next("map")
+    with ledger.capture() as rec:
+        with pytest.raises(AccessError) as info:
+            m.fill(9)
+    err = info.value
+    assert err.value is m and isinstance(err.cause, FaultInjected)
+    assert str(err).startswith("fill:") and m.span in str(err)
+    del err, info
+    after = ts.host_provider.counters.snapshot()
+    assert after["dispatches"] == before["dispatches"] and after["maps"] == before["maps"]
+    assert rec.events == []
+    assert m.to_numpy().tolist() == [[0, 3], [1, 4], [2, 5]]  # unchanged, still usable
+    m.fill(1)
+    del m
+    assert t.to_numpy().tolist() == [[1] * 3] * 2
+
+
+READERS: dict[str, Callable[[Any], Any]] = {
+    "to_numpy": lambda v: v.to_numpy(),
+    "duplicate": lambda v: v.duplicate(),
+}
+
+
+@pytest.mark.parametrize("name", list(READERS))
+def test_copy_out_maps_once_per_call_whatever_the_size(name: str) -> None:
+    """to_numpy()/duplicate() do the provider's resolve/map/sync once per call, like
+    prepare_host, independent of the element count."""
+    deltas = []
+    for n in (3, 300_000):
+        t = ts.zeros(n)
+        with t.as_view()[::2] as v:
+            before = ts.host_provider.counters.snapshot()
+            out = READERS[name](v)
+            after = ts.host_provider.counters.snapshot()
+        deltas.append({k: after[k] - before[k] for k in ("resolutions", "maps", "syncs")})
+        del out, t
+    assert deltas[0] == deltas[1] == {"resolutions": 1, "maps": 1, "syncs": 1}
+
+
+@pytest.mark.parametrize("name", list(READERS))
+@pytest.mark.parametrize("via", ["view", "view_mut", "owner"])
+def test_copy_out_provider_fault_raises_access_error_and_changes_nothing(
+    name: str, via: str
+) -> None:
+    """A map fault in to_numpy()/duplicate(): AccessError, no ledger event, nothing allocated."""
+    t = ts.arange(6).reshape(2, 3).duplicate()
+    holder: Any = {"view": t.as_view, "view_mut": t.as_view_mut, "owner": lambda: t}[via]()
+    live = ledger.live_allocations()
+    ts.host_provider.fail_next("map")
+    with ledger.capture() as rec:
+        with pytest.raises(AccessError) as info:
+            READERS[name](holder)
+    err = info.value
+    assert isinstance(err.cause, FaultInjected) and str(err).startswith(f"{name}:")
+    if via == "view":
+        assert err.value is holder
+    del err, info
+    assert rec.events == [] and ledger.live_allocations() == live
+    assert holder.to_numpy().tolist() == [[0, 1, 2], [3, 4, 5]]  # unchanged, still usable
+    del holder
+    t.as_view_mut().release()  # no borrow was left behind
+
+
+@pytest.mark.parametrize("name", list(READERS))
+def test_refused_copy_neither_maps_nor_records(name: str) -> None:
+    """Inside forbid_copies() the copy is refused before any provider work or ledger event."""
+    t = ts.zeros(4)
+    before = ts.host_provider.counters.snapshot()
+    with ledger.capture() as rec, ledger.forbid_copies():
+        with pytest.raises(CopyForbiddenError):
+            READERS[name](t)
+    assert rec.events == [] and ts.host_provider.counters.snapshot() == before
+
+
 # -- counters independent of element count --------------------------------------------------
 
 
@@ -183,7 +263,8 @@ def test_provider_counters_are_independent_of_element_count() -> None:
     assert small == large
     for key in ("validations", "resolutions", "maps", "syncs", "dispatches"):
         assert small[key] >= 1, key
-    assert small["maps"] == 5 and small["allocations"] == small["releases"] == 2
+    # 4 prepares + fill + to_numpy + duplicate: each maps exactly once, whatever the size
+    assert small["maps"] == 7 and small["allocations"] == small["releases"] == 2
 
 
 def test_iteration_does_no_provider_work() -> None:
@@ -193,3 +274,45 @@ def test_iteration_does_no_provider_work() -> None:
         before = ts.host_provider.counters.snapshot()
         assert sum(1 for _ in p.iter_strided()) == 1200
         assert ts.host_provider.counters.snapshot() == before
+
+
+def test_strided_preparation_builds_no_plan_and_reproves_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Deriving and preparing a strided view is O(1) work like a contiguous one: the
+    traversal plan is built only when asked for (then retained) and the retained
+    write-injectivity proof is reused, never recomputed."""
+    from tenferro_storage import _descriptor, _layout
+
+    built: list[tuple[int, ...]] = []
+    proofs: list[tuple[int, ...]] = []
+    init = _layout.CheckedStrided.__init__
+    prove = _descriptor.prove_injective
+
+    def counting_init(self: Any, start: int, shape: Any, strides: Any) -> None:
+        built.append(shape)
+        init(self, start, shape, strides)
+
+    def counting_prove(shape: Any, strides: Any) -> Any:
+        proofs.append(shape)
+        return prove(shape, strides)
+
+    monkeypatch.setattr(_layout.CheckedStrided, "__init__", counting_init)
+    monkeypatch.setattr(_descriptor, "prove_injective", counting_prove)
+    t = ts.arange(24).reshape(2, 3, 4).duplicate()
+    before = ts.host_provider.counters.snapshot()
+    with t.T.prepare_host() as p, t.as_view()[:, ::2].prepare_host() as q:
+        assert isinstance(p, ts.PreparedStridedRead) and isinstance(q, ts.PreparedStridedRead)
+        assert built == []  # neither derivation nor preparation built a plan
+        assert p.plan is p.plan and built == [(4, 3, 2)]  # built once on request, retained
+        assert [int(x) for x in p.iter_strided()] == t.to_numpy().T.ravel().tolist()
+    with t.as_view_mut()[:, ::-1].T as m:
+        with m.prepare_host_mut() as w:
+            assert isinstance(w, ts.PreparedStridedWrite) and len(built) == 1
+            assert isinstance(w.plan, ts.CheckedInjectiveStrided) and w.plan is w.plan
+            assert len(built) == 2 and w.plan.carry == w._desc.layout.plan.carry
+            w.as_array()[...] = 0
+    assert proofs == []  # mutable children reuse the owner's retained proof
+    after = ts.host_provider.counters.snapshot()
+    assert after["validations"] == before["validations"]
+    assert after["maps"] - before["maps"] == 4  # 3 prepares + to_numpy, one map each

@@ -345,3 +345,41 @@ def test_owner_metadata_is_refused_while_mutably_borrowed() -> None:
         t.shape  # noqa: B018
     m.release()
     assert t.shape == (2,)
+
+
+def test_mutable_view_metadata_is_refused_while_an_exclusive_child_lives() -> None:
+    """Like the owner: a TensorViewMut with a live mutable child refuses every read (metadata
+    too) with BorrowError naming both borrows; a shared reborrow still allows metadata."""
+    t = ts.arange(6).reshape(2, 3).duplicate()
+    m = t.as_view_mut()
+    child = m[1]
+    reads: dict[str, Callable[[], object]] = {
+        "shape": lambda: m.shape,
+        "strides": lambda: m.strides,
+        "offset": lambda: m.offset,
+        "dtype": lambda: m.dtype,
+        "ndim": lambda: m.ndim,
+        "size": lambda: m.size,
+        "nbytes": lambda: m.nbytes,
+        "layout": lambda: m.layout,
+        "span": lambda: m.span,
+        "to_numpy": lambda: m.to_numpy(),
+        "item": lambda: m.item(),
+    }
+    for name, read in reads.items():
+        with pytest.raises(BorrowError) as info:
+            read()
+        message = str(info.value)
+        assert type(info.value) is BorrowError, name
+        assert "shared access to a TensorViewMut" in message, (name, message)
+        assert "exclusive borrow is live (TensorViewMut created at" in message, (name, message)
+        assert "test_borrow.py" in message, (name, message)
+    del info
+    assert child.shape == (3,)  # the child itself reads and writes normally
+    child.fill(7)
+    del child
+    assert m.shape == (2, 3) and m.strides == (3, 1)  # the parent is readable again
+    with m.as_view() as v:  # a shared reborrow leaves metadata (and values) readable
+        assert (m.shape, m.dtype.name, m.size) == ((2, 3), "int64", 6)
+        assert m.to_numpy().tolist() == v.to_numpy().tolist() == [[0, 1, 2], [7, 7, 7]]
+    m.release()

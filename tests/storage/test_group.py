@@ -217,7 +217,10 @@ def test_views_share_the_group_and_reuse_the_retained_descriptor() -> None:
         assert a.span == b.span == c.span
         del a, b, c
     assert not rec.allocations and rec.copies == {ledger.CopyReason.TRANSFER: 1}
-    assert host_provider.counters.snapshot() == before
+    after = host_provider.counters.snapshot()
+    delta = {k: after[k] - before[k] for k in after if after[k] != before[k]}
+    # no validation (the descriptors are retained); to_numpy maps once, like prepare_host
+    assert delta == {"resolutions": 1, "maps": 1, "syncs": 1}
 
 
 def test_view_mut_is_exclusive_over_the_whole_group() -> None:
