@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import timeit
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+# One thread everywhere (PyTorch is pinned with set_num_threads(1)): on 2 shared cores,
+# BLAS threads fighting each other make every framework's timing meaningless.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
