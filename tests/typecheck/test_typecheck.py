@@ -2,7 +2,9 @@
 
 * ``fail/*.py`` must be rejected, and only with the codes on their first line
   (``# expect: attr-defined`` or ``# expect: attr-defined, union-attr``);
-* ``pass/*.py`` must type-check cleanly (they hold ``assert_type`` checks).
+* ``pass/*.py`` must type-check cleanly (they hold ``assert_type`` checks);
+* ``src/`` itself must type-check cleanly under strict mypy (same run), and ruff must
+  pass on the whole repository.
 
 See ``README.md`` here for the convention; drop a file in and it is collected.
 """
@@ -63,6 +65,9 @@ def mypy_report() -> dict[Path, list[tuple[int, str, str]]]:
             "--hide-error-context",
             "--no-pretty",
             *(str(p) for p in FAIL + PASS),
+            # the library itself, in the same run: strict mypy must pass on src/
+            str(ROOT / "src" / "tenferro_storage"),
+            str(ROOT / "src" / "tenferro_ad"),
         ]
     )
     assert status in (0, 1), f"mypy did not run (status {status}):\n{stderr}\n{stdout}"
@@ -109,3 +114,30 @@ def test_parser_reads_mypy_lines() -> None:
         (3, "attr-defined", "\"A\" has no attribute \"b\"")
     ]
     assert report[(ROOT / "tests/typecheck/pass/y.py").resolve()][0][1] == "assert-type"
+
+
+def test_library_sources_pass_strict_mypy(
+    mypy_report: dict[Path, list[tuple[int, str, str]]],
+) -> None:
+    """Strict mypy reports no error anywhere under src/."""
+    src = (ROOT / "src").resolve()
+    errors = {
+        str(path.relative_to(ROOT)): found
+        for path, found in mypy_report.items()
+        if src in path.parents
+    }
+    assert not errors, errors
+
+
+def test_repository_passes_ruff() -> None:
+    """ruff (configured in pyproject.toml) reports nothing on the repository."""
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff")
+    cmd = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    done = subprocess.run(
+        [*cmd, "check", "--quiet", str(ROOT)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
