@@ -70,12 +70,19 @@ def prove_disjoint(
             invalid.append((slot, exc))
     if invalid:
         first = invalid[0][1]
-        raise DisjointViewError(
+        error = DisjointViewError(
             DisjointCause.INVALID_SLOT,
             f"{len(invalid)} requested slot(s) cannot be resolved ({first}); nothing was "
             "borrowed",
             tuple(s for s, _ in invalid),
-        ) from first
+        )
+        # The caught GroupErrors' tracebacks hold this frame; drop the frame's references
+        # to them so no cycle keeps the group (and its roots) alive past its last use.
+        invalid.clear()
+        try:
+            raise error from first
+        finally:
+            del first, error
 
     # 2. Retained metadata only.
     records: list[tuple[int, CheckedDescriptor]] = []

@@ -168,7 +168,9 @@ class _Ledger:
     """
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        # Reentrant: a root finalized by the cyclic collector while this thread holds the
+        # lock (inside allocate/copy) releases through it again instead of deadlocking.
+        self.lock = threading.RLock()
         self.seq = itertools.count()
         self.alloc_ids = itertools.count(1)
         self.captures: list[LedgerRecord] = []
