@@ -89,12 +89,12 @@ def _map_host(
         ) from exc
 
 
-def _repr(kind: str, desc: CheckedDescriptor, span: str, extra: str = "") -> str:
+def _repr(kind: str, desc: CheckedDescriptor, span: str) -> str:
     head = f"{kind}({desc.dtype.name}, shape={desc.shape}"
     if desc.size <= 16:
         values = np.array2string(desc.readonly(), separator=", ", threshold=16)
         head += f", values={values}"
-    return f"{head}, {span}{extra})"
+    return f"{head}, {span})"
 
 
 class TensorView(Borrow, Generic[DT, R]):
@@ -151,10 +151,12 @@ class TensorView(Borrow, Generic[DT, R]):
 
     @property
     def dtype(self) -> DType:
+        """The element type. O(1)."""
         return self._d("dtype").dtype
 
     @property
     def ndim(self) -> int:
+        """Number of axes. O(1)."""
         return len(self._d("ndim").shape)
 
     @property
@@ -364,41 +366,17 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         self._borrow_shared("TensorViewMut.as_view", "TensorView")
         return TensorView._make(self, self._storage, d)  # type: ignore[no-any-return]
 
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._d("shape").shape
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        return self._d("strides").strides
-
-    @property
-    def offset(self) -> int:
-        return self._d("offset").offset
-
-    @property
-    def dtype(self) -> DType:
-        return self._d("dtype").dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._d("ndim").shape)
-
-    @property
-    def size(self) -> int:
-        return self._d("size").size
-
-    @property
-    def nbytes(self) -> int:
-        return self.as_view().nbytes
-
-    @property
-    def layout(self) -> CheckedLayout:
-        return self._d("layout").layout
-
-    @property
-    def span(self) -> str:
-        return self.as_view().span
+    # Read-only metadata: TensorView's own implementations, read through this object's
+    # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
+    shape = TensorView.shape
+    strides = TensorView.strides
+    offset = TensorView.offset
+    dtype = TensorView.dtype
+    ndim = TensorView.ndim
+    size = TensorView.size
+    nbytes = TensorView.nbytes
+    layout = TensorView.layout
+    span = TensorView.span
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         v = self.as_view()
@@ -599,6 +577,8 @@ class Tensor(Lender, Generic[DT, R]):
             self._readable(operation)
         return self._desc
 
+    _d = _meta  # the hook TensorView's shared read-only implementations call
+
     # -- borrows -------------------------------------------------------------------------
     def as_view(self) -> TensorView[DT, R]:
         """A shared borrow as a read-only view. O(1): no ledger event, no buffer, no new
@@ -616,41 +596,17 @@ class Tensor(Lender, Generic[DT, R]):
         )
 
     # -- read-only behaviour delegates to TensorView ----------------------------------
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self._meta("shape").shape
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        return self._meta("strides").strides
-
-    @property
-    def offset(self) -> int:
-        return self._meta("offset").offset
-
-    @property
-    def dtype(self) -> DType:
-        return self._meta("dtype").dtype
-
-    @property
-    def ndim(self) -> int:
-        return len(self._meta("ndim").shape)
-
-    @property
-    def size(self) -> int:
-        return self._meta("size").size
-
-    @property
-    def nbytes(self) -> int:
-        return self.as_view().nbytes
-
-    @property
-    def layout(self) -> CheckedLayout:
-        return self._meta("layout").layout
-
-    @property
-    def span(self) -> str:
-        return self.as_view().span
+    # Read-only metadata: TensorView's own implementations, read through this object's
+    # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
+    shape = TensorView.shape
+    strides = TensorView.strides
+    offset = TensorView.offset
+    dtype = TensorView.dtype
+    ndim = TensorView.ndim
+    size = TensorView.size
+    nbytes = TensorView.nbytes
+    layout = TensorView.layout
+    span = TensorView.span
 
     def __len__(self) -> int:
         return len(self.as_view())
