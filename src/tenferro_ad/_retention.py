@@ -36,10 +36,6 @@ import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError
 
 
-def _group_class() -> Any:
-    return getattr(ts, "AllocationGroup", None)
-
-
 class RetentionContainer:
     """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
 
@@ -48,18 +44,19 @@ class RetentionContainer:
     def __init__(self) -> None:
         self.addr = 0
         self.owner: ts.Tensor[Any, Any] | None = None
-        self.group: Any = None
-        self.base_slot: Any = None
+        self.group: ts.AllocationGroup | None = None
+        self.base_slot: Any = None  # the slot of the owner once a group exists
         self.borrow: ts.TensorView[Any, Any] | None = None
         self.count = 0
 
-    def _ensure_group(self) -> Any:
-        """Upgrade the fused cell to a group (moves the owner in; no allocation, no copy)."""
+    def _ensure_group(self) -> ts.AllocationGroup | None:
+        """Upgrade the fused cell to a group (moves the owner in; no allocation, no copy).
+
+        ``None`` for a borrowed container (it has no owner to move in)."""
         if self.group is None:
-            cls = _group_class()
-            if cls is None or self.owner is None:
+            if self.owner is None:
                 return None
-            group = cls()
+            group = ts.AllocationGroup()
             self.base_slot = group.insert(self.owner)
             self.owner = None
             self.group = group
@@ -72,7 +69,7 @@ class RetentionContainer:
         if self.borrow is not None and slot is None:
             return self.borrow.as_view()
         if self.group is not None and slot is not NO_DESCRIPTOR:
-            return self.group.view(self.base_slot if slot is None else slot)  # type: ignore[no-any-return]
+            return self.group.view(self.base_slot if slot is None else slot)
         raise ExtractError(
             "invalid_slot",
             f"{operation}: this value is a metadata-only alias of a borrowed argument; read "
