@@ -32,14 +32,30 @@ def _chain_kinds() -> list[str]:
     return [kinds[i % len(kinds)] for i in range(N_OPS - 1)]  # + the final sum
 
 
+KINDS = _chain_kinds()
+
+
+def _chain(x: Any, fns: dict[str, Callable[[Any], Any]]) -> Any:
+    """The 49 elementwise ops of the chain, the same for every framework (``fns``: its
+    sin/tanh/cos)."""
+    y = x
+    for k in KINDS:
+        if k == "mul":
+            y = y * 1.1
+        elif k == "add":
+            y = y + 0.5
+        else:
+            y = fns[k](y)
+    return y
+
+
 def numpy_case() -> Callable[[], Any]:
     x0 = np.random.default_rng(0).normal(size=SHAPE)
-    kinds = _chain_kinds()
 
     def run() -> Any:
         y = x0
         saved = []
-        for k in kinds:
+        for k in KINDS:
             saved.append(y)
             if k == "sin":
                 y = np.sin(y)
@@ -54,7 +70,7 @@ def numpy_case() -> Callable[[], Any]:
                 y = np.cos(y)
         y.sum()
         g = np.ones(SHAPE)
-        for k, s in zip(reversed(kinds), reversed(saved), strict=True):
+        for k, s in zip(reversed(KINDS), reversed(saved), strict=True):
             if k == "sin":
                 g = g * np.cos(s)
             elif k == "tanh":
@@ -75,19 +91,11 @@ def tenferro_case() -> Callable[[], Any]:
     import tenferro_storage as ts
 
     x0 = np.random.default_rng(0).normal(size=SHAPE)
-    kinds = _chain_kinds()
     fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
     param = ts.from_numpy(x0)
 
     def f(x: Any) -> Any:
-        y = x
-        for k in kinds:
-            if k == "mul":
-                y = y * 1.1
-            elif k == "add":
-                y = y + 0.5
-            else:
-                y = fns[k](y)
+        y = _chain(x, fns)
         return y.sum()
 
     g = ad.grad(f)
@@ -105,18 +113,10 @@ def autograd_case() -> Callable[[], Any] | None:
     except ImportError:
         return None
     x0 = np.random.default_rng(0).normal(size=SHAPE)
-    kinds = _chain_kinds()
     fns = {"sin": anp.sin, "tanh": anp.tanh, "cos": anp.cos}
 
     def f(x: Any) -> Any:
-        y = x
-        for k in kinds:
-            if k == "mul":
-                y = y * 1.1
-            elif k == "add":
-                y = y + 0.5
-            else:
-                y = fns[k](y)
+        y = _chain(x, fns)
         return anp.sum(y)
 
     g = autograd.grad(f)
@@ -130,19 +130,11 @@ def torch_case() -> Callable[[], Any] | None:
         return None
     torch.set_num_threads(1)
     x0 = torch.tensor(np.random.default_rng(0).normal(size=SHAPE), dtype=torch.float64)
-    kinds = _chain_kinds()
     fns = {"sin": torch.sin, "tanh": torch.tanh, "cos": torch.cos}
 
     def run() -> Any:
         x = x0.detach().requires_grad_(True)
-        y = x
-        for k in kinds:
-            if k == "mul":
-                y = y * 1.1
-            elif k == "add":
-                y = y + 0.5
-            else:
-                y = fns[k](y)
+        y = _chain(x, fns)
         y.sum().backward()
         return x.grad
 
@@ -157,18 +149,10 @@ def jax_cases() -> dict[str, Callable[[], Any]]:
         return {}
     jax.config.update("jax_enable_x64", True)
     x0 = jnp.asarray(np.random.default_rng(0).normal(size=SHAPE))
-    kinds = _chain_kinds()
     fns = {"sin": jnp.sin, "tanh": jnp.tanh, "cos": jnp.cos}
 
     def f(x: Any) -> Any:
-        y = x
-        for k in kinds:
-            if k == "mul":
-                y = y * 1.1
-            elif k == "add":
-                y = y + 0.5
-            else:
-                y = fns[k](y)
+        y = _chain(x, fns)
         return jnp.sum(y)
 
     g = jax.grad(f)
