@@ -12,12 +12,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from numpy.exceptions import AxisError as _NumpyAxisError
+
 from tenferro_storage.errors import ExtractError, TenferroError
 
 __all__ = [
+    "ArgumentError",
+    "ArgumentTypeError",
+    "AxisError",
     "BackwardError",
     "CheckpointError",
     "Extract",
+    "IndexOutOfBoundsError",
     "IntoValueError",
     "MissingRuleError",
     "NotUnique",
@@ -124,3 +130,36 @@ class ScenarioError(TenferroError, ValueError):
 
     The message names the file and the key (``deep_chain.toml: scenario[1].expect.copies.foo``)
     and says what was expected."""
+
+
+class AxisError(TenferroError, _NumpyAxisError):
+    """An ``axis`` argument is out of range for the value's rank.
+
+    Subclasses ``numpy.exceptions.AxisError`` (so also ``ValueError`` and ``IndexError``),
+    exactly like numpy and JAX; nothing is computed or recorded.  ``.axis`` is the axis as
+    the caller passed it, ``.ndim`` the rank it was checked against, ``.operation`` the op.
+    """
+
+    operation: str
+
+    def __init__(self, operation: str, axis: Any, ndim: int, what: str = "axis") -> None:
+        _NumpyAxisError.__init__(self, axis, ndim, f"{operation}: argument {what!r}")
+        self.operation = operation
+
+
+class ArgumentError(TenferroError, ValueError):
+    """An op argument has a value the op cannot accept (an empty list of values, an axis on a
+    0-d value, shapes that do not fit together, a bad shape).  The message names the op
+    and the argument; nothing is computed or recorded."""
+
+
+class ArgumentTypeError(TenferroError, TypeError):
+    """An op argument has a type the op cannot accept (a string axis, a float shape entry, an
+    unsupported dtype object).  The message names the op and the argument; nothing is
+    computed or recorded."""
+
+
+class IndexOutOfBoundsError(TenferroError, IndexError):
+    """An index (``x[5]`` on an axis of extent 3, too many indices, an index array with an
+    entry out of range) selects outside the value.  Subclasses ``IndexError`` as numpy's
+    does; the message names the op and the index; nothing is computed or recorded."""

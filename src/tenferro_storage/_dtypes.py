@@ -101,10 +101,10 @@ def dtype(spec: object) -> DType:
             return found
         if spec == "bool_":
             return bool_
-    else:
-        try:
+    if spec is not None and not isinstance(spec, bool | int | float):
+        try:  # numpy's spellings: np.float32, float, complex, "f4", np.dtype("<c16")
             nd = np.dtype(spec)  # type: ignore[call-overload]
-        except TypeError:
+        except Exception:  # numpy raises TypeError, ValueError, ... for what it cannot parse
             nd = None
         if nd is not None:
             found = _BY_NUMPY.get(nd)

@@ -119,9 +119,13 @@ PINNED_LINALG = (
     "triu",
 )
 PINNED_ERRORS = (
+    "ArgumentError",
+    "ArgumentTypeError",
+    "AxisError",
     "BackwardError",
     "CheckpointError",
     "Extract",
+    "IndexOutOfBoundsError",
     "IntoValueError",
     "MissingRuleError",
     "NotUnique",

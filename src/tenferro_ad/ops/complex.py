@@ -27,6 +27,7 @@ import numpy as np
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, Zero, deflinear, defprimitive
+from ..errors import ArgumentTypeError
 from . import elementwise
 from ._ns import HANDLE_NS
 
@@ -137,16 +138,21 @@ def _unit(ops: Any, x: Array) -> Array:
     return ops.div(x, ops.where(ops.eq(a, 0.0), 1.0, a))
 
 
+def _real_abs_d(ops: Any, g: Array, x: Array) -> Array:
+    """``g`` where ``x >= 0`` else ``-g``: JAX's real ``abs`` derivative (1 at 0, -1 at nan)."""
+    return ops.where(ops.gt(x, 0), g, ops.where(ops.eq(x, 0), g, ops.neg(g)))
+
+
 def _abs_vjp(ops: Any, g: Array, x: Array) -> Array:
-    s = _unit(ops, x)
-    return ops.mul(g, ops.apply(CONJ, s) if is_complex(x) else s)
+    if not is_complex(x):
+        return _real_abs_d(ops, g, x)
+    return ops.mul(g, ops.apply(CONJ, _unit(ops, x)))
 
 
 def _abs_jvp(ops: Any, t: Array, x: Array) -> Array:
-    s = _unit(ops, x)
     if is_complex(x):
-        return ops.apply(REAL, ops.mul(ops.apply(CONJ, s), t))
-    return ops.mul(t, s)
+        return ops.apply(REAL, ops.mul(ops.apply(CONJ, _unit(ops, x)), t))
+    return _real_abs_d(ops, t, x)
 
 
 elementwise.ABS.defvjp(_abs_vjp).defjvp(_abs_jvp)
@@ -156,16 +162,18 @@ elementwise.ABS.defvjp(_abs_vjp).defjvp(_abs_jvp)
 def _as_real(z: Array) -> Array:
     z = np.asarray(z)
     if z.dtype.kind != "c":
-        raise TypeError(f"view_as_real: expected a complex value, got dtype {z.dtype}")
+        raise ArgumentTypeError(
+            f"view_as_real: argument 'z' must be complex, got dtype {z.dtype}"
+        )
     return z[..., None].view(z.real.dtype)
 
 
 def _as_complex(x: Array) -> Array:
     x = np.asarray(x)
     if x.dtype.kind != "f" or x.ndim == 0 or x.shape[-1] != 2 or x.strides[-1] != x.itemsize:
-        raise TypeError(
-            f"view_as_complex: expected a real value with a unit-stride trailing axis of extent "
-            f"2, got dtype {x.dtype} shape {x.shape}; make it contiguous first"
+        raise ArgumentTypeError(
+            "view_as_complex: argument 'x' must be a real value with a unit-stride trailing "
+            f"axis of extent 2, got dtype {x.dtype} shape {x.shape}; make it contiguous first"
         )
     return x.view(_COMPLEX_OF[x.dtype])[..., 0]
 

@@ -6,15 +6,22 @@ from typing import Any
 
 from .._handle import EagerTensor
 from .._state import no_grad
-from .elementwise import exp, log, stop_gradient, sub
+from ._axes import axis_index
+from .elementwise import abs as eabs
+from .elementwise import exp, less, log, stop_gradient, sub, where
+from .reduce import _axes, _shape_of
 from .reduce import max as rmax
 from .reduce import sum as rsum
 
 
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """``log(sum(exp(x)))`` computed stably (shifted by the stop-gradient max)."""
+    """``log(sum(exp(x)))`` computed stably (shifted by the stop-gradient max; a non-finite
+    max shifts by 0, as JAX does, so ``logsumexp([inf, 0])`` is ``inf`` with gradient
+    ``[nan, 0]``).  A few allocations; raises ``AxisError`` for an axis out of range."""
+    _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
     with no_grad():  # the shift is a constant: nothing recorded, nothing retained
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+        m = where(less(eabs(m), float("inf")), m, 0)
     s = log(rsum(exp(sub(x, m)), axis=axis, keepdims=True))
     out = s + m
     if not keepdims:
@@ -23,10 +30,13 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 
 def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
-    """``x - logsumexp(x, axis, keepdims=True)`` (stable)."""
+    """``x - logsumexp(x, axis, keepdims=True)`` (stable). Raises ``AxisError`` for an axis
+    out of range."""
+    axis_index("log_softmax", axis, len(_shape_of(x)))
     return sub(x, logsumexp(x, axis=axis, keepdims=True))
 
 
 def softmax(x: Any, axis: int = -1) -> EagerTensor:
-    """``exp(log_softmax(x))`` (stable)."""
+    """``exp(log_softmax(x))`` (stable). Raises ``AxisError`` for an axis out of range."""
+    axis_index("softmax", axis, len(_shape_of(x)))
     return exp(log_softmax(x, axis=axis))

@@ -4,6 +4,12 @@ Binary ops broadcast numpy-style (``broadcasts=True``: the core sums cotangents 
 each argument's shape).  A Python/numpy scalar argument is a parameter: no allocation,
 no copy, no gradient.  Comparisons, ``sign`` and ``stop_gradient`` are
 non-differentiable.
+
+Dtypes follow JAX: rules keep the dtype of their arguments (Python scalars stay weakly
+typed, never 0-d float64 constants); the float-only ops (``exp``, ``log``, ``sin``, ``div``,
+...) compute bool and int32 inputs in float32 and int64 inputs in float64, as JAX does.
+Edge points follow JAX too: ``abs'(0) = 1``; ``d/dy x**y`` is ``nan`` for ``x < 0`` and 0
+at ``x = 0``; ``d/dx x**0`` is 0.
 """
 
 from __future__ import annotations
@@ -12,11 +18,42 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage.errors import DTypeError
+
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
+from ..errors import ArgumentTypeError
 
 Array = Any
+
+_PY_SCALARS = (int, float, complex)
+_INEXACT_OF = {"b": np.float32, "i4": np.float32, "i8": np.float64}
+
+
+def _inexact(a: Any) -> Any:
+    """``a`` in the floating type JAX computes a float-only op in (bool, int32 -> float32,
+    int64 -> float64); floating and complex values and Python scalars unchanged. O(1) for
+    those; one conversion otherwise."""
+    dt = getattr(a, "dtype", None)
+    if dt is None or dt.kind in "fc":
+        return a
+    target = _INEXACT_OF.get("b" if dt.kind == "b" else dt.str[1:], np.float64)
+    return np.asarray(a).astype(target)
+
+
+def _float_only(f: Any) -> Any:
+    def impl(*args: Any) -> Any:
+        return f(*[_inexact(a) for a in args])
+
+    impl.__name__ = getattr(f, "__name__", "impl")
+    return impl
+
+
+def _div_impl(a: Any, b: Any) -> Any:
+    if np.result_type(a, b).kind in "fc":
+        return np.true_divide(a, b)
+    return np.true_divide(_inexact(a), _inexact(b))
 
 # -- add / sub / neg (linear) ---
 ADD = defprimitive(
@@ -45,7 +82,7 @@ MUL = defbilinear(
 )
 DIV = defprimitive(
     "div",
-    np.true_divide,
+    _div_impl,
     2,
     broadcasts=True,
     save_in=(0, 1),
@@ -61,12 +98,23 @@ DIV = defprimitive(
 
 
 def _pow_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
-    return ops.mul(g, ops.mul(y, ops.apply(POW, x, ops.sub(y, 1))))
+    # JAX: y * x**(y - 1), and 0 where y == 0.  A Python-scalar y stays a Python scalar
+    # (weakly typed): ``ops.sub(2.0, 1)`` would be a float64 numpy scalar and turn a
+    # float32 gradient into float64.
+    if isinstance(y, _PY_SCALARS):
+        if y == 0:
+            return ops.mul(g, 0)
+        return ops.mul(g, ops.mul(y, ops.apply(POW, x, y - 1)))
+    d = ops.mul(y, ops.apply(POW, x, ops.sub(y, 1)))
+    return ops.mul(g, ops.where(ops.eq(y, 0), 0, d))
 
 
 def _log_or_zero(ops: Any, x: Array) -> Array:
-    safe = ops.where(ops.gt(x, 0), x, 1.0)
-    return ops.where(ops.gt(x, 0), ops.log(safe), 0.0)
+    """``log(x)`` with ``log(0)`` replaced by 0 (JAX's ``_replace_zero``): ``nan`` for
+    ``x < 0``, so ``d/dy (-2)**y`` is ``nan`` as in JAX."""
+    if isinstance(x, _PY_SCALARS):
+        return 0 if x == 0 else ops.log(x)
+    return ops.log(ops.where(ops.eq(x, 0), 1, x))
 
 
 POW = defprimitive(
@@ -83,7 +131,7 @@ POW = defprimitive(
 # -- unary transcendental ---
 EXP = defprimitive(
     "exp",
-    np.exp,
+    _float_only(np.exp),
     1,
     save_out=True,
     vjp=(lambda ops, g, out: ops.mul(g, out),),
@@ -91,7 +139,7 @@ EXP = defprimitive(
 )
 LOG = defprimitive(
     "log",
-    np.log,
+    _float_only(np.log),
     1,
     save_in=(0,),
     vjp=(lambda ops, g, x: ops.div(g, x),),
@@ -99,7 +147,7 @@ LOG = defprimitive(
 )
 LOG1P = defprimitive(
     "log1p",
-    np.log1p,
+    _float_only(np.log1p),
     1,
     save_in=(0,),
     vjp=(lambda ops, g, x: ops.div(g, ops.add(x, 1.0)),),
@@ -107,7 +155,7 @@ LOG1P = defprimitive(
 )
 EXPM1 = defprimitive(
     "expm1",
-    np.expm1,
+    _float_only(np.expm1),
     1,
     save_out=True,
     vjp=(lambda ops, g, out: ops.mul(g, ops.add(out, 1.0)),),
@@ -115,7 +163,7 @@ EXPM1 = defprimitive(
 )
 SIN = defprimitive(
     "sin",
-    np.sin,
+    _float_only(np.sin),
     1,
     save_in=(0,),
     vjp=(lambda ops, g, x: ops.mul(g, ops.cos(x)),),
@@ -123,7 +171,7 @@ SIN = defprimitive(
 )
 COS = defprimitive(
     "cos",
-    np.cos,
+    _float_only(np.cos),
     1,
     save_in=(0,),
     vjp=(lambda ops, g, x: ops.neg(ops.mul(g, ops.sin(x))),),
@@ -135,10 +183,12 @@ def _tanh_d(ops: Any, g: Array, out: Array) -> Array:
     return ops.mul(g, ops.sub(1.0, ops.mul(out, out)))
 
 
-TANH = defprimitive("tanh", np.tanh, 1, save_out=True, vjp=(_tanh_d,), jvp=(_tanh_d,))
+TANH = defprimitive(
+    "tanh", _float_only(np.tanh), 1, save_out=True, vjp=(_tanh_d,), jvp=(_tanh_d,)
+)
 SQRT = defprimitive(
     "sqrt",
-    np.sqrt,
+    _float_only(np.sqrt),
     1,
     save_out=True,
     vjp=(lambda ops, g, out: ops.div(g, ops.mul(out, 2.0)),),
@@ -377,8 +427,34 @@ def not_equal(x: Any, y: Any) -> EagerTensor:
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
     gradient."""
-    src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else np.result_type(x)
-    return bind(ASTYPE, x, dtype=np.dtype(str(dtype)), src=src)
+    src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
+    return bind(ASTYPE, x, dtype=_target_dtype(dtype), src=src)
+
+
+def _src_dtype(x: Any) -> np.dtype[Any]:
+    dt = getattr(x, "dtype", None)
+    if isinstance(dt, np.dtype):
+        return dt
+    if dt is not None and isinstance(getattr(dt, "numpy", None), np.dtype):
+        return dt.numpy  # type: ignore[no-any-return]  # a storage owner's DType
+    try:
+        return np.result_type(x)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"astype: argument 'x' must be an EagerTensor, a Tensor owner, a numpy array or a "
+            f"scalar, got {type(x).__name__}"
+        ) from None
+
+
+def _target_dtype(dtype: Any) -> np.dtype[Any]:
+    """Any spelling of a supported dtype (``"float32"``, ``np.float32``, ``float``,
+    ``np.dtype("f4")``, a storage ``DType``) as a numpy dtype; ``DTypeError`` otherwise."""
+    from tenferro_storage import dtype as resolve
+
+    try:
+        return resolve(dtype).numpy
+    except DTypeError as e:
+        raise DTypeError(f"astype: argument 'dtype': {e}") from None
 
 
 def stop_gradient(x: Any) -> EagerTensor:

@@ -5,6 +5,10 @@ Metadata-only outputs are *aliases* (``alias=True``): ``reshape`` of a contiguou
 input's retention group — no allocation, no copy.  Integer-array indexing is a gather
 (fresh output) whose VJP is a scatter-add; index arrays are static parameters (like
 numpy's, they are not values and are neither copied nor differentiated).
+
+Every public function validates its static arguments before anything is computed or
+recorded: axes follow numpy (``AxisError`` out of range), shapes and keys that do not fit
+raise ``ArgumentError`` / ``IndexOutOfBoundsError`` / ``ArgumentTypeError`` naming the op.
 """
 
 from __future__ import annotations
@@ -16,8 +20,51 @@ import numpy as np
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
+from ._axes import axis_index, permutation
 
 Array = Any
+
+
+def _shape_arg(operation: str, shape: Any, what: str = "shape") -> tuple[int, ...]:
+    """A shape argument (an int or a sequence of ints) as a tuple of Python ints."""
+    if isinstance(shape, int | np.integer) and not isinstance(shape, bool | np.bool_):
+        return (int(shape),)
+    if not isinstance(shape, tuple | list):
+        raise ArgumentTypeError(
+            f"{operation}: argument {what!r} must be a tuple of ints, got "
+            f"{type(shape).__name__} {shape!r}"
+        )
+    out = []
+    for n in shape:
+        if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
+            raise ArgumentTypeError(
+                f"{operation}: argument {what!r} must be a tuple of ints, got {shape!r}"
+            )
+        out.append(int(n))
+    return tuple(out)
+
+
+def _check_key(operation: str, shape: tuple[int, ...], key: Any) -> None:
+    """Refuse an index that does not fit ``shape`` before anything is computed.
+
+    Runs the index on a zero-byte broadcast stand-in of ``shape`` (no allocation for basic
+    indices; advanced indices build one small int8 result)."""
+    stand_in = np.broadcast_to(np.zeros((), np.int8), shape)
+    try:
+        stand_in[key]
+    except IndexError as e:
+        if not any(w in str(e) for w in ("out of bounds", "too many", "did not match")):
+            raise ArgumentTypeError(
+                f"{operation}: index {key!r} is not a valid index for shape {shape}: {e}"
+            ) from None
+        raise IndexOutOfBoundsError(
+            f"{operation}: index {key!r} does not fit a value of shape {shape}: {e}"
+        ) from None
+    except (TypeError, ValueError) as e:
+        raise ArgumentTypeError(
+            f"{operation}: index {key!r} is not a valid index for shape {shape}: {e}"
+        ) from None
 
 
 def _shape(x: Any) -> tuple[int, ...]:
@@ -56,18 +103,34 @@ RESHAPE_COPY = defprimitive(
 def reshape(x: Any, *shape: Any) -> EagerTensor:
     """Reshape.  A metadata-only alias (no allocation, no copy) of a contiguous value; a
     strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write)."""
-    if len(shape) == 1 and isinstance(shape[0], tuple | list):
-        shape = tuple(shape[0])
+    if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
+        shape = _shape_arg("reshape", shape[0])
+    else:
+        shape = _shape_arg("reshape", shape)
     src = _shape(x)
     n = 1
     for s in src:
         n *= s
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise ArgumentError(
+            f"reshape: argument 'shape' {shape} may hold one -1 and otherwise non-negative "
+            "extents"
+        )
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
     if -1 in shape:
-        known = 1
-        for s in shape:
-            if s != -1:
-                known *= s
+        if known == 0 or n % known:
+            raise ArgumentError(
+                f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape}"
+            )
         shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise ArgumentError(
+            f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape} "
+            f"({known} elements)"
+        )
     contiguous = isinstance(x, EagerTensor) and x._r("reshape").a.flags.c_contiguous
     prim = RESHAPE if contiguous else RESHAPE_COPY
     return bind(prim, x, shape=tuple(shape), src=src)
@@ -94,17 +157,19 @@ TRANSPOSE = defprimitive(
 def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
     nd = len(_shape(x))
-    if len(axes) == 1 and isinstance(axes[0], tuple | list):
-        axes = tuple(axes[0])
-    ax = tuple(range(nd - 1, -1, -1)) if not axes else tuple(int(a) % nd for a in axes)
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+        axes = () if axes[0] is None else tuple(axes[0])
+    ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
     return bind(TRANSPOSE, x, axes=ax)
 
 
 def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
-    """Swap two axes (a transpose alias)."""
+    """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
     nd = len(_shape(x))
+    i = axis_index("swapaxes", a, nd, "axis1")
+    j = axis_index("swapaxes", b, nd, "axis2")
     ax = list(range(nd))
-    ax[a % nd], ax[b % nd] = ax[b % nd], ax[a % nd]
+    ax[i], ax[j] = ax[j], ax[i]
     return bind(TRANSPOSE, x, axes=tuple(ax))
 
 
@@ -120,8 +185,18 @@ BROADCAST_TO = defprimitive(
 
 
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
-    """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation."""
-    return bind(BROADCAST_TO, x, shape=tuple(shape), src=_shape(x))
+    """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
+    ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
+    target = _shape_arg("broadcast_to", shape)
+    src = _shape(x)
+    if any(n < 0 for n in target) or len(target) < len(src) or any(
+        a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
+    ):
+        raise ArgumentError(
+            f"broadcast_to: a value of shape {src} cannot be broadcast to argument 'shape' "
+            f"{target}"
+        )
+    return bind(BROADCAST_TO, x, shape=target, src=src)
 
 
 # -- basic slicing (alias) and its linear transpose (pad into zeros) ---
@@ -214,13 +289,19 @@ def getitem(x: Any, key: Any) -> EagerTensor:
     output (VJP: scatter-add, so repeated indices accumulate)."""
     shape = _shape(x)
     if _is_basic(key):
+        _check_key("getitem", shape, key)
         return bind(SLICE, x, key=key, shape=shape)
-    return bind(GATHER, x, key=_freeze_key(key), shape=shape)
+    frozen = _freeze_key(key)
+    _check_key("getitem", shape, frozen)
+    return bind(GATHER, x, key=frozen, shape=shape)
 
 
 def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
-    return bind(GATHER, x, key=_freeze_key(key), shape=_shape(x))
+    shape = _shape(x)
+    frozen = _freeze_key(key)
+    _check_key("gather", shape, frozen)
+    return bind(GATHER, x, key=frozen, shape=shape)
 
 
 def slice_pad(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
@@ -270,20 +351,61 @@ CONCATENATE = defprimitive(
 
 def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
     """Join values along ``axis``. One allocation (a kernel write of the joined values)."""
-    xs = list(xs)
+    xs = _values_arg("concatenate", xs)
     shapes = [_shape(x) for x in xs]
     nd = len(shapes[0])
-    ax = axis % nd
+    if nd == 0:
+        raise ArgumentError(
+            "concatenate: argument 'xs' holds 0-d values, which have no axis to join along "
+            "(use stack)"
+        )
+    ax = axis_index("concatenate", axis, nd)
+    for i, s in enumerate(shapes):
+        if len(s) != nd or any(
+            a != b for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != ax
+        ):
+            raise ArgumentError(
+                f"concatenate: argument 'xs'[{i}] has shape {s}, which does not fit "
+                f"'xs'[0]'s shape {shapes[0]} outside axis {ax}"
+            )
     return bind(CONCATENATE, *xs, axis=ax, sizes=tuple(s[ax] for s in shapes))
 
 
-def expand_dims(x: Any, axis: int) -> EagerTensor:
-    """Insert a length-1 axis (a reshape: an alias when contiguous)."""
+def _values_arg(operation: str, xs: Any) -> list[Any]:
+    if isinstance(xs, EagerTensor | np.ndarray) or not isinstance(xs, tuple | list):
+        raise ArgumentTypeError(
+            f"{operation}: argument 'xs' must be a list or tuple of values, got "
+            f"{type(xs).__name__}"
+        )
+    if not xs:
+        raise ArgumentError(f"{operation}: argument 'xs' is empty; give at least one value")
+    return list(xs)
+
+
+def expand_dims(x: Any, axis: Any) -> EagerTensor:
+    """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result, as
+    numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range."""
     shape = list(_shape(x))
-    shape.insert(axis % (len(shape) + 1), 1)
+    axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    nd = len(shape) + len(axes)
+    pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
+    if len(set(pos)) != len(pos):
+        raise ArgumentError(f"expand_dims: argument 'axis' {axis!r} repeats an axis")
+    for p in pos:
+        shape.insert(p, 1)
     return reshape(x, tuple(shape))
 
 
 def stack(xs: Any, axis: int = 0) -> EagerTensor:
-    """Stack values along a new ``axis`` (derived: expand_dims + concatenate)."""
-    return concatenate([expand_dims(x, axis) for x in xs], axis=axis)
+    """Stack values of one shape along a new ``axis`` (derived: expand_dims + concatenate).
+    ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range."""
+    xs = _values_arg("stack", xs)
+    shapes = [_shape(x) for x in xs]
+    ax = axis_index("stack", axis, len(shapes[0]) + 1)
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ArgumentError(
+                f"stack: argument 'xs'[{i}] has shape {s}, 'xs'[0] has {shapes[0]}; stacked "
+                "values must have one shape"
+            )
+    return concatenate([expand_dims(x, ax) for x in xs], axis=ax)

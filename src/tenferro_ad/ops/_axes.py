@@ -1,0 +1,67 @@
+"""Axis normalization shared by every axis-taking op (numpy's ``AxisError`` semantics).
+
+An axis is an ``int`` or a numpy integer (``np.int64(1)`` is accepted; ``bool`` is not), in
+``[-ndim, ndim)``; anything else raises :class:`~tenferro_ad.errors.AxisError` (out of range)
+or ``ArgumentError`` (repeated) / a ``TypeError`` subclass (not an integer), naming the op
+and the argument.  These
+helpers run before anything is computed or recorded, so a refused call changes nothing.
+All are O(ndim) and allocate nothing.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from ..errors import ArgumentError, ArgumentTypeError, AxisError
+
+
+def axis_index(operation: str, axis: Any, ndim: int, what: str = "axis") -> int:
+    """One axis as a non-negative int below ``ndim`` (numpy semantics: ``-1`` is the last)."""
+    if isinstance(axis, bool | np.bool_):
+        raise ArgumentTypeError(
+            f"{operation}: argument {what!r} must be an int, got bool {axis!r}"
+        )
+    if not isinstance(axis, int | np.integer):
+        try:
+            axis = operator.index(axis)
+        except TypeError:
+            raise ArgumentTypeError(
+                f"{operation}: argument {what!r} must be an int (or a tuple of ints), got "
+                f"{type(axis).__name__} {axis!r}"
+            ) from None
+    a = int(axis)
+    if not -ndim <= a < ndim:
+        raise AxisError(operation, a, ndim, what)
+    return a + ndim if a < 0 else a
+
+
+def axes_tuple(operation: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (``None``: all axes; an int; a tuple/list of ints) as sorted, distinct,
+    non-negative axes.  A repeated axis raises ``ArgumentError`` (a ``ValueError``, as numpy's
+    "duplicate value in 'axis'")."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, tuple | list):
+        out = [axis_index(operation, a, ndim) for a in axis]
+        if len(set(out)) != len(out):
+            raise ArgumentError(f"{operation}: argument 'axis' {tuple(axis)!r} repeats an axis")
+        return tuple(sorted(out))
+    return (axis_index(operation, axis, ndim),)
+
+
+def permutation(operation: str, axes: Any, ndim: int) -> tuple[int, ...]:
+    """A full permutation of ``range(ndim)`` (negative entries allowed), or an error naming
+    the op: wrong length -> ``ArgumentError``; out of range or repeated -> ``AxisError``."""
+    items = tuple(axes)
+    if len(items) != ndim:
+        raise ArgumentError(
+            f"{operation}: argument 'axes' {items!r} does not match the value's rank {ndim} "
+            f"(give a permutation of all {ndim} axes)"
+        )
+    out = tuple(axis_index(operation, a, ndim, "axes") for a in items)
+    if len(set(out)) != ndim:
+        raise ArgumentError(f"{operation}: argument 'axes' {items!r} repeats an axis")
+    return out
