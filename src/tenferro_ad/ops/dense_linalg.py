@@ -183,6 +183,7 @@ SOLVE = defprimitive(
     2,
     save_in=(0,),
     save_out=True,
+    broadcasts=True,  # batch axes broadcast; the core sums cotangents back
     vjp=(
         lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[0],
         lambda ops, g, a, x: L.solve_vjp(_B(ops), a, x, g)[1],
@@ -204,9 +205,10 @@ TRSOLVE = defprimitive(
     2,
     save_in=(0,),
     save_out=True,
+    broadcasts=True,
     vjp=(
         lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[0],
-        lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[1],
+        lambda ops, g, a, x, **kw: L.triangular_solve_vjp_b(_B(ops), a, g, **kw),
     ),
     jvp=(
         lambda ops, t, a, x, **kw: L.triangular_solve_jvp(_B(ops), a, x, t, None, **kw),
@@ -266,13 +268,22 @@ SLOGDET = defprimitive(
 
 
 # -- cholesky ------------------------------------------------------------------------------------
+def _cholesky_impl(a: Array) -> Array:
+    h = a + np.conj(np.swapaxes(a, -1, -2)) if np.iscomplexobj(a) else a + np.swapaxes(a, -1, -2)
+    h *= 0.5
+    return _checked("cholesky", np.linalg.cholesky, h)
+
+
+# The primitive symmetrizes its input ((a + a^H)/2, as jnp.linalg.cholesky does) inside the
+# kernel: the JVP projects the tangent the same way and the VJP projects the cotangent
+# (the projection is its own transpose), with no extra recorded ops.
 CHOLESKY = defprimitive(
     "cholesky",
-    lambda a: _checked("cholesky", np.linalg.cholesky, a),
+    _cholesky_impl,
     1,
     save_out=True,
-    vjp=(lambda ops, g, lo: L.cholesky_vjp(_B(ops), lo, g),),
-    jvp=(lambda ops, t, lo: L.cholesky_jvp(_B(ops), lo, t),),
+    vjp=(lambda ops, g, lo: L.herm_part(_B(ops), L.cholesky_vjp(_B(ops), lo, g)),),
+    jvp=(lambda ops, t, lo: L.cholesky_jvp(_B(ops), lo, L.herm_part(_B(ops), t)),),
 )
 
 
@@ -384,27 +395,33 @@ def _herm(a: Any) -> EagerTensor:
     return elementwise.mul(elementwise.add(a, bind(CONJ, shape.swapaxes(a, -1, -2))), 0.5)
 
 
+def _batch(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
+    except ValueError:
+        raise ValueError(
+            f"{op}: the batch shapes of the matrix {sa} and the right-hand side {sb} do not "
+            "broadcast"
+        ) from None
+
+
 def solve(a: Any, b: Any) -> EagerTensor:
-    """Solve ``a @ x = b`` for (batches of) square ``a``; O(n^3 + n^2 k) per matrix.
+    """Solve ``a @ x = b`` for (batches of) square ``a``; O(n^3 + n^2 k) per matrix (LU).
 
     ``b`` is a vector when ``b.ndim == 1`` (numpy 2 / JAX >= 0.5: broadcast over ``a``'s
-    batch), otherwise a (batch of) matrices with ``a``'s batch shape.  Raises
+    batch), otherwise a (batch of) ``(n, k)`` matrices whose batch shape broadcasts with
+    ``a``'s (numpy rules; gradients are summed back over broadcast axes).  Raises
     ``LinAlgError`` naming the op for a singular matrix.  Saves ``a`` and ``x``.
     """
     sa, sb = _square("solve", a), _shape(b)
     if len(sb) == 1:
         if sb[0] != sa[-1]:
             raise ValueError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
-        bb = shape.reshape(b, (sb[0], 1))
-        if len(sa) > 2:
-            bb = shape.broadcast_to(bb, (*sa[:-2], sb[0], 1))
-        x = bind(SOLVE, a, bb)
+        x = bind(SOLVE, a, shape.reshape(b, (sb[0], 1)))
         return shape.reshape(x, (*sa[:-2], sb[0]))
-    if sb[:-2] != sa[:-2] or sb[-2] != sa[-1]:
-        raise ValueError(
-            f"solve: right-hand side shape {sb} does not fit matrix shape {sa} (batch shapes "
-            "must be equal; broadcast explicitly)"
-        )
+    if sb[-2] != sa[-1]:
+        raise ValueError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
+    _batch("solve", sa, sb)
     return bind(SOLVE, a, b)
 
 
@@ -414,17 +431,25 @@ def solve_triangular(
     """Solve ``op(a) @ x = b`` reading only ``a``'s lower or upper triangle
     (``jax.scipy.linalg.solve_triangular``'s parameters; ``trans`` 0/1/2 = N/T/C).
 
-    ``b``: ``(..., n, k)`` or ``(..., n)``.  Cost: numpy has no batched triangular
-    solver, so the masked triangle goes through LU, O(n^3 + n^2 k) per matrix.
+    ``b``: ``(..., n, k)`` or, when ``b.ndim == a.ndim - 1`` (JAX's rule), vectors
+    ``(..., n)``; batch shapes broadcast (numpy rules).
+    Cost: LAPACK's triangular solve (``scipy.linalg.solve_triangular``), O(n^2 k) per
+    matrix, no factorization; its VJP and JVP are triangular solves too.  A single
+    matrix against a batch of right-hand sides is one solve.  ``LinAlgError`` naming the
+    op for a zero diagonal entry.  Saves ``a`` and ``x``.
     """
     sa, sb = _square("solve_triangular", a), _shape(b)
     if trans not in (0, 1, 2):
         raise ValueError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")
     kw = {"lower": bool(lower), "trans": int(trans), "unit": bool(unit_diagonal)}
-    if len(sb) == len(sa) - 1:
+    if len(sb) == len(sa) - 1:  # vectors (JAX's rule: b.ndim == a.ndim - 1)
+        if sb[-1] != sa[-1]:
+            raise ValueError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
+        _batch("solve_triangular", sa, (*sb, 1))
         return shape.reshape(bind(TRSOLVE, a, shape.reshape(b, (*sb, 1)), **kw), sb)
-    if sb[:-2] != sa[:-2] or sb[-2] != sa[-1]:
+    if len(sb) < 2 or sb[-2] != sa[-1]:
         raise ValueError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
+    _batch("solve_triangular", sa, sb)
     return bind(TRSOLVE, a, b, **kw)
 
 
@@ -461,7 +486,7 @@ def cholesky(a: Any) -> EagerTensor:
     gradient is Hermitian.  ``LinAlgError`` naming the op when not positive definite.
     """
     _square("cholesky", a)
-    return bind(CHOLESKY, _herm(a))
+    return bind(CHOLESKY, a)
 
 
 def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
