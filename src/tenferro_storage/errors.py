@@ -18,18 +18,26 @@ T = TypeVar("T")
 
 __all__ = [
     "AccessError",
+    "AliasedOutputError",
+    "BindError",
     "BorrowError",
     "CopyForbiddenError",
     "DTypeError",
     "DisjointCause",
     "DisjointViewError",
+    "EngineError",
     "ExpiredBorrowError",
     "ExtractError",
     "GroupError",
     "IntoTensorError",
     "LayoutError",
+    "OutputAccessError",
+    "OutputExtractError",
     "OwnershipError",
     "ReinterpretError",
+    "ScopedOutputExtractError",
+    "ScopedSubmitRejected",
+    "SubmitRejected",
     "TenferroError",
     "UseAfterMoveError",
 ]
@@ -112,6 +120,16 @@ class LayoutError(TenferroError, ValueError):
         if request:
             parts.append(f"(requested {request})")
         super().__init__(" ".join(parts))
+
+
+class AliasedOutputError(LayoutError):
+    """Raised by ``kernel.adopt_output`` when the array is memory an existing value holds.
+
+    A kernel returned one of its inputs (a read-only array from ``kernel.read_array``,
+    or a live root's buffer or a view of it).  Adopting it would make a second owner of
+    those bytes, so nothing is adopted or recorded.  ``kernel.materialize_output`` turns
+    such an array into a fresh owner with one recorded ``MATERIALIZE`` copy.
+    """
 
 
 class _CarriesValue(TenferroError, Generic[T]):
@@ -208,3 +226,94 @@ class CopyForbiddenError(TenferroError, RuntimeError):
     The message names the operation that would have copied; nothing was copied or
     allocated.
     """
+
+
+# -- runtime (tenferro_storage.runtime) and providers (tenferro_storage.providers) ----------
+
+
+class EngineError(TenferroError, LookupError):
+    """Raised when an ``EngineId`` names no registered engine (outside a submission, where
+    the same problem is a ``SubmitRejected`` carrying the inputs back)."""
+
+
+class SubmitRejected(TenferroError, RuntimeError):
+    """Raised by ``runtime.submit`` when a submission is refused *before admission*.
+
+    Nothing was enqueued and nothing was consumed: ``.value`` is the exact
+    ``ExecutionInputs`` object that was passed in, unchanged and still usable, and
+    ``.cause`` is a ``runtime.SubmitError`` (kind + message).  ``into_parts()`` returns
+    ``(cause, inputs)``.  Once a provider may have enqueued work, failures never raise
+    this: they arrive as ``RetiredFailed`` or ``CompletionUnproven`` from ``wait()``.
+    """
+
+    def __init__(self, cause: Any, value: Any) -> None:
+        super().__init__(f"{cause.operation}: submission rejected before admission: {cause}")
+        self.cause = cause
+        self.value = value
+
+    def into_parts(self) -> tuple[Any, Any]:
+        """Return ``(cause, inputs)``: why it was refused and the exact unadmitted inputs."""
+        return self.cause, self.value
+
+
+class ScopedSubmitRejected(SubmitRejected):
+    """Raised by ``runtime.execute_scoped_read_only`` when the call is refused before
+    admission (an asynchronous engine, a released view, an arity mismatch, ...).
+
+    ``.value`` is the exact ``ScopedReadInputs`` package; the caller's views are still
+    live and unchanged.
+    """
+
+
+class OutputAccessError(TenferroError, IndexError):
+    """Raised by ``output(i)`` of an execution bundle for an index that names no output.
+
+    Nothing is consumed or changed.
+    """
+
+
+class OutputExtractError(TenferroError, RuntimeError):
+    """Raised by ``ExecutionBundle.into_output(i)`` when the consuming extraction is refused.
+
+    ``.reason`` is ``"invalid_output"`` (no such output), ``"metadata_output"`` (the
+    output is storage-free metadata) or ``"extract"`` (the group refused: a read-only,
+    non-injective alias; the ``IntoTensorError`` is chained).  ``.value`` is the exact
+    bundle, unconsumed and unchanged; ``into_parts()`` returns ``(reason, bundle)``.
+    Nothing is copied.
+    """
+
+    def __init__(self, reason: str, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.value = value
+
+    def into_parts(self) -> tuple[str, Any]:
+        """Return ``(reason, bundle)``: why it failed and the exact, unconsumed bundle."""
+        return self.reason, self.value
+
+
+class ScopedOutputExtractError(OutputExtractError):
+    """Raised by ``ScopedExecutionBundle.into_owned_output(i)`` when it is refused.
+
+    Adds the reason ``"borrowed_output"``: the output is an input returned as is (a
+    borrow of the caller's value), which can never become an owner.  ``.value`` is the
+    exact scoped bundle; nothing is copied.
+    """
+
+
+class BindError(TenferroError, RuntimeError):
+    """Raised by ``providers.bind_read``/``bind_write`` when the provider cannot bind.
+
+    Binding comes before any enqueue-capable call, so the prepared payload is handed
+    back: ``.value`` is the exact ``PreparedDeviceRead``/``PreparedDeviceWrite``,
+    unchanged and still holding its borrow; ``into_parts()`` returns ``(cause, value)``.
+    """
+
+    def __init__(self, message: str, value: Any) -> None:
+        super().__init__(message)
+        self.cause = message
+        self.value = value
+
+    def into_parts(self) -> tuple[str, Any]:
+        """Return ``(cause, prepared)``: why it failed and the exact prepared payload."""
+        return self.cause, self.value

@@ -1,0 +1,51 @@
+"""Execution providers behind the runtime's engines.
+
+* :class:`HostExecutionProvider`: numpy kernels on the host, synchronous through
+  retirement (the only provider that accepts scoped read-only execution).
+* :class:`SimulatedAsyncProvider`: an asynchronous device simulation — a worker thread
+  as its queue, :class:`ProviderEvent` completion, provider-private
+  :class:`RetirementRecord` objects and :class:`Fault` injection at every boundary.
+* The device half of the prepared hierarchy (G5): :func:`prepare_read`/
+  :func:`prepare_write` -> :class:`PreparedDeviceRead`/:class:`PreparedDeviceWrite`,
+  :func:`bind_read`/:func:`bind_write` -> :class:`DeviceRead`/:class:`DeviceWrite`.
+"""
+
+from ._device import (
+    DeviceCounters,
+    DeviceRead,
+    DeviceWrite,
+    PreparedDeviceRead,
+    PreparedDeviceWrite,
+    ProviderContext,
+    ProviderEvent,
+    ProviderRetirementBinding,
+    RetirementRecord,
+    bind_read,
+    bind_write,
+    prepare_read,
+    prepare_write,
+)
+from ._host import HostExecutionProvider, HostRuntimeCounters
+from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
+
+__all__ = [
+    "DeviceCounters",
+    "DeviceRead",
+    "DeviceWrite",
+    "Fault",
+    "HostExecutionProvider",
+    "HostRuntimeCounters",
+    "PreparedDeviceRead",
+    "PreparedDeviceWrite",
+    "ProviderContext",
+    "ProviderEvent",
+    "ProviderRetirementBinding",
+    "RetirementRecord",
+    "SimulatedAsyncProvider",
+    "SimulatedDeviceError",
+    "SimulatedPanic",
+    "bind_read",
+    "bind_write",
+    "prepare_read",
+    "prepare_write",
+]

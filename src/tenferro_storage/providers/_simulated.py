@@ -1,0 +1,363 @@
+"""A simulated asynchronous device provider: a worker thread as its queue, events that
+complete later, and fault injection at every boundary.
+
+Submission (the caller's thread) validates, takes the owning package, derives one
+prepared + bound device read per input binding and enqueues a work item; that enqueue
+is the admission boundary.  The worker thread (also the reaper) runs the program,
+completes the event, proves completion and then either releases the retirement record
+exactly once and publishes ``Completed``/``RetiredFailed``, or retains it permanently
+and publishes ``CompletionUnproven``.  A dropped handle changes none of this.
+
+Fault injection (tests): :meth:`SimulatedAsyncProvider.inject` queues
+:class:`Fault` values consumed one per submission; :attr:`fault_policy` may instead
+pick a fault per submission (for randomized stress tests).
+"""
+
+from __future__ import annotations
+
+import collections
+import enum
+import itertools
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, Final
+
+from .._root import RootResource
+from ..errors import AccessError, BindError, SubmitRejected
+from ..runtime._engine import (
+    HOST_DOMAIN,
+    AccessEndpoint,
+    AllocationDomainId,
+    EngineId,
+    ExecutionProvider,
+)
+from ..runtime._program import CompiledGraph, run_program
+from ..runtime._submission import (
+    Completed,
+    CompletionError,
+    CompletionErrorKind,
+    CompletionUnproven,
+    DiagnosticKey,
+    ExecutionErrorKind,
+    ExecutionHandle,
+    ExecutionInputs,
+    ExecutionOutcome,
+    OutcomeCell,
+    RetiredFailed,
+    ScopedExecutionOutcome,
+    ScopedReadInputs,
+    SubmitError,
+    SubmitErrorKind,
+    detached_bundle,
+    execution_error,
+)
+from ._device import (
+    DeviceCounters,
+    ProviderContext,
+    ProviderEvent,
+    ProviderRetirementBinding,
+    RetirementRecord,
+    bind_read,
+    prepare_read,
+)
+
+
+class Fault(enum.Enum):
+    """A fault the simulated provider injects into one submission."""
+
+    REJECT_BEFORE_ADMISSION = "reject before admission"
+    BIND_FAILURE = "binding fails before enqueue"
+    FAIL_AFTER_ENQUEUE = "execution failure after enqueue"
+    PANIC_PROVEN = "worker panic after a possible enqueue, completion proven"
+    PANIC_UNPROVEN = "worker panic after a possible enqueue, completion unprovable"
+    EVENT_NEVER_COMPLETES = "the event never completes"
+
+
+class SimulatedPanic(BaseException):
+    """The injected worker panic (a ``BaseException``: it is not an ordinary error).
+
+    Contained at the worker-thread boundary; never reaches user code."""
+
+
+class SimulatedDeviceError(RuntimeError):
+    """The injected device execution failure."""
+
+
+_SUBMIT: Final = "runtime.submit"
+_SUBMISSIONS: Final = itertools.count(1)
+
+
+class _Work:
+    __slots__ = ("cell", "fault", "package", "program", "record", "submission")
+
+    def __init__(
+        self,
+        program: CompiledGraph,
+        package: ExecutionInputs,
+        record: RetirementRecord,
+        cell: OutcomeCell,
+        fault: Fault | None,
+        submission: int,
+    ) -> None:
+        self.program = program
+        self.package: ExecutionInputs | None = package
+        self.record = record
+        self.cell: OutcomeCell | None = cell
+        self.fault = fault
+        self.submission = submission
+
+
+class SimulatedAsyncProvider(ExecutionProvider):
+    """An asynchronous engine over host-domain allocations with its own access endpoint.
+
+    ``completion_timeout`` (seconds) bounds how long the reaper waits for an event before
+    declaring completion unproven.  Use as a context manager to register it as an engine
+    for a block (``with SimulatedAsyncProvider() as p: p.engine``) and close it after.
+    """
+
+    kind: ClassVar[str] = "sim-async"
+    synchronous: ClassVar[bool] = False
+
+    def __init__(self, *, completion_timeout: float = 5.0, name: str = "sim-async") -> None:
+        self.completion_timeout = completion_timeout
+        self.context = ProviderContext(name)
+        self.fault_policy: Callable[[], Fault | None] | None = None
+        self._faults: collections.deque[Fault] = collections.deque()
+        self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._pending = 0
+        self._worker: threading.Thread | None = None
+        self._gate = threading.Event()
+        self._gate.set()
+        self._closed = False
+        self.engine: EngineId | None = None
+
+    # -- discovery ----------------------------------------------------------------------
+    def endpoint(self, engine: EngineId) -> AccessEndpoint:
+        return AccessEndpoint(f"sim-queue:{engine.index}")
+
+    def domains(self) -> frozenset[AllocationDomainId]:
+        return frozenset({HOST_DOMAIN})
+
+    def describe(self) -> str:
+        return "simulated asynchronous device: one worker-thread queue, events, fault injection"
+
+    @property
+    def counters(self) -> DeviceCounters:
+        """The context's counters (read them when the provider is idle, see :meth:`drain`)."""
+        return self.context.counters
+
+    @property
+    def retained_records(self) -> int:
+        """Records retained permanently after unproven completion (observable, never freed)."""
+        return self.context.retained_records
+
+    # -- fault injection (tests) ----------------------------------------------------------
+    def inject(self, fault: Fault, times: int = 1) -> None:
+        """Apply ``fault`` to the next ``times`` submissions (before ``fault_policy``)."""
+        with self._lock:
+            self._faults.extend([fault] * times)
+
+    def _next_fault(self) -> Fault | None:
+        with self._lock:
+            if self._faults:
+                return self._faults.popleft()
+        policy = self.fault_policy
+        return policy() if policy is not None else None
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold the queue: admitted work waits (still owned by the worker) until the block
+        ends.  Lets tests observe the Running state deterministically."""
+        self._gate.clear()
+        try:
+            yield
+        finally:
+            self._gate.set()
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait until every admitted submission reached its terminal outcome."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+
+    # -- submission ---------------------------------------------------------------------
+    def submit_detached(
+        self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
+    ) -> ExecutionHandle:
+        ctx = self.context
+        fault = self._next_fault()
+        if fault is Fault.REJECT_BEFORE_ADMISSION or self._closed:
+            ctx.count(rejections=1)
+            why = "the provider is closed" if self._closed else "injected admission refusal"
+            raise SubmitRejected(
+                SubmitError(SubmitErrorKind.PROVIDER_REJECTED, _SUBMIT, f"{engine}: {why}"),
+                inputs,
+            )
+        package = inputs._take(_SUBMIT)
+        group = package._group
+        assert group is not None
+        # Derive the prepared bindings inside the task, before the enqueue-capable call.
+        bound: list[Any] = []
+        try:
+            if fault is Fault.BIND_FAILURE:
+                ctx.fail_next("bind")
+            for slot in package._bindings:
+                view = group.view(slot)
+                try:
+                    prepared = prepare_read(ctx, view)
+                except AccessError:
+                    view.release()
+                    raise
+                try:
+                    bound.append(bind_read(prepared))
+                except BindError as exc:
+                    exc.value.release()
+                    raise
+        except (AccessError, BindError) as exc:
+            for b in bound:
+                b.release()
+            inputs._give_back(package)
+            ctx.count(rejections=1)
+            cause = SubmitError(SubmitErrorKind.BIND_FAILED, _SUBMIT, str(exc))
+            raise SubmitRejected(cause, inputs) from None
+        event = ProviderEvent(ctx)
+        bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
+        record = RetirementRecord(ctx, event, bindings, package._roots())
+        cell = OutcomeCell()
+        work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
+        with self._lock:
+            self._pending += 1
+            if self._worker is None:
+                self._worker = threading.Thread(
+                    target=self._run, name=f"{ctx.name}-worker", daemon=True
+                )
+                self._worker.start()
+        ctx.count(enqueues=1)
+        self._queue.put(work)  # the admission boundary: from here on, only outcomes
+        return ExecutionHandle._make(engine, cell)
+
+    def execute_scoped(
+        self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+    ) -> ScopedExecutionOutcome:
+        raise NotImplementedError(  # the runtime rejects before admission; never reached
+            "execute_scoped: the simulated provider is asynchronous"
+        )
+
+    # -- worker (queue + reaper) ------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            work = self._queue.get()
+            if work is None:
+                return
+            self._gate.wait()
+            try:
+                self._process(work)
+            finally:
+                del work
+                with self._idle:
+                    self._pending -= 1
+                    self._idle.notify_all()
+
+    def _process(self, work: _Work) -> None:
+        ctx = self.context
+        record = work.record
+        program = work.program
+        fault = work.fault
+        fresh: dict[int, Any] = {}
+        cause = None
+        try:
+            ctx.count(dispatches=1)
+            if fault is Fault.FAIL_AFTER_ENQUEUE:
+                raise SimulatedDeviceError("injected device execution failure")
+            if fault is Fault.PANIC_PROVEN or fault is Fault.PANIC_UNPROVEN:
+                raise SimulatedPanic("injected worker panic")
+            fresh = run_program(program, [b._kernel_array() for b in record.bindings])
+        except SimulatedPanic as exc:  # contained at the worker-thread boundary
+            cause = execution_error(ExecutionErrorKind.PANIC, "worker", exc)
+        except SimulatedDeviceError as exc:
+            cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "device", exc)
+        except BaseException as exc:
+            cause = execution_error(
+                ExecutionErrorKind.KERNEL_FAILED, program.name or "program", exc
+            )
+        # The device side signals its event unless the fault says it never will.
+        assert record.event is not None
+        if fault is not Fault.EVENT_NEVER_COMPLETES and fault is not Fault.PANIC_UNPROVEN:
+            record.event.complete()
+        # Draining: prove completion before anything is released or returned.
+        outcome: ExecutionOutcome
+        if not record.event.wait(self.completion_timeout):
+            kind = (
+                CompletionErrorKind.PANIC
+                if fault is Fault.PANIC_UNPROVEN
+                else CompletionErrorKind.EVENT_TIMEOUT
+            )
+            out_roots = tuple(r for t in fresh.values() if (r := t._storage._root) is not None)
+            record.roots = record.roots + out_roots
+            record.retain_permanently(work.package, fresh)
+            work.package = None
+            outcome = CompletionUnproven(
+                CompletionError(
+                    kind,
+                    f"no completion within {self.completion_timeout} s; the retirement record "
+                    "is retained permanently",
+                ),
+                (
+                    DiagnosticKey("engine", str(self.engine) if self.engine else ctx.name),
+                    DiagnosticKey("submission", str(work.submission)),
+                    DiagnosticKey("bindings", str(len(record.bindings))),
+                    DiagnosticKey("roots", str(len(record.roots))),
+                ),
+            )
+        else:
+            record.release()
+            package = work.package
+            work.package = None
+            assert package is not None
+            if cause is None:
+                outcome = Completed(detached_bundle(program, package, fresh))
+            else:
+                fresh.clear()
+                outcome = RetiredFailed(cause, package)
+            del package
+        cell = work.cell
+        work.cell = None
+        assert cell is not None
+        cell.publish(outcome)
+        del outcome, cell, fresh
+
+    # -- lifetime -----------------------------------------------------------------------------
+    def close(self, timeout: float | None = 30.0) -> None:
+        """Refuse new submissions, let admitted work reach its outcomes, stop the worker."""
+        with self._lock:
+            self._closed = True
+            worker = self._worker
+            self._worker = None
+        self._gate.set()
+        if worker is not None:
+            self._queue.put(None)
+            worker.join(timeout)
+
+    def __enter__(self) -> SimulatedAsyncProvider:
+        from ..runtime._engine import register_engine
+
+        self.engine = register_engine(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        from ..runtime._engine import unregister_engine
+
+        self.close()
+        if self.engine is not None:
+            unregister_engine(self.engine)
+
+    def __repr__(self) -> str:
+        return f"SimulatedAsyncProvider({self.context.name!r})"
+
+
+def roots_of(record: RetirementRecord) -> tuple[RootResource, ...]:
+    """The roots a record keeps alive (diagnostics/tests)."""
+    return record.roots

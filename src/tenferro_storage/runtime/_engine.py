@@ -1,0 +1,204 @@
+"""Engine identity, discovery and the provider interface.
+
+An *engine* is one execution provider registered under an :class:`EngineId` the
+caller selects; nothing in the runtime assumes a default or "engine 0".  Where bytes
+live (an :class:`AllocationDomainId`) is kept apart from who can touch them (an
+:class:`AccessEndpoint`): the simulated asynchronous engine executes on its own
+endpoint over allocations that live in the host domain, the way one owner can be
+reached from several access endpoints.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import threading
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+import attrs
+
+from ..errors import EngineError
+
+if TYPE_CHECKING:
+    from ._program import CompiledGraph
+    from ._submission import (
+        ExecutionHandle,
+        ExecutionInputs,
+        ScopedExecutionOutcome,
+        ScopedReadInputs,
+    )
+
+
+@attrs.frozen(order=True)
+class EngineId:
+    """The caller-selected name of one engine: a provider kind and an index, e.g.
+    ``host:0`` or ``sim-async:3``.  Indices are assigned at registration, per kind;
+    an id means nothing once its engine is unregistered.  O(1) value object."""
+
+    kind: str
+    index: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.index}"
+
+
+@attrs.frozen
+class AllocationDomainId:
+    """Where bytes live (a memory domain), e.g. ``host``.  Observation-only."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class AccessEndpoint:
+    """Who executes and touches bytes (a queue or device endpoint), e.g. ``host-cpu``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@attrs.frozen
+class EngineInfo:
+    """What discovery reports about one engine.
+
+    ``synchronous`` engines retire all work before a call returns and are the only
+    ones that accept scoped read-only execution; ``domains`` are the allocation
+    domains the engine's endpoint can access (submission refuses inputs elsewhere).
+    """
+
+    id: EngineId
+    endpoint: AccessEndpoint
+    domains: frozenset[AllocationDomainId]
+    synchronous: bool
+    description: str
+
+
+HOST_DOMAIN: Final = AllocationDomainId("host")
+
+
+class ExecutionProvider(abc.ABC):
+    """The interface an engine implements (host, simulated asynchronous, later JAX).
+
+    The runtime validates what it can without a provider (program arity, bindings,
+    borrows, domains) and then calls exactly one of the two entry points.  A provider
+    must honour the admission boundary: before its first enqueue-capable step it may
+    only raise ``SubmitRejected`` with the exact, unchanged inputs; after it, every
+    failure is reported through the handle's terminal outcome.
+    """
+
+    kind: ClassVar[str]
+    synchronous: ClassVar[bool]
+
+    @abc.abstractmethod
+    def endpoint(self, engine: EngineId) -> AccessEndpoint:
+        """The access endpoint of this provider registered as ``engine``."""
+
+    @abc.abstractmethod
+    def domains(self) -> frozenset[AllocationDomainId]:
+        """The allocation domains this provider's endpoint can access."""
+
+    @abc.abstractmethod
+    def describe(self) -> str:
+        """One line for discovery output."""
+
+    @abc.abstractmethod
+    def submit_detached(
+        self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
+    ) -> ExecutionHandle:
+        """Admit ``inputs`` (already validated by the runtime) and return a handle."""
+
+    @abc.abstractmethod
+    def execute_scoped(
+        self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+    ) -> ScopedExecutionOutcome:
+        """Run synchronously to retirement (synchronous providers only)."""
+
+
+_LOCK: Final = threading.Lock()
+_ENGINES: Final[dict[EngineId, ExecutionProvider]] = {}
+_INDICES: Final[dict[str, itertools.count[int]]] = {}
+_DEFAULTS_READY: list[bool] = [False]
+
+
+def _ensure_defaults() -> None:
+    if _DEFAULTS_READY[0]:
+        return
+    # The built-in providers live in tenferro_storage.providers (imported lazily: they
+    # import this module).
+    from ..providers._host import HostExecutionProvider
+    from ..providers._simulated import SimulatedAsyncProvider
+
+    with _LOCK:
+        if _DEFAULTS_READY[0]:
+            return
+        _DEFAULTS_READY[0] = True
+    register_engine(HostExecutionProvider())
+    register_engine(SimulatedAsyncProvider())
+
+
+def register_engine(provider: ExecutionProvider) -> EngineId:
+    """Register ``provider`` as a new engine and return its id (the next index of its kind).
+
+    A provider object may be registered once.  O(1).
+    """
+    if not isinstance(provider, ExecutionProvider):
+        raise TypeError(
+            f"register_engine: expected an ExecutionProvider, got {type(provider).__name__}"
+        )
+    with _LOCK:
+        if any(p is provider for p in _ENGINES.values()):
+            raise ValueError(f"register_engine: {provider!r} is already registered")
+        counter = _INDICES.setdefault(provider.kind, itertools.count())
+        engine = EngineId(provider.kind, next(counter))
+        _ENGINES[engine] = provider
+    return engine
+
+
+def unregister_engine(engine: EngineId) -> None:
+    """Remove ``engine`` from discovery; its id is never reused.  Work already admitted
+    keeps running to its terminal outcome.  ``EngineError`` if it is not registered."""
+    with _LOCK:
+        if _ENGINES.pop(engine, None) is None:
+            raise EngineError(f"unregister_engine: no engine {engine} is registered")
+
+
+def engines() -> tuple[EngineInfo, ...]:
+    """Discover every registered engine, sorted by id.  O(number of engines).
+
+    The host engine and one simulated asynchronous engine are always registered; a
+    program should still select the engine it wants by id (or by ``synchronous``,
+    ``endpoint`` and ``domains``) rather than by position.
+    """
+    _ensure_defaults()
+    with _LOCK:
+        items = sorted(_ENGINES.items())
+    return tuple(
+        EngineInfo(e, p.endpoint(e), p.domains(), p.synchronous, p.describe()) for e, p in items
+    )
+
+
+def engine_info(engine: EngineId) -> EngineInfo:
+    """Discovery data of one engine; ``EngineError`` if it is not registered. O(1)."""
+    provider = lookup(engine)
+    if provider is None:
+        raise EngineError(f"engine_info: no engine {engine} is registered; see runtime.engines()")
+    return EngineInfo(
+        engine,
+        provider.endpoint(engine),
+        provider.domains(),
+        provider.synchronous,
+        provider.describe(),
+    )
+
+
+def lookup(engine: Any) -> ExecutionProvider | None:
+    """The provider registered as ``engine`` (``None`` if none). O(1)."""
+    _ensure_defaults()
+    if type(engine) is not EngineId:
+        return None
+    return _ENGINES.get(engine)

@@ -1,0 +1,333 @@
+"""The program format: a compiled graph of kernel instructions over input bindings.
+
+See the package docstring (``tenferro_storage.runtime``) for the precise format.  This
+module holds the frozen data (:class:`CompiledGraph`, :class:`Instruction`,
+:class:`ProgramOutput`), its one-time validation, the hand-writing helper
+:class:`ProgramBuilder`, and the interpreter every engine shares (:func:`run_program`).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+import numpy as np
+
+from .._ledger import AllocationReason
+from .._tensor import Tensor, adopt_output
+from ..kernel import read_array
+
+_OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
+
+
+class OutputKind(enum.Enum):
+    """How a program output relates to storage.
+
+    ``FRESH``: a value an instruction computed (a new allocation owned by the result).
+    ``IDENTITY``: an input returned as is (no allocation, no copy).
+    ``REPEATED``: the same value as an earlier output (the same record, twice).
+    ``METADATA``: a storage-free value (a shape, a dtype, a Python scalar).
+    """
+
+    FRESH = "fresh"
+    IDENTITY = "identity"
+    REPEATED = "repeated"
+    METADATA = "metadata"
+
+
+@attrs.frozen
+class OutputMetadata:
+    """A storage-free program output (``value`` should be immutable: a shape, a dtype...)."""
+
+    value: Any
+
+
+@attrs.frozen
+class Value:
+    """A value slot of a program under construction (see :class:`ProgramBuilder`)."""
+
+    index: int
+
+
+@attrs.frozen
+class Instruction:
+    """One kernel call: ``outputs = kernel(*values[inputs], **params)``.
+
+    ``kernel`` receives read-only numpy arrays and returns one fresh C-contiguous array
+    (or numpy scalar) per output slot, as a tuple when ``len(outputs) != 1``.
+    ``params`` are static keyword parameters (sorted ``(name, value)`` pairs).
+    ``release_after`` lists the intermediate value slots whose last use is this
+    instruction: the interpreter drops them (releasing their allocation) right after it.
+    """
+
+    kernel: Callable[..., Any]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    params: tuple[tuple[str, Any], ...] = ()
+    release_after: tuple[int, ...] = ()
+    name: str = ""
+
+    @property
+    def kwargs(self) -> dict[str, Any]:
+        """``params`` as a dict (built on each call)."""
+        return dict(self.params)
+
+
+@attrs.frozen
+class ProgramOutput:
+    """One output of a program: a ``kind`` and either a value slot or metadata."""
+
+    kind: OutputKind
+    value: int | None = None
+    metadata: OutputMetadata | None = None
+
+
+class ProgramError(ValueError):
+    """A :class:`CompiledGraph` failed its construction-time validation."""
+
+
+def _validate(g: CompiledGraph) -> None:
+    name = g.name or "CompiledGraph"
+
+    def fail(msg: str) -> ProgramError:
+        return ProgramError(f"{name}: {msg}")
+
+    if g.n_inputs < 0 or g.n_values < g.n_inputs:
+        raise fail(f"n_inputs={g.n_inputs} and n_values={g.n_values} are inconsistent")
+    defined: list[int] = [-2] * g.n_values  # defining instruction (-1 for inputs)
+    for s in range(g.n_inputs):
+        defined[s] = -1
+    last_use: dict[int, int] = {}
+    for i, ins in enumerate(g.instructions):
+        if not callable(ins.kernel):
+            raise fail(f"instruction {i} ({ins.name}) has a non-callable kernel")
+        for s in ins.inputs:
+            if not (0 <= s < g.n_values) or defined[s] == -2:
+                raise fail(f"instruction {i} ({ins.name}) reads value {s} before it is defined")
+            last_use[s] = i
+        if not ins.outputs:
+            raise fail(f"instruction {i} ({ins.name}) has no outputs")
+        for s in ins.outputs:
+            if not (0 <= s < g.n_values) or defined[s] != -2:
+                raise fail(f"instruction {i} ({ins.name}) redefines or misnames value {s}")
+            defined[s] = i
+    if any(d == -2 for d in defined):
+        raise fail("some value slots are never defined")
+    seen: set[int] = set()
+    output_values: set[int] = set()
+    for k, out in enumerate(g.outputs):
+        if out.kind is OutputKind.METADATA:
+            if out.metadata is None or out.value is not None:
+                raise fail(f"output {k}: a METADATA output carries metadata and no value")
+            continue
+        v = out.value
+        if v is None or not (0 <= v < g.n_values) or out.metadata is not None:
+            raise fail(f"output {k}: a tensor output names one value slot")
+        expected = (
+            OutputKind.REPEATED
+            if v in seen
+            else OutputKind.IDENTITY
+            if v < g.n_inputs
+            else OutputKind.FRESH
+        )
+        if out.kind is not expected:
+            raise fail(f"output {k} of value {v} must be {expected.name}, not {out.kind.name}")
+        seen.add(v)
+        output_values.add(v)
+    released: set[int] = set()
+    for i, ins in enumerate(g.instructions):
+        for s in ins.release_after:
+            if s < g.n_inputs or s in output_values or s in released:
+                raise fail(f"instruction {i} releases value {s}, an input, output or released")
+            if last_use.get(s, defined[s]) != i:
+                raise fail(f"instruction {i} releases value {s} before its last use")
+            released.add(s)
+    dead = set(range(g.n_inputs, g.n_values)) - output_values - released
+    if dead:
+        raise fail(f"intermediate values {sorted(dead)} are never released")
+
+
+@attrs.frozen
+class CompiledGraph:
+    """An executable program: ``n_inputs`` bindings, kernel instructions, outputs.
+
+    Value slots ``0 .. n_inputs-1`` are the inputs (in binding order); every other slot
+    is defined by exactly one instruction.  Validated once at construction
+    (``ProgramError``): definitions before uses, output kinds consistent with their
+    values, every intermediate released exactly once at its last use.  Immutable and
+    shareable between threads; submitting it never re-validates it.
+    """
+
+    n_inputs: int
+    n_values: int
+    instructions: tuple[Instruction, ...]
+    outputs: tuple[ProgramOutput, ...]
+    name: str = ""
+
+    def __attrs_post_init__(self) -> None:
+        _validate(self)
+
+    @property
+    def output_kinds(self) -> tuple[OutputKind, ...]:
+        """The kind of every output, in order."""
+        return tuple(o.kind for o in self.outputs)
+
+    def __str__(self) -> str:
+        params_in = ", ".join(f"v{i}" for i in range(self.n_inputs))
+        lines = [f"program {self.name or '<anonymous>'}({params_in}):"]
+        for ins in self.instructions:
+            outs = ", ".join(f"v{s}" for s in ins.outputs)
+            args = ", ".join(f"v{s}" for s in ins.inputs)
+            params = "".join(f", {k}={v!r}" for k, v in ins.params)
+            rel = (
+                f"   # release {', '.join(f'v{s}' for s in ins.release_after)}"
+                if ins.release_after
+                else ""
+            )
+            lines.append(f"  {outs} = {ins.name}({args}{params}){rel}")
+        rets = ", ".join(
+            f"{o.metadata.value!r}" if o.metadata is not None else f"v{o.value} ({o.kind.value})"
+            for o in self.outputs
+        )
+        lines.append(f"  return {rets}")
+        return "\n".join(lines)
+
+
+_Pending = tuple[
+    Callable[..., Any], tuple[int, ...], tuple[int, ...], tuple[tuple[str, Any], ...], str
+]
+
+
+class ProgramBuilder:
+    """Write a :class:`CompiledGraph` by hand (tests, examples).
+
+    >>> b = ProgramBuilder(2, name="axpy")          # doctest: +SKIP
+    >>> x, y = b.inputs
+    >>> t = b.apply(np.multiply, x, x)
+    >>> z = b.apply(np.add, t, y)
+    >>> program = b.build(z, x, z, b.metadata((3,)))   # fresh, identity, repeated, metadata
+
+    ``apply`` appends one instruction; ``build`` computes the output kinds and the
+    release-after-last-use lists and validates the result.
+    """
+
+    def __init__(self, n_inputs: int, *, name: str = "") -> None:
+        self._n_inputs = n_inputs
+        self._n_values = n_inputs
+        self._name = name
+        self._instructions: list[_Pending] = []
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        """The input values, in binding order."""
+        return tuple(Value(i) for i in range(self._n_inputs))
+
+    def apply(
+        self,
+        kernel: Callable[..., Any],
+        *args: Value,
+        n_outputs: int = 1,
+        name: str | None = None,
+        **params: Any,
+    ) -> Any:
+        """Append ``kernel(*args, **params)``; return its value (a tuple if ``n_outputs > 1``)."""
+        for a in args:
+            if type(a) is not Value or not 0 <= a.index < self._n_values:
+                raise ProgramError(f"ProgramBuilder.apply: {a!r} is not a value of this builder")
+        outs = tuple(range(self._n_values, self._n_values + n_outputs))
+        self._n_values += n_outputs
+        label = str(name or getattr(kernel, "__name__", type(kernel).__name__))
+        self._instructions.append(
+            (kernel, tuple(a.index for a in args), outs, tuple(sorted(params.items())), label)
+        )
+        values = tuple(Value(s) for s in outs)
+        return values[0] if n_outputs == 1 else values
+
+    @staticmethod
+    def metadata(value: Any) -> OutputMetadata:
+        """A storage-free output."""
+        return OutputMetadata(value)
+
+    def build(self, *outputs: Value | OutputMetadata) -> CompiledGraph:
+        """Freeze the program with these outputs (validated once, here)."""
+        specs: list[ProgramOutput] = []
+        seen: set[int] = set()
+        for o in outputs:
+            if isinstance(o, OutputMetadata):
+                specs.append(ProgramOutput(OutputKind.METADATA, metadata=o))
+                continue
+            v = o.index
+            kind = (
+                OutputKind.REPEATED
+                if v in seen
+                else OutputKind.IDENTITY
+                if v < self._n_inputs
+                else OutputKind.FRESH
+            )
+            seen.add(v)
+            specs.append(ProgramOutput(kind, value=v))
+        last: dict[int, int] = {}
+        for i, (_k, ins, outs, _p, _n) in enumerate(self._instructions):
+            for s in outs:
+                last[s] = i
+            for s in ins:
+                last[s] = i
+        releases: dict[int, list[int]] = {}
+        for s, i in last.items():
+            if s >= self._n_inputs and s not in seen:
+                releases.setdefault(i, []).append(s)
+        instructions = tuple(
+            Instruction(k, ins, outs, params, tuple(sorted(releases.get(i, ()))), label)
+            for i, (k, ins, outs, params, label) in enumerate(self._instructions)
+        )
+        return CompiledGraph(self._n_inputs, self._n_values, instructions, tuple(specs), self._name)
+
+
+class KernelOutputError(RuntimeError):
+    """A kernel returned the wrong number of results."""
+
+
+def run_program(
+    program: CompiledGraph, arrays: Sequence[np.ndarray[Any, Any]]
+) -> dict[int, Tensor[Any, Any]]:
+    """Interpret ``program`` over read-only input ``arrays``; return the fresh owners of
+    its FRESH output values, by value slot.
+
+    Each kernel result is adopted as a new owner (one ``OPERATION_OUTPUT`` allocation;
+    a result that is not a fresh C-contiguous array — for example an input returned
+    or a view of one — raises ``LayoutError`` rather than aliasing).  Intermediates are
+    dropped at their last use.  Any exception propagates after every intermediate made
+    so far has been released.  Cost: the kernels plus O(instructions) bookkeeping.
+    """
+    values: list[Any] = [None] * program.n_values
+    values[: program.n_inputs] = arrays
+    owners: dict[int, Tensor[Any, Any]] = {}
+    try:
+        for ins in program.instructions:
+            result = ins.kernel(*[values[s] for s in ins.inputs], **dict(ins.params))
+            results = result if type(result) is tuple else (result,)
+            if len(results) != len(ins.outputs):
+                raise KernelOutputError(
+                    f"{ins.name}: the kernel returned {len(results)} result(s), the program "
+                    f"declares {len(ins.outputs)}"
+                )
+            for slot, arr in zip(ins.outputs, results, strict=True):
+                t = adopt_output(arr, _OPERATION_OUTPUT, ins.name)
+                owners[slot] = t
+                values[slot] = read_array(t)
+            for s in ins.release_after:
+                values[s] = None
+                del owners[s]
+    except BaseException:
+        # The traceback keeps this frame: drop every owner it could keep alive.
+        values.clear()
+        owners.clear()
+        raise
+    return owners
+
+
+def params_of(mapping: Mapping[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """Static parameters in the canonical ``Instruction.params`` form (sorted pairs)."""
+    return tuple(sorted(mapping.items()))

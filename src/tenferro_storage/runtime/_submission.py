@@ -1,0 +1,809 @@
+"""Detached owning submission and scoped read-only execution (contract gate G3).
+
+Detached: ``submit(engine, program, ExecutionInputs(group, bindings))`` either raises
+``SubmitRejected`` carrying the exact, unchanged inputs (nothing was admitted) or returns
+an :class:`ExecutionHandle`.  From admission on, the engine's worker owns the inputs,
+the provider retirement bindings, the event, the roots and the provider context;
+``handle.wait()`` returns exactly one terminal outcome: :class:`Completed`,
+:class:`RetiredFailed` (the exact input owners back, after retirement) or
+:class:`CompletionUnproven` (no owner; the provider keeps everything for good).
+Dropping the handle only stops observation.
+
+Scoped: ``execute_scoped_read_only(engine, program, ScopedReadInputs(views))`` runs on a
+synchronous engine and returns after every piece of work has retired.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Sequence
+from typing import Any, Final, Generic, TypeVar
+
+import attrs
+
+from .._group import AllocationGroup, DescriptorSlot
+from .._linear import Lender, NoCopy
+from .._root import RootResource
+from .._tensor import Tensor, TensorView
+from ..errors import (
+    GroupError,
+    IntoTensorError,
+    OutputAccessError,
+    OutputExtractError,
+    ScopedOutputExtractError,
+    ScopedSubmitRejected,
+    SubmitRejected,
+    UseAfterMoveError,
+)
+from ._engine import AllocationDomainId, EngineId, ExecutionProvider, lookup
+from ._program import CompiledGraph, OutputKind, OutputMetadata
+
+B = TypeVar("B")
+I = TypeVar("I")  # noqa: E741
+
+
+# -- causes ------------------------------------------------------------------------------
+
+
+class SubmitErrorKind(enum.Enum):
+    """Why a submission was refused before admission."""
+
+    UNKNOWN_ENGINE = "unknown engine"
+    INVALID_PROGRAM = "not a CompiledGraph"
+    ARITY = "binding count does not match the program"
+    INVALID_BINDING = "a binding does not name a live record (or view)"
+    BORROWED = "the inputs are borrowed"
+    CONSUMED = "the inputs were already consumed"
+    DOMAIN = "an input lives in a domain the engine cannot access"
+    UNSUPPORTED = "the engine does not support this submission mode"
+    PROVIDER_REJECTED = "the provider refused before enqueue"
+    BIND_FAILED = "the provider could not prepare or bind an input"
+
+
+@attrs.frozen
+class SubmitError:
+    """The cause carried by ``SubmitRejected``: a kind, the operation and a message."""
+
+    kind: SubmitErrorKind
+    operation: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"
+
+
+class ExecutionErrorKind(enum.Enum):
+    """Why admitted work failed (completion was proven)."""
+
+    KERNEL_FAILED = "a kernel raised"
+    PROVIDER_FAILED = "the provider reported an execution failure"
+    PANIC = "the worker panicked; completion was proven"
+
+
+@attrs.frozen
+class ExecutionError:
+    """The cause in ``RetiredFailed``: kind, the failing step, the error type and message.
+
+    The original exception object is not kept (its traceback would keep frames, and so
+    owners, alive)."""
+
+    kind: ExecutionErrorKind
+    where: str
+    error_type: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value} in {self.where}: {self.error_type}: {self.message}"
+
+
+class CompletionErrorKind(enum.Enum):
+    """Why completion could not be proven."""
+
+    PANIC = "the worker panicked and the event state is unknown"
+    EVENT_TIMEOUT = "the provider event never reported completion"
+
+
+@attrs.frozen
+class CompletionError:
+    """The cause in ``CompletionUnproven``."""
+
+    kind: CompletionErrorKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}: {self.message}"
+
+
+@attrs.frozen
+class DiagnosticKey:
+    """An observation label (never an authority): e.g. ``("engine", "sim-async:1")``."""
+
+    name: str
+    value: str
+
+
+# -- terminal outcomes ---------------------------------------------------------------------
+
+
+@attrs.frozen(eq=False)
+class Completed(Generic[B]):
+    """The work retired successfully; ``bundle`` owns (or, scoped, borrows) the outputs."""
+
+    bundle: B
+
+
+@attrs.frozen(eq=False)
+class RetiredFailed(Generic[I]):
+    """The work failed and completion was proven; ``inputs`` are the exact input owners
+    (detached) or the exact borrowed package (scoped)."""
+
+    cause: ExecutionError
+    inputs: I
+
+
+@attrs.frozen(eq=False)
+class CompletionUnproven:
+    """Completion could not be proven.  No owner comes back: the provider keeps the
+    retirement bindings, event, roots and context permanently (see the provider's
+    ``retained_records``).  There is no retry and no recovery path."""
+
+    cause: CompletionError
+    diagnostic_keys: tuple[DiagnosticKey, ...]
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+
+def _move_group(group: AllocationGroup, operation: str) -> AllocationGroup:
+    """Move the contents of ``group`` into a new group object (same slots); empty ``group``."""
+    if not isinstance(group, AllocationGroup):
+        raise TypeError(f"{operation}: expected an AllocationGroup, got {type(group).__name__}")
+    group._exclusive_access(operation)  # live and unborrowed, or raise; nothing changes
+    new = AllocationGroup.__new__(AllocationGroup)
+    new._init_lender()
+    new._gid = group._gid
+    new._allocations = group._allocations
+    new._refs = group._refs
+    new._descs = group._descs
+    new._rec_alloc = group._rec_alloc
+    group._moved_by = operation
+    group._allocations = []
+    group._refs = []
+    group._descs = []
+    group._rec_alloc = []
+    return new
+
+
+class ExecutionInputs(Lender):
+    """The owning package of a detached submission: a group and the input bindings.
+
+    Construction *moves* ``group`` (the caller's group object is emptied; later use
+    raises ``UseAfterMoveError``) and records ``bindings``, one ``DescriptorSlot`` of
+    the group per program input (a slot may repeat).  A borrowed group or a slot that
+    does not resolve is refused (``BorrowError``/``GroupError``) and nothing changes.
+    O(len(bindings)); no allocation, no copy.
+    """
+
+    __slots__ = ("_bindings", "_group")
+
+    _group: AllocationGroup | None
+    _bindings: tuple[DescriptorSlot, ...]
+
+    def __init__(self, group: AllocationGroup, bindings: Sequence[DescriptorSlot]) -> None:
+        slots = tuple(bindings)
+        if isinstance(group, AllocationGroup):
+            for s in slots:
+                group._resolve(s, "ExecutionInputs")  # GroupError; the group is unchanged
+        self._group = _move_group(group, "ExecutionInputs")
+        self._bindings = slots
+        self._init_lender()
+
+    def _describe(self) -> str:
+        return "ExecutionInputs"
+
+    @property
+    def group(self) -> AllocationGroup:
+        """The owned group (borrow it to inspect the inputs; a borrow blocks submission)."""
+        self._live("ExecutionInputs.group")
+        assert self._group is not None
+        return self._group
+
+    @property
+    def bindings(self) -> tuple[DescriptorSlot, ...]:
+        """The input slots, one per program input."""
+        self._live("ExecutionInputs.bindings")
+        return self._bindings
+
+    def into_parts(self) -> tuple[AllocationGroup, tuple[DescriptorSlot, ...]]:
+        """Consume the package into ``(group, bindings)``. O(1)."""
+        self._consume("ExecutionInputs.into_parts")
+        group = self._group
+        self._group = None
+        assert group is not None
+        return group, self._bindings
+
+    # -- runtime internals --------------------------------------------------------------
+    def _take(self, operation: str) -> ExecutionInputs:
+        """Admission: move the group and bindings into a new package owned by the task."""
+        self._consume(operation)
+        pkg = ExecutionInputs.__new__(ExecutionInputs)
+        pkg._init_lender()
+        pkg._group = self._group
+        pkg._bindings = self._bindings
+        self._group = None
+        return pkg
+
+    def _give_back(self, pkg: ExecutionInputs) -> None:
+        """Undo ``_take`` (a failure proven to precede any enqueue): same group object."""
+        self._group = pkg._group
+        pkg._group = None
+        pkg._moved_by = "rejection"
+        self._unconsume()
+
+    def _roots(self) -> tuple[RootResource, ...]:
+        """The distinct roots of the group's live allocation entries."""
+        assert self._group is not None
+        seen: dict[int, RootResource] = {}
+        for storage in self._group._allocations:
+            if storage is not None and storage._root is not None:
+                seen.setdefault(id(storage._root), storage._root)
+        return tuple(seen.values())
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"ExecutionInputs(<consumed by {self._moved_by}>)"
+        return f"ExecutionInputs({self._group!r}, {len(self._bindings)} bindings)"
+
+
+class ScopedReadInputs(NoCopy):
+    """The borrowed package of a scoped read-only call: immutable views only.
+
+    Holds references to the caller's ``TensorView`` objects (their borrows stay the
+    caller's).  There is no writable binding shape: owners and mutable views are
+    refused with ``TypeError``. O(len(views)).
+    """
+
+    __slots__ = ("_moved_by", "_views")
+
+    _views: tuple[TensorView[Any, Any], ...]
+    _moved_by: str | None
+
+    def __init__(self, views: Sequence[TensorView[Any, Any]]) -> None:
+        vs = tuple(views)
+        for v in vs:
+            if type(v) is not TensorView:
+                raise TypeError(
+                    f"ScopedReadInputs: expected read-only TensorView bindings, got "
+                    f"{type(v).__name__}; pass owner.as_view() (scoped execution never writes)"
+                )
+        self._views = vs
+        self._moved_by = None
+
+    @property
+    def views(self) -> tuple[TensorView[Any, Any], ...]:
+        """The borrowed input views, in binding order."""
+        if self._moved_by is not None:
+            raise UseAfterMoveError(
+                f"ScopedReadInputs.views: this package was consumed by {self._moved_by}"
+            )
+        return self._views
+
+    def __repr__(self) -> str:
+        return f"ScopedReadInputs({len(self._views)} views)"
+
+
+# -- bundles ---------------------------------------------------------------------------------
+
+ExecutionOutput = DescriptorSlot | OutputMetadata
+"""One entry of a detached bundle's output map: a slot of its group, or metadata."""
+
+OutputRef = TensorView[Any, Any] | OutputMetadata
+"""What ``output(i)`` returns: a borrowed view, or the metadata itself."""
+
+
+def _check_index(n: int, i: object, operation: str) -> int:
+    if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+        raise OutputAccessError(f"{operation}: output {i!r} does not exist (the bundle has {n})")
+    return i
+
+
+class ExecutionBundle(Lender):
+    """The result of a completed detached execution: a group and its output map.
+
+    The group holds the input records (identity outputs are their slots) and one new
+    record per fresh output; repeated outputs name the same slot twice.  ``output(i)``
+    borrows; ``into_output(i)`` consumes the whole bundle.  No copy anywhere.
+    """
+
+    __slots__ = ("_group", "_kinds", "_outputs")
+
+    _group: AllocationGroup | None
+    _outputs: tuple[ExecutionOutput, ...]
+    _kinds: tuple[OutputKind, ...]
+
+    def __init__(self) -> None:
+        raise TypeError("ExecutionBundle is created by the runtime (Completed.bundle)")
+
+    @classmethod
+    def _make(
+        cls,
+        group: AllocationGroup,
+        outputs: tuple[ExecutionOutput, ...],
+        kinds: tuple[OutputKind, ...],
+    ) -> ExecutionBundle:
+        b = cls.__new__(cls)
+        b._init_lender()
+        b._group = group
+        b._outputs = outputs
+        b._kinds = kinds
+        return b
+
+    def _describe(self) -> str:
+        return "ExecutionBundle"
+
+    def __len__(self) -> int:
+        self._live("len(ExecutionBundle)")
+        return len(self._outputs)
+
+    @property
+    def outputs(self) -> tuple[ExecutionOutput, ...]:
+        """The output map: a group slot or metadata per output."""
+        self._live("ExecutionBundle.outputs")
+        return self._outputs
+
+    @property
+    def kinds(self) -> tuple[OutputKind, ...]:
+        """The kind of each output (fresh, identity, repeated, metadata)."""
+        self._live("ExecutionBundle.kinds")
+        return self._kinds
+
+    @property
+    def group(self) -> AllocationGroup:
+        """The group holding every tensor output (and the rest of the inputs)."""
+        self._live("ExecutionBundle.group")
+        assert self._group is not None
+        return self._group
+
+    def output(self, i: int) -> OutputRef:
+        """Output ``i`` borrowed: a ``TensorView`` under a shared borrow of the bundle's group,
+        or the ``OutputMetadata``.  O(1), no copy.  ``OutputAccessError`` for a bad index."""
+        self._live("ExecutionBundle.output")
+        out = self._outputs[_check_index(len(self._outputs), i, "ExecutionBundle.output")]
+        if isinstance(out, OutputMetadata):
+            return out
+        assert self._group is not None
+        return self._group.view(out)
+
+    def into_output(self, i: int) -> Tensor[Any, Any]:
+        """Consume the bundle into the owner of output ``i``.
+
+        Delegates to ``AllocationGroup.into_tensor``: repeated and duplicate aliases of
+        that output, the rest of the group and the output map disappear together.  On
+        refusal raises ``OutputExtractError`` whose ``.value`` is this exact bundle,
+        unconsumed (``"invalid_output"``, ``"metadata_output"``, ``"extract"``); a
+        borrowed bundle raises ``BorrowError``.  No copy. O(allocations).
+        """
+        operation = "ExecutionBundle.into_output"
+        self._live(operation)
+        n = len(self._outputs)
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+            raise OutputExtractError(
+                "invalid_output",
+                f"{operation}: output {i!r} does not exist (the bundle has {n})",
+                self,
+            )
+        out = self._outputs[i]
+        if isinstance(out, OutputMetadata):
+            raise OutputExtractError(
+                "metadata_output",
+                f"{operation}: output {i} is storage-free metadata ({out.value!r}); read it with "
+                "output(i)",
+                self,
+            )
+        group = self._group
+        assert group is not None
+        try:
+            tensor = group.into_tensor(out)
+        except IntoTensorError as exc:
+            raise OutputExtractError("extract", f"{operation}: output {i}: {exc}", self) from exc
+        self._moved_by = operation
+        self._group = None
+        self._outputs = ()
+        return tensor
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"ExecutionBundle(<consumed by {self._moved_by}>)"
+        kinds = ", ".join(k.value for k in self._kinds)
+        return f"ExecutionBundle([{kinds}])"
+
+
+class ScopedExecutionBundle(Lender):
+    """The result of a completed scoped call.
+
+    Identity and repeated inputs come back *borrowed* (views bounded by the caller's
+    borrows), fresh results are *owned* by the bundle's group, metadata is storage-free.
+    ``output(i)`` reborrows any tensor output as a view; ``into_owned_output(i)``
+    succeeds only for owned outputs.  Nothing is copied.
+    """
+
+    __slots__ = ("_kinds", "_outputs", "_owned")
+
+    _owned: AllocationGroup | None
+    _outputs: tuple[TensorView[Any, Any] | DescriptorSlot | OutputMetadata, ...]
+    _kinds: tuple[OutputKind, ...]
+
+    def __init__(self) -> None:
+        raise TypeError("ScopedExecutionBundle is created by the runtime (Completed.bundle)")
+
+    @classmethod
+    def _make(
+        cls,
+        owned: AllocationGroup,
+        outputs: tuple[TensorView[Any, Any] | DescriptorSlot | OutputMetadata, ...],
+        kinds: tuple[OutputKind, ...],
+    ) -> ScopedExecutionBundle:
+        b = cls.__new__(cls)
+        b._init_lender()
+        b._owned = owned
+        b._outputs = outputs
+        b._kinds = kinds
+        return b
+
+    def _describe(self) -> str:
+        return "ScopedExecutionBundle"
+
+    def __len__(self) -> int:
+        self._live("len(ScopedExecutionBundle)")
+        return len(self._outputs)
+
+    @property
+    def kinds(self) -> tuple[OutputKind, ...]:
+        """The kind of each output."""
+        self._live("ScopedExecutionBundle.kinds")
+        return self._kinds
+
+    def is_borrowed(self, i: int) -> bool:
+        """Whether output ``i`` is a borrow of a caller input (identity or repeated input)."""
+        self._live("ScopedExecutionBundle.is_borrowed")
+        out = self._outputs[_check_index(len(self._outputs), i, "ScopedExecutionBundle")]
+        return isinstance(out, TensorView)
+
+    def output(self, i: int) -> OutputRef:
+        """Output ``i`` as a view (a reborrow: of the caller's value for borrowed outputs,
+        of the owned group for fresh ones) or its metadata.  O(1), no copy."""
+        self._live("ScopedExecutionBundle.output")
+        out = self._outputs[_check_index(len(self._outputs), i, "ScopedExecutionBundle.output")]
+        if isinstance(out, OutputMetadata):
+            return out
+        if isinstance(out, TensorView):
+            return out.as_view()
+        assert self._owned is not None
+        return self._owned.view(out)
+
+    def into_owned_output(self, i: int) -> Tensor[Any, Any]:
+        """Consume the bundle into the owner of the *owned* output ``i``.
+
+        Borrowed outputs are refused (``"borrowed_output"``), metadata too
+        (``"metadata_output"``); the ``ScopedOutputExtractError`` carries this exact
+        bundle and nothing is copied.  On success the borrowed views, the other owned
+        records and the output map are dropped together. O(allocations).
+        """
+        operation = "ScopedExecutionBundle.into_owned_output"
+        self._live(operation)
+        n = len(self._outputs)
+        if not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < n:
+            raise ScopedOutputExtractError(
+                "invalid_output",
+                f"{operation}: output {i!r} does not exist (the bundle has {n})",
+                self,
+            )
+        out = self._outputs[i]
+        if isinstance(out, TensorView):
+            raise ScopedOutputExtractError(
+                "borrowed_output",
+                f"{operation}: output {i} is an input returned as is (a borrow of the caller's "
+                "value), not an owner; read it with output(i) or duplicate() it explicitly",
+                self,
+            )
+        if isinstance(out, OutputMetadata):
+            raise ScopedOutputExtractError(
+                "metadata_output",
+                f"{operation}: output {i} is storage-free metadata ({out.value!r})",
+                self,
+            )
+        owned = self._owned
+        assert owned is not None
+        try:
+            tensor = owned.into_tensor(out)
+        except IntoTensorError as exc:
+            raise ScopedOutputExtractError("extract", f"{operation}: {exc}", self) from exc
+        borrowed = [o for o in self._outputs if isinstance(o, TensorView)]
+        self._moved_by = operation
+        self._owned = None
+        self._outputs = ()
+        for v in borrowed:
+            v.release()
+        return tensor
+
+    def release(self) -> None:
+        """End the borrows of the borrowed outputs now (the owned group is dropped too). O(n)."""
+        if self._moved_by is None:
+            self._moved_by = "ScopedExecutionBundle.release"
+            for o in self._outputs:
+                if isinstance(o, TensorView):
+                    o.release()
+            self._owned = None
+            self._outputs = ()
+
+    def __enter__(self) -> ScopedExecutionBundle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"ScopedExecutionBundle(<consumed by {self._moved_by}>)"
+        kinds = ", ".join(k.value for k in self._kinds)
+        return f"ScopedExecutionBundle([{kinds}])"
+
+
+ExecutionOutcome = Completed[ExecutionBundle] | RetiredFailed[ExecutionInputs] | CompletionUnproven
+ScopedExecutionOutcome = Completed[ScopedExecutionBundle] | RetiredFailed[ScopedReadInputs]
+
+
+# -- handle ----------------------------------------------------------------------------------
+
+
+class OutcomeCell:
+    """Where a worker publishes the terminal outcome (thread-safe, written once)."""
+
+    __slots__ = ("_done", "_outcome")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._outcome: ExecutionOutcome | None = None
+
+    def publish(self, outcome: ExecutionOutcome) -> None:
+        if self._done.is_set():
+            raise RuntimeError("OutcomeCell.publish: a terminal outcome was already published")
+        self._outcome = outcome
+        self._done.set()
+
+
+class ExecutionHandle(NoCopy):
+    """Observation of one admitted detached execution.
+
+    ``wait()`` consumes the handle and returns the terminal outcome; dropping the
+    handle (or ``detach()``) only stops observation: the engine's worker keeps every
+    owner, binding, event, root and context until the terminal outcome, and drops the
+    outcome's owners itself when nobody observes it.
+    """
+
+    __slots__ = ("_cell", "_moved_by", "engine")
+
+    engine: EngineId
+    _cell: OutcomeCell | None
+    _moved_by: str | None
+
+    def __init__(self) -> None:
+        raise TypeError("ExecutionHandle is returned by runtime.submit()")
+
+    @classmethod
+    def _make(cls, engine: EngineId, cell: OutcomeCell) -> ExecutionHandle:
+        h = cls.__new__(cls)
+        h.engine = engine
+        h._cell = cell
+        h._moved_by = None
+        return h
+
+    def _live_cell(self, operation: str) -> OutcomeCell:
+        cell = self._cell
+        if cell is None:
+            raise UseAfterMoveError(
+                f"{operation}: this ExecutionHandle was consumed by {self._moved_by}"
+            )
+        return cell
+
+    def done(self) -> bool:
+        """Whether the terminal outcome is available (never blocks). O(1)."""
+        return self._live_cell("ExecutionHandle.done")._done.is_set()
+
+    def wait(self, timeout: float | None = None) -> ExecutionOutcome:
+        """Block until the terminal outcome and return it, consuming the handle.
+
+        A wait is a synchronization point, never a copy.  With ``timeout`` (seconds)
+        raises ``TimeoutError`` if the outcome is not ready; the handle stays usable.
+        """
+        cell = self._live_cell("ExecutionHandle.wait")
+        if not cell._done.wait(timeout):
+            raise TimeoutError(
+                f"ExecutionHandle.wait: no terminal outcome from {self.engine} within "
+                f"{timeout} s; the handle is unchanged (wait again, or drop it to detach)"
+            )
+        self._moved_by = "ExecutionHandle.wait"
+        outcome = cell._outcome
+        assert outcome is not None
+        cell._outcome = None
+        self._cell = None
+        return outcome
+
+    def detach(self) -> None:
+        """Stop observing (the same as dropping the handle). O(1)."""
+        self._live_cell("ExecutionHandle.detach")
+        self._moved_by = "ExecutionHandle.detach"
+        self._cell = None
+
+    def __repr__(self) -> str:
+        if self._moved_by is not None:
+            return f"ExecutionHandle({self.engine}, <consumed by {self._moved_by}>)"
+        state = "done" if self._live_cell("repr")._done.is_set() else "pending"
+        return f"ExecutionHandle({self.engine}, {state})"
+
+
+# -- validation shared by every engine -------------------------------------------------------
+
+_SUBMIT: Final = "runtime.submit"
+_SCOPED: Final = "runtime.execute_scoped_read_only"
+
+
+def _detached_cause(
+    provider: ExecutionProvider | None,
+    engine: object,
+    program: object,
+    inputs: ExecutionInputs,
+) -> SubmitError | None:
+    def err(kind: SubmitErrorKind, message: str) -> SubmitError:
+        return SubmitError(kind, _SUBMIT, message)
+
+    if provider is None:
+        return err(SubmitErrorKind.UNKNOWN_ENGINE, f"no engine {engine} is registered")
+    if not isinstance(program, CompiledGraph):
+        return err(SubmitErrorKind.INVALID_PROGRAM, f"got {type(program).__name__}")
+    if inputs._moved_by is not None:
+        return err(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
+    group = inputs._group
+    assert group is not None
+    if group._exclusive is not None or group._shared:
+        return err(
+            SubmitErrorKind.BORROWED,
+            f"the input group is borrowed ({group._blocker()}); release its views first",
+        )
+    if len(inputs._bindings) != program.n_inputs:
+        return err(
+            SubmitErrorKind.ARITY,
+            f"{program.name or 'the program'} takes {program.n_inputs} input(s), "
+            f"{len(inputs._bindings)} binding(s) given",
+        )
+    for k, slot in enumerate(inputs._bindings):
+        try:
+            group._resolve(slot, _SUBMIT)
+        except GroupError as exc:
+            return err(SubmitErrorKind.INVALID_BINDING, f"binding {k}: {exc}")
+    domains = provider.domains()
+    for root in inputs._roots():
+        domain = AllocationDomainId(root.provider.placement)
+        if domain not in domains:
+            return err(
+                SubmitErrorKind.DOMAIN,
+                f"alloc#{root.alloc_id} lives in {domain}, which {engine} cannot access",
+            )
+    return None
+
+
+def submit(engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs) -> ExecutionHandle:
+    """Submit ``program`` over ``inputs`` to the caller-selected ``engine`` (detached, owning).
+
+    Validation and planning come first; any refusal raises ``SubmitRejected`` whose
+    ``into_parts()`` gives back the cause and this exact, unchanged ``inputs`` object
+    (nothing was admitted, nothing enqueued).  Otherwise ``inputs`` is consumed and an
+    :class:`ExecutionHandle` is returned; every later failure arrives through
+    ``handle.wait()``.  Cost: O(bindings + allocations) checks plus the provider's
+    admission; the host engine also runs the program before returning.
+    """
+    if not isinstance(inputs, ExecutionInputs):
+        raise TypeError(f"{_SUBMIT}: expected ExecutionInputs, got {type(inputs).__name__}")
+    provider = lookup(engine)
+    cause = _detached_cause(provider, engine, program, inputs)
+    if cause is not None:
+        raise SubmitRejected(cause, inputs)
+    assert provider is not None
+    return provider.submit_detached(engine, program, inputs)
+
+
+def execute_scoped_read_only(
+    engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+) -> ScopedExecutionOutcome:
+    """Run ``program`` over borrowed read-only ``inputs`` synchronously to retirement.
+
+    Only synchronous engines (the host) accept it; an asynchronous engine, an unknown
+    engine, a wrong arity or a released view raise ``ScopedSubmitRejected`` carrying
+    this exact package before anything is admitted.  Returns ``Completed`` (a
+    :class:`ScopedExecutionBundle`) or ``RetiredFailed`` (this package back); either
+    way, all work has retired before the return.  No input is copied.
+    """
+    if not isinstance(inputs, ScopedReadInputs):
+        raise TypeError(f"{_SCOPED}: expected ScopedReadInputs, got {type(inputs).__name__}")
+    provider = lookup(engine)
+
+    def reject(kind: SubmitErrorKind, message: str) -> ScopedSubmitRejected:
+        return ScopedSubmitRejected(SubmitError(kind, _SCOPED, message), inputs)
+
+    if provider is None:
+        raise reject(SubmitErrorKind.UNKNOWN_ENGINE, f"no engine {engine} is registered")
+    if not provider.synchronous:
+        raise reject(
+            SubmitErrorKind.UNSUPPORTED,
+            f"{engine} is asynchronous: borrowed work could outlive the call. Use the "
+            "detached submit() with owning ExecutionInputs, or a synchronous (host) engine",
+        )
+    if not isinstance(program, CompiledGraph):
+        raise reject(SubmitErrorKind.INVALID_PROGRAM, f"got {type(program).__name__}")
+    if inputs._moved_by is not None:
+        raise reject(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
+    if len(inputs._views) != program.n_inputs:
+        raise reject(
+            SubmitErrorKind.ARITY,
+            f"{program.name or 'the program'} takes {program.n_inputs} input(s), "
+            f"{len(inputs._views)} view(s) given",
+        )
+    for k, v in enumerate(inputs._views):
+        if v._lender is None:
+            raise reject(SubmitErrorKind.INVALID_BINDING, f"view {k} was released ({v._ended})")
+    return provider.execute_scoped(engine, program, inputs)
+
+
+# -- helpers for providers -------------------------------------------------------------------
+
+
+def detached_bundle(
+    program: CompiledGraph, package: ExecutionInputs, fresh: dict[int, Tensor[Any, Any]]
+) -> ExecutionBundle:
+    """Build the completed bundle: the package's group plus one record per fresh output."""
+    group, bindings = package.into_parts()
+    slots: dict[int, DescriptorSlot] = {}
+    outputs: list[ExecutionOutput] = []
+    for out in program.outputs:
+        if out.kind is OutputKind.METADATA:
+            assert out.metadata is not None
+            outputs.append(out.metadata)
+            continue
+        v = out.value
+        assert v is not None
+        slot = slots.get(v)
+        if slot is None:
+            slot = bindings[v] if v < program.n_inputs else group.insert(fresh.pop(v))
+            slots[v] = slot
+        outputs.append(slot)
+    return ExecutionBundle._make(group, tuple(outputs), program.output_kinds)
+
+
+def scoped_bundle(
+    program: CompiledGraph, inputs: ScopedReadInputs, fresh: dict[int, Tensor[Any, Any]]
+) -> ScopedExecutionBundle:
+    """Build the completed scoped bundle: borrowed inputs, owned fresh outputs, metadata."""
+    owned = AllocationGroup()
+    slots: dict[int, DescriptorSlot] = {}
+    outputs: list[TensorView[Any, Any] | DescriptorSlot | OutputMetadata] = []
+    for out in program.outputs:
+        if out.kind is OutputKind.METADATA:
+            assert out.metadata is not None
+            outputs.append(out.metadata)
+            continue
+        v = out.value
+        assert v is not None
+        if v < program.n_inputs:
+            outputs.append(inputs._views[v].as_view())
+            continue
+        slot = slots.get(v)
+        if slot is None:
+            slot = slots[v] = owned.insert(fresh.pop(v))
+        outputs.append(slot)
+    return ScopedExecutionBundle._make(owned, tuple(outputs), program.output_kinds)
+
+
+def execution_error(kind: ExecutionErrorKind, where: str, exc: BaseException) -> ExecutionError:
+    """An :class:`ExecutionError` describing ``exc`` (the exception object is not kept)."""
+    return ExecutionError(kind, where, type(exc).__name__, str(exc))
