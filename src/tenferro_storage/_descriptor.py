@@ -113,12 +113,19 @@ class CheckedDescriptor:
         arr = self._array
         if arr is None:
             item = self.dtype.itemsize
+            # An axis of extent <= 1 (or any axis of an empty layout) never steps, so its
+            # stride is irrelevant to numpy; validation does not bound it (a slice with step
+            # 2**62 is legal), so hand numpy 0 there instead of a byte stride past intp.
+            size = self.size
             arr = np.ndarray(
                 self.shape,
                 dtype=self.dtype.numpy,
                 buffer=self.buffer,
-                offset=self.start + self.offset * item if self.size else self.start,
-                strides=tuple(s * item for s in self.strides),
+                offset=self.start + self.offset * item if size else self.start,
+                strides=tuple(
+                    s * item if size and n > 1 else 0
+                    for n, s in zip(self.shape, self.strides, strict=True)
+                ),
             )
             self._array = arr
         return arr

@@ -9,6 +9,12 @@ import numpy as np
 from .errors import DTypeError
 
 
+class ConversionError(DTypeError, ValueError):
+    """A value conversion would silently change values (NaN/inf or an out-of-range float into
+    an integer dtype, a nonzero imaginary part into a real dtype).  Both a ``DTypeError``
+    (``TypeError``) and a ``ValueError``; nothing is allocated or recorded."""
+
+
 class DType:
     """One supported scalar type (immutable; compare with ``==`` or by ``name``).
 
@@ -101,8 +107,10 @@ def dtype(spec: object) -> DType:
             return found
         if spec == "bool_":
             return bool_
-    if spec is not None and not isinstance(spec, bool | int | float):
-        try:  # numpy's spellings: np.float32, float, complex, "f4", np.dtype("<c16")
+    elif spec is not None and not isinstance(spec, bool | int | float):
+        # numpy's type spellings: np.float32, float, complex, np.dtype("<c16").  Strings stay
+        # the canonical names only ("f8", "float" are refused: one spelling per dtype).
+        try:
             nd = np.dtype(spec)  # type: ignore[call-overload]
         except Exception:  # numpy raises TypeError, ValueError, ... for what it cannot parse
             nd = None

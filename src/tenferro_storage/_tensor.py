@@ -110,6 +110,12 @@ class TensorView(Borrow, Generic[DT, R]):
     _desc: CheckedDescriptor
     _storage: OwnedStorage
 
+    def __init__(self) -> None:
+        raise TypeError(
+            "TensorView() cannot be constructed directly; borrow one with owner.as_view() "
+            "(or view.as_view(), or slice an owner or view)"
+        )
+
     @classmethod
     def _make(cls, lender: Lender, storage: OwnedStorage, desc: CheckedDescriptor) -> Any:
         """Wrap a shared borrow the caller has already taken on ``lender``."""
@@ -292,6 +298,11 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
 
     _desc: CheckedDescriptor
     _storage: OwnedStorage
+
+    def __init__(self) -> None:
+        raise TypeError(
+            "TensorViewMut() cannot be constructed directly; borrow one with owner.as_view_mut()"
+        )
 
     @classmethod
     def _make(cls, lender: Lender, storage: OwnedStorage, desc: CheckedDescriptor) -> Any:
