@@ -7,7 +7,7 @@ prepared objects whose hot loop is numpy's; two ledgers (:mod:`tenferro_storage.
 record every allocation and every byte-preserving copy with its reason.
 """
 
-from . import errors, kernel, ledger, random
+from . import errors, kernel, ledger, random, runtime
 from ._access import (
     PreparedContiguousRead,
     PreparedContiguousWrite,
@@ -107,6 +107,7 @@ __all__ = [
     "ledger",
     "ones",
     "random",
+    "runtime",
     "view_as_complex",
     "view_as_real",
     "zeros",

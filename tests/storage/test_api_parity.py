@@ -99,6 +99,7 @@ PUBLIC_SURFACE = (
     "ledger",
     "ones",
     "random",
+    "runtime",
     "view_as_complex",
     "view_as_real",
     "zeros",
