@@ -255,7 +255,7 @@ def build(
     # Check 5: storage and provider compatibility.
     if placement != root.provider.placement:
         raise fail(f"placement {placement!r} does not match provider {root.provider.placement!r}")
-    return _new(dt, shape_t, strides_t, off, size, lo, hi, start, stop, root.allocation)
+    return _new(dt, shape_t, strides_t, off, size, lo, hi, start, stop, root._allocation)
 
 
 def fresh(
@@ -279,7 +279,7 @@ def fresh(
     d.hi = size - 1
     d.start = 0
     d.stop = root.capacity_bytes
-    d.buffer = root.allocation
+    d.buffer = root._allocation
     d.layout = whole(size)
     d._array = array
     d._readonly = None

@@ -31,10 +31,19 @@ class AllocationReason(enum.Enum):
 
 
 class CopyReason(enum.Enum):
-    """Why bytes were copied unchanged."""
+    """Why bytes were copied unchanged.
+
+    * ``EXPLICIT_DUPLICATE``: ``duplicate()`` (the user asked for a second owner);
+    * ``TRANSFER``: bytes crossed the boundary to or from numpy (``from_numpy``,
+      ``to_numpy``);
+    * ``MATERIALIZE``: a kernel or rule returned memory that belongs to an existing value
+      (for example one of its inputs), so its bytes were copied into a fresh owner
+      (``kernel.materialize_output``) instead of giving those bytes a second owner.
+    """
 
     EXPLICIT_DUPLICATE = "explicit_duplicate"
     TRANSFER = "transfer"
+    MATERIALIZE = "materialize"
 
 
 class EventKind(enum.Enum):

@@ -10,7 +10,7 @@ audited import boundary: nothing else in the package constructs a root.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, NoReturn
 
 import attrs
 import numpy as np
@@ -18,7 +18,60 @@ import numpy as np
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider
-from .errors import LayoutError
+from .errors import AliasedOutputError, LayoutError
+
+_BUFFERS: Final[dict[int, int]] = {}
+"""``id(buffer) -> allocation id`` for the buffer of every live root.
+
+Lets :func:`adopt` (and the per-op ``adopt_output``) refuse, in O(1), an array that is
+already some root's memory: a kernel that returned one of its inputs.  An entry lives
+exactly as long as its root (added at birth, removed by ``RootResource.__del__``), so an
+id here always names a live buffer.
+"""
+
+
+def owning_allocation(array: object) -> int | None:
+    """The allocation id of the live root whose buffer is ``array`` or lies in its base chain.
+
+    ``None`` when ``array`` is not memory of any live root.  O(length of the base chain).
+    """
+    a: object = array
+    while a is not None:
+        hit = _BUFFERS.get(id(a))
+        if hit is not None:
+            return hit
+        a = getattr(a, "base", None)
+    return None
+
+
+def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
+    """Raise :class:`AliasedOutputError` if ``array`` is memory some value already holds.
+
+    Two signs, both O(1) on the per-op path: the array (or its base chain) is a live
+    root's buffer, or the array is read-only (what ``kernel.read_array`` hands out).
+    """
+    alloc = owning_allocation(array)
+    if alloc is not None:
+        what = "is" if id(array) in _BUFFERS else "is a view of"
+        raise AliasedOutputError(
+            operation,
+            f"the array {what} the buffer of alloc#{alloc}, which an existing value owns: "
+            "the kernel returned one of its inputs (or another value's memory). Adopting it "
+            "would make a second owner of those bytes. Return a fresh array, or call "
+            "tenferro_storage.kernel.materialize_output() for a recorded MATERIALIZE copy",
+            shape=tuple(array.shape),
+            dtype=str(array.dtype),
+        )
+    if not array.flags.writeable:
+        raise AliasedOutputError(
+            operation,
+            "the array is read-only, as kernel.read_array hands out inputs: the kernel "
+            "returned an input (or another value's memory). Adopting it would make a second "
+            "owner of those bytes. Return a fresh array, or call "
+            "tenferro_storage.kernel.materialize_output() for a recorded MATERIALIZE copy",
+            shape=tuple(array.shape),
+            dtype=str(array.dtype),
+        )
 
 
 @attrs.frozen
@@ -39,10 +92,10 @@ class RootResource(NoCopy):
     neither ownership nor write authority.
     """
 
-    __slots__ = ("_operation", "alloc_id", "allocation", "capacity_bytes", "provider", "reason")
+    __slots__ = ("_allocation", "_operation", "alloc_id", "capacity_bytes", "provider", "reason")
 
     provider: HostProvider
-    allocation: np.ndarray[Any, Any]
+    _allocation: np.ndarray[Any, Any]  # the whole buffer: private, never handed out
     capacity_bytes: int
     alloc_id: int
     reason: AllocationReason
@@ -53,6 +106,20 @@ class RootResource(NoCopy):
         """Allocation id, reason, creating operation and capacity (for messages and tests)."""
         return AllocationDiagnostics(
             self.alloc_id, self.reason, self._operation, self.capacity_bytes
+        )
+
+    @property
+    def allocation(self) -> NoReturn:
+        """Refused: the root's buffer is private (it spans every claim of the root).
+
+        Holding a root grants no access.  Read values through a borrow
+        (``prepare_host()``), write them through an exclusive one (``prepare_host_mut()``).
+        """
+        raise AttributeError(
+            f"RootResource.allocation: the buffer of alloc#{self.alloc_id} is private: it spans "
+            "every claim of the root, so handing it out would let one owner write another's "
+            "bytes. Read values with prepare_host(), write them with prepare_host_mut() on an "
+            "owner or view"
         )
 
     def span(self, start: int, stop: int) -> str:
@@ -72,6 +139,7 @@ class RootResource(NoCopy):
             return
         # LEDGER.release, with its common case (no capture active) inlined: a root dies
         # once per op on the AD path.
+        _BUFFERS.pop(id(self._allocation), None)
         led = LEDGER
         if led.captures or led.watching or alloc_id not in led.live:
             led.release(self.reason, self.capacity_bytes, alloc_id)
@@ -91,11 +159,12 @@ def _new_root(
     root = RootResource.__new__(RootResource)
     nbytes = buffer.nbytes
     root.provider = provider
-    root.allocation = buffer
+    root._allocation = buffer
     root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
-    root.alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    _BUFFERS[id(buffer)] = alloc_id
     provider.counters.allocations += 1
     return root
 
@@ -112,10 +181,12 @@ def allocate(nbytes: int, reason: AllocationReason, operation: str) -> OwnedStor
 def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str) -> OwnedStorage:
     """Adopt a *fresh* numpy array that owns its memory as a new root.
 
-    The caller guarantees that nothing else refers to ``array``; ``array.base is None``
-    and C-contiguity are checked (a view of another root always has a base, so a
-    kernel that returned one of its inputs is refused rather than aliased).
+    The caller guarantees that nothing else refers to ``array``.  Checked: it is not
+    (a view of) a live root's buffer and not read-only (``AliasedOutputError``: a
+    kernel that returned one of its inputs is refused rather than aliased), it owns
+    its memory and is C-contiguous (``LayoutError``).
     """
+    refuse_existing_memory(array, operation)
     if array.base is not None or not array.flags.c_contiguous:  # one flags read
         raise LayoutError(
             operation,
@@ -139,16 +210,17 @@ def adopt_checked(
     nbytes = array.nbytes
     root = RootResource.__new__(RootResource)
     root.provider = HOST
-    root.allocation = array
+    root._allocation = array
     root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
     led = LEDGER
     if led.captures:
-        root.alloc_id = led.allocate(reason, nbytes, operation)
+        root.alloc_id = alloc_id = led.allocate(reason, nbytes, operation)
     else:  # LEDGER.allocate's common case, inlined (once per op on the AD path)
         root.alloc_id = alloc_id = next(led.alloc_ids)
         led.live[alloc_id] = nbytes
+    _BUFFERS[id(array)] = alloc_id
     HOST.counters.allocations += 1
     storage = OwnedStorage.__new__(OwnedStorage)
     storage._moved_by = None

@@ -31,9 +31,10 @@ from ._dtypes import dtype as resolve_dtype
 from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
+from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
-from ._root import OwnedStorage, adopt, adopt_checked
+from ._root import _BUFFERS, OwnedStorage, adopt, adopt_checked
 from .errors import AccessError, BorrowError, LayoutError
 
 DT = TypeVar("DT")
@@ -97,7 +98,7 @@ def _repr(kind: str, desc: CheckedDescriptor, span: str) -> str:
     return f"{head}, {span})"
 
 
-class TensorView(Borrow, Generic[DT, R]):
+class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
     """A shared, read-only borrow of a tensor's values.
 
     Any number of views may coexist; while one lives the owner cannot be mutated or
@@ -199,11 +200,20 @@ class TensorView(Borrow, Generic[DT, R]):
         return self._derive(self._d("as_view"), "TensorView.as_view")  # type: ignore[no-any-return]
 
     @overload
-    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...  # type: ignore[overload-overlap]
     @overload
-    def __getitem__(self, key: Any) -> TensorView[DT, DynRank]: ...
+    def __getitem__(self, key: BasicKey) -> TensorView[DT, DynRank]: ...
+    @overload
+    def __getitem__(self, key: Any) -> Any: ...
     def __getitem__(self, key: Any) -> Any:
-        """Basic indexing as in numpy (ints drop an axis); a new checked view, no copy."""
+        """Basic indexing as in numpy (ints drop an axis); a new checked view, no copy.
+
+        Any other key (integer arrays, lists, owners, boolean masks) is advanced indexing:
+        it goes to the registered ``getitem`` operator (``tenferro_ad``'s gather), and
+        without one raises ``TypeError``.
+        """
+        if not is_basic_key(key):
+            return advanced_getitem(self, key, "TensorView[...]")
         desc = D.index(self._d("TensorView[...]"), key, "TensorView[...]")
         return self._derive(desc, "TensorView[...]")
 
@@ -286,7 +296,7 @@ class TensorView(Borrow, Generic[DT, R]):
         return _repr("TensorView", self._desc, self._storage.span)
 
 
-class TensorViewMut(Lender, Borrow, Generic[DT, R]):
+class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
     """An exclusive borrow of a tensor: the only way to write its values.
 
     While it lives nothing else can read or write the owner.  It can itself lend:
@@ -419,11 +429,19 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
 
     # -- mutation (implemented once, here) ---------------------------------------------
     @overload
-    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorViewMut[DT, R]: ...
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorViewMut[DT, R]: ...  # type: ignore[overload-overlap]
     @overload
-    def __getitem__(self, key: Any) -> TensorViewMut[DT, DynRank]: ...
+    def __getitem__(self, key: BasicKey) -> TensorViewMut[DT, DynRank]: ...
+    @overload
+    def __getitem__(self, key: Any) -> Any: ...
     def __getitem__(self, key: Any) -> Any:
-        """Mutable basic indexing: an exclusive child reborrow (this view waits for it)."""
+        """Mutable basic indexing: an exclusive child reborrow (this view waits for it).
+
+        An advanced key reads (a gather through the registered ``getitem`` operator, as
+        on ``TensorView``); without one it raises ``TypeError``.
+        """
+        if not is_basic_key(key):
+            return advanced_getitem(self, key, "TensorViewMut[...]")
         d = self._for_reborrow("TensorViewMut[...]")
         child = D.index(d, key, "TensorViewMut[...]")
         child._injective = d._injective  # a sub-lattice of an injective layout stays injective
@@ -485,7 +503,7 @@ class TensorViewMut(Lender, Borrow, Generic[DT, R]):
         return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
 
 
-class Tensor(Lender, Generic[DT, R]):
+class Tensor(OperatorMixin, Lender, Generic[DT, R]):
     """The unique owner of a tensor's allocation.  Move-only: no copy, no pickle.
 
     Create with :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange`,
@@ -574,7 +592,7 @@ class Tensor(Lender, Generic[DT, R]):
                 storage = self._storage
                 if storage is not None and storage._root is not None:
                     root = storage._root
-                    arr = root.allocation
+                    arr = root._allocation
                     d = D.fresh(_BY_NUMPY[arr.dtype], arr.view(), root, count=False)
                     self._desc = d
                     return d
@@ -651,10 +669,14 @@ class Tensor(Lender, Generic[DT, R]):
         return self.as_view().prepare_host()
 
     @overload
-    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> TensorView[DT, R]: ...  # type: ignore[overload-overlap]
     @overload
-    def __getitem__(self, key: Any) -> TensorView[DT, DynRank]: ...
+    def __getitem__(self, key: BasicKey) -> TensorView[DT, DynRank]: ...
+    @overload
+    def __getitem__(self, key: Any) -> Any: ...
     def __getitem__(self, key: Any) -> Any:
+        if not is_basic_key(key):
+            return advanced_getitem(self, key, "Tensor[...]")
         v = self.as_view()
         try:
             return v[key]
@@ -789,14 +811,21 @@ def adopt_output(
 ) -> Tensor[Any, DynRank]:
     """Own a kernel's fresh output array (one allocation event; no copy). O(1).
 
-    ``array`` must be a fresh C-contiguous array that owns its memory and that nothing
-    else refers to; a view (for example one of the kernel's inputs) is refused with
-    ``LayoutError`` rather than aliased.  Rank-0 numpy scalars are wrapped first.
+    ``array`` must be a fresh, writable C-contiguous array that owns its memory and that
+    nothing else refers to.  Memory an existing value holds is never adopted: a
+    read-only array (what :func:`read_array` hands out), a live root's buffer or a view
+    of one raises :class:`~tenferro_storage.errors.AliasedOutputError` (a
+    ``LayoutError``): the kernel returned one of its inputs; ``materialize_output``
+    makes the recorded copy instead.  Any other view or non-contiguous array raises
+    ``LayoutError``.  Nothing is recorded on refusal.  Rank-0 numpy scalars are wrapped
+    first.
     """
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
     dt = _BY_NUMPY.get(array.dtype)
-    if dt is None or array.base is not None or not array.flags.c_contiguous:
+    # ``carray`` is C-contiguous, aligned and writeable in one flags read; a live root's
+    # buffer (a kernel that returned one of its inputs) is one dict lookup.
+    if dt is None or array.base is not None or not array.flags.carray or id(array) in _BUFFERS:
         # the checked general path (raises the precise DTypeError / LayoutError)
         return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
     # Per-op fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->

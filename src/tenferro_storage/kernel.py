@@ -14,9 +14,46 @@ from typing import Any
 
 import numpy as np
 
+from ._dtypes import from_numpy_dtype
+from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._operators import OPERATOR_KEYS, register_operators
+from ._rank import DynRank
 from ._tensor import Tensor, TensorView, TensorViewMut, adopt_output
 
-__all__ = ["adopt_output", "read_array"]
+__all__ = [
+    "OPERATOR_KEYS",
+    "adopt_output",
+    "derive_view",
+    "materialize_output",
+    "name_borrow",
+    "read_array",
+    "register_operators",
+]
+
+
+def materialize_output(
+    array: Any,
+    reason: AllocationReason = AllocationReason.OPERATION_OUTPUT,
+    operation: str = "kernel",
+) -> Tensor[Any, DynRank]:
+    """Copy ``array`` into a fresh owner, as a visible, recorded copy. O(size).
+
+    For a kernel or rule result that :func:`adopt_output` refuses because it is memory
+    an existing value holds (``AliasedOutputError``: the kernel returned one of its
+    inputs, a residual, a cotangent it was given, ...).  Records exactly one
+    ``CopyReason.MATERIALIZE`` copy event and one allocation event with ``reason``
+    (the reason the value would have had if it had been fresh).  ``array`` itself is
+    only read.  Inside ``ledger.forbid_copies()`` raises ``CopyForbiddenError`` before
+    anything is copied, allocated or recorded; an unsupported dtype raises
+    ``DTypeError`` likewise.
+    """
+    LEDGER.check_copy_allowed(f"materialize_output ({operation})")
+    src = np.asarray(array)
+    dt = from_numpy_dtype(src.dtype, operation)
+    fresh = np.array(src, copy=True, order="C")
+    t: Tensor[Any, DynRank] = Tensor._adopt(fresh, dt, reason, operation)
+    LEDGER.copy(CopyReason.MATERIALIZE, fresh.nbytes, operation)
+    return t
 
 
 def read_array(
@@ -32,3 +69,42 @@ def read_array(
     if isinstance(x, Tensor):
         return x._meta("read_array").readonly()
     return x._d("read_array").readonly()
+
+
+def derive_view(
+    view: TensorView[Any, Any],
+    *,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...],
+    offset: int,
+    dtype: Any = None,
+    holder: str | None = None,
+) -> TensorView[Any, Any]:
+    """A new shared view over ``view``'s span with an explicit layout.
+
+    ``strides`` and ``offset`` are in elements of ``dtype`` (default: the view's), counted
+    from the start of the span.  The layout is validated once, here (``LayoutError``;
+    nothing changes).  The new view takes its own shared borrow of the same lender, named
+    ``holder`` in borrow errors.  O(rank), no allocation, no copy.
+    """
+    from . import _descriptor as D
+    from ._dtypes import dtype as resolve_dtype
+
+    d = view._d("derive_view")
+    storage = view._storage
+    root = storage._root
+    assert root is not None
+    dt = d.dtype if dtype is None else resolve_dtype(dtype)
+    desc = D.build("derive_view", root, storage.start, storage.stop, dt, shape, strides, offset)
+    out: TensorView[Any, Any] = view._derive(desc, "derive_view")
+    if holder is not None:
+        name_borrow(out, holder)
+    return out
+
+
+def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
+    """Name the party that holds ``view``'s shared borrow (shown by ``BorrowError``
+    when someone asks for a conflicting borrow while it lives). O(1)."""
+    lender = view._lender
+    if lender is not None:
+        lender._who = holder

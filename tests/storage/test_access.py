@@ -27,7 +27,7 @@ labels = st.sampled_from(LABEL_DTYPE_NAMES)
 
 def _owner(case: LayoutCase) -> ts.Tensor[Any, Any]:
     storage = ts.allocate_storage(case.nbytes)
-    np.ndarray((case.span_elems,), case.dtype, buffer=storage.root.allocation)[...] = np.arange(
+    np.ndarray((case.span_elems,), case.dtype, buffer=storage.root._allocation)[...] = np.arange(
         case.span_elems
     )
     return ts.Tensor.from_storage(

@@ -30,7 +30,7 @@ def test_public_enums_have_exactly_the_contract_reasons() -> None:
         "OPERATION_OUTPUT", "CHECKPOINT_RECOMPUTE_OUTPUT", "EXPLICIT_DUPLICATE_DESTINATION",
         "TRANSFER_DESTINATION",
     }
-    assert {r.name for r in C} == {"EXPLICIT_DUPLICATE", "TRANSFER"}
+    assert {r.name for r in C} == {"EXPLICIT_DUPLICATE", "TRANSFER", "MATERIALIZE"}
     assert ts.AllocationReason is A and ts.CopyReason is C
 
 
