@@ -1,0 +1,387 @@
+"""The traced IR: inert, immutable data plus a few functions (check, print, DCE, trees).
+
+A :class:`Graph` is a jaxpr-like program: typed input variables, a sequence of
+single-output :class:`Eqn` equations over :class:`~tenferro_ad._primitive.Primitive`
+objects with their static parameters, and outputs (variables or literals).  Nothing in it
+owns storage or refers to a tape; array literals are read-only numpy snapshots taken at
+trace time.  Argument and result structure (tuples, lists, dicts of leaves) is kept as
+:class:`TreeDef` values, so a graph can be evaluated and transformed on pytrees.
+
+This module knows no ops: it sees primitives only through ``prim.name`` and ``prim.impl``
+(abstract evaluation runs ``impl`` on stride-0 probe arrays, see :func:`abstract_eval`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import attrs
+import numpy as np
+
+from tenferro_storage.errors import TenferroError
+
+from ._primitive import Primitive
+
+Shape = tuple[int, ...]
+
+
+class GraphTypeError(TenferroError, TypeError):
+    """A graph does not type-check: a variable used before it is defined or defined twice,
+    or an equation whose declared output type differs from what its primitive produces.
+    The message shows the equations around the failure (``>>`` marks it)."""
+
+
+class TracerError(TenferroError, TypeError):
+    """A traced value was used where a concrete value is needed (``bool()``, ``float()``,
+    ``int()``, indexing, ``np.asarray``: data-dependent Python control flow), or escaped
+    the trace that made it.  The message names the value and the equation that made it."""
+
+
+# -- atoms
+class Var:
+    """A typed variable (``shape``, numpy ``dtype``), compared and hashed by identity. O(1)."""
+
+    __slots__ = ("dtype", "shape")
+
+    shape: Shape
+    dtype: np.dtype[Any]
+
+    def __init__(self, shape: Shape, dtype: Any) -> None:
+        object.__setattr__(self, "shape", tuple(int(s) for s in shape))
+        object.__setattr__(self, "dtype", np.dtype(dtype))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Var is immutable (tried to set {name!r})")
+
+    def __repr__(self) -> str:
+        return f"Var({type_str(self.shape, self.dtype)})"
+
+
+class Lit:
+    """A literal: a Python/numpy scalar (printed by value) or a read-only numpy array constant.
+
+    ``shape``/``dtype`` are those numpy gives the value. O(1) for scalars; an array is
+    snapshotted once (a numpy copy outside the ledger: a graph owns no storage).
+    """
+
+    __slots__ = ("dtype", "shape", "value")
+
+    value: Any
+    shape: Shape
+    dtype: np.dtype[Any]
+
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, np.ndarray):
+            if value.flags.writeable or value.base is not None:
+                value = np.array(value, copy=True)
+                value.flags.writeable = False
+            shape, dtype = tuple(value.shape), value.dtype
+        else:
+            arr = np.asarray(value)
+            shape, dtype = (), arr.dtype
+        object.__setattr__(self, "value", value)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "dtype", dtype)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Lit is immutable (tried to set {name!r})")
+
+    @property
+    def is_scalar(self) -> bool:
+        """True for a scalar literal (a parameter-like argument, as in eager mode)."""
+        return not isinstance(self.value, np.ndarray)
+
+    def __repr__(self) -> str:
+        return f"Lit({_lit_str(self)})"
+
+
+Atom = Var | Lit
+
+
+def _frozen_params(p: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(p))
+
+
+@attrs.frozen(eq=False)
+class Eqn:
+    """``out = prim(*inputs, **params)``: one equation. ``params`` is a read-only mapping."""
+
+    prim: Primitive
+    inputs: tuple[Atom, ...]
+    params: Mapping[str, Any] = attrs.field(converter=_frozen_params)
+    out: Var = attrs.field(kw_only=True)
+
+
+# -- pytree structure
+@attrs.frozen
+class TreeDef:
+    """The structure of a pytree: ``kind`` is ``"leaf"``, ``"tuple"``, ``"list"`` or ``"dict"``;
+    ``keys`` (dict keys, in order) and ``children``.  Hashable; ``num_leaves`` is O(1)."""
+
+    kind: str
+    children: tuple[TreeDef, ...] = ()
+    keys: tuple[Any, ...] = ()
+    num_leaves: int = attrs.field(init=False)
+
+    @num_leaves.default
+    def _count(self) -> int:
+        return 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
+
+
+LEAF = TreeDef("leaf")
+
+
+def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
+    """Leaves (depth first, dict keys in insertion order) and the structure."""
+    leaves: list[Any] = []
+
+    def walk(t: Any) -> TreeDef:
+        if isinstance(t, tuple | list):
+            return TreeDef(type(t).__name__, tuple(walk(c) for c in t))
+        if isinstance(t, dict):
+            keys = tuple(t)
+            return TreeDef("dict", tuple(walk(t[k]) for k in keys), keys)
+        leaves.append(t)
+        return LEAF
+
+    return leaves, walk(tree)
+
+
+def tree_unflatten(tree: TreeDef, leaves: Sequence[Any]) -> Any:
+    """Rebuild the structure ``tree`` from ``leaves`` (the inverse of :func:`tree_flatten`)."""
+    it = iter(leaves)
+
+    def build(t: TreeDef) -> Any:
+        if t.kind == "leaf":
+            return next(it)
+        kids = [build(c) for c in t.children]
+        if t.kind == "dict":
+            return dict(zip(t.keys, kids, strict=True))
+        return tuple(kids) if t.kind == "tuple" else kids
+
+    return build(tree)
+
+
+# -- the graph
+@attrs.frozen(eq=False)
+class Graph:
+    """An inert traced program (see the module docstring). Print it with ``str(graph)``.
+
+    ``in_tree`` is the structure of the positional-argument tuple, ``out_tree`` that of
+    the result; ``invars``/``outvars`` are their flattened leaves.
+    """
+
+    invars: tuple[Var, ...]
+    eqns: tuple[Eqn, ...]
+    outvars: tuple[Atom, ...]
+    in_tree: TreeDef
+    out_tree: TreeDef
+
+    def __str__(self) -> str:
+        return pretty(self)
+
+    def __repr__(self) -> str:
+        return (
+            f"Graph({len(self.invars)} inputs, {len(self.eqns)} equations, "
+            f"{len(self.outvars)} outputs)"
+        )
+
+
+# -- abstract evaluation (shape/dtype inference)
+_AVAL_CACHE: dict[Any, tuple[Shape, np.dtype[Any]]] = {}
+
+
+def probe(shape: Shape, dtype: np.dtype[Any]) -> np.ndarray[Any, Any]:
+    """A read-only stride-0 stand-in of ``shape``/``dtype`` (identity matrices on square
+    trailing axes, so decompositions and solves succeed; ones elsewhere). O(n) at most."""
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        base = np.eye(shape[-1], dtype=dtype)
+    else:
+        base = np.ones((), dtype=dtype)
+    return np.broadcast_to(base, shape)
+
+
+def _cache_key(prim: Primitive, inputs: Sequence[Atom], params: Mapping[str, Any]) -> Any:
+    parts: list[Any] = [prim]
+    for a in inputs:
+        if isinstance(a, Lit) and a.is_scalar:
+            parts.append((type(a.value), a.dtype))
+        else:
+            parts.append((a.shape, a.dtype))
+    key = (tuple(parts), tuple(sorted(params.items())))
+    hash(key)  # unhashable params (index arrays): the caller skips the cache
+    return key
+
+
+def abstract_eval(
+    prim: Primitive, inputs: Sequence[Atom], params: Mapping[str, Any]
+) -> tuple[Shape, np.dtype[Any]]:
+    """The output ``(shape, dtype)`` of ``prim`` on these inputs, by running its kernel once on
+    stride-0 probes (cached per primitive, input types and parameters; numpy floating-point
+    warnings are ignored since probe values are arbitrary)."""
+    try:
+        key = _cache_key(prim, inputs, params)
+    except TypeError:
+        key = None
+    if key is not None and key in _AVAL_CACHE:
+        return _AVAL_CACHE[key]
+    args = [a.value if isinstance(a, Lit) else probe(a.shape, a.dtype) for a in inputs]
+    with np.errstate(all="ignore"):
+        out = prim.impl(*args, **params)
+    arr = np.asarray(out)
+    aval = (tuple(int(s) for s in arr.shape), arr.dtype)
+    if key is not None:
+        _AVAL_CACHE[key] = aval
+    return aval
+
+
+# -- checking
+def check_graph(graph: Graph) -> None:
+    """Type-check ``graph``: each variable defined once before use, each equation's output
+    type equal to its abstract evaluation, the trees matching the leaves.  Raises
+    :class:`~tenferro_ad.errors.GraphTypeError` showing the equations around the failure.
+    Cost: one (cached) abstract evaluation per equation; no storage."""
+    names = _Names()
+    defined: set[Var] = set()
+    for v in graph.invars:
+        if v in defined:
+            raise GraphTypeError(f"check_graph: input {names(v)} is listed twice")
+        defined.add(v)
+    for i, e in enumerate(graph.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var) and a not in defined:
+                _fail(graph, i, names, f"input {names(a)} is used before it is defined")
+        if e.out in defined:
+            _fail(graph, i, names, f"output {names(e.out)} is defined twice")
+        try:
+            shape, dtype = abstract_eval(e.prim, e.inputs, e.params)
+        except Exception as exc:
+            _fail(graph, i, names, f"{e.prim.name} cannot be applied to these inputs ({exc})")
+        if (shape, dtype) != (e.out.shape, e.out.dtype):
+            _fail(
+                graph, i, names,
+                f"{e.prim.name} produces {type_str(shape, dtype)} but the equation declares "
+                f"{type_str(e.out.shape, e.out.dtype)}",
+            )
+        defined.add(e.out)
+    for a in graph.outvars:
+        if isinstance(a, Var) and a not in defined:
+            raise GraphTypeError(f"check_graph: output {names(a)} is never defined\n{graph}")
+    if graph.in_tree.num_leaves != len(graph.invars):
+        raise GraphTypeError("check_graph: in_tree does not match the number of inputs")
+    if graph.out_tree.num_leaves != len(graph.outvars):
+        raise GraphTypeError("check_graph: out_tree does not match the number of outputs")
+
+
+def _fail(graph: Graph, i: int, names: _Names, why: str) -> None:
+    lo, hi = max(0, i - 3), min(len(graph.eqns), i + 2)
+    lines = [f"check_graph: equation {i}: {why}", "  ..." if lo else "  (start)"]
+    for j in range(lo, hi):
+        mark = ">>" if j == i else "  "
+        lines.append(f"{mark} {eqn_str(graph.eqns[j], names)}")
+    lines.append("  ..." if hi < len(graph.eqns) else "  (end)")
+    raise GraphTypeError("\n".join(lines))
+
+
+# -- dead-code elimination
+def dce(graph: Graph) -> Graph:
+    """``graph`` without equations no output depends on (primitives are pure). O(#eqns)."""
+    live = {a for a in graph.outvars if isinstance(a, Var)}
+    kept: list[Eqn] = []
+    for e in reversed(graph.eqns):
+        if e.out in live:
+            kept.append(e)
+            live.update(a for a in e.inputs if isinstance(a, Var))
+    if len(kept) == len(graph.eqns):
+        return graph
+    return attrs.evolve(graph, eqns=tuple(reversed(kept)))
+
+
+def last_uses(graph: Graph) -> dict[Var, int]:
+    """For each variable read by an equation, the index of the last equation reading it
+    (``len(eqns)`` for outputs): the liveness a runner uses to release intermediates."""
+    last: dict[Var, int] = {}
+    for i, e in enumerate(graph.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = i
+    for a in graph.outvars:
+        if isinstance(a, Var):
+            last[a] = len(graph.eqns)
+    return last
+
+
+# -- printing
+_SHORT = {"float64": "f64", "float32": "f32", "int64": "i64", "int32": "i32", "bool": "bool",
+          "complex128": "c128", "complex64": "c64"}
+
+
+def type_str(shape: Shape, dtype: Any) -> str:
+    """``f64[2,3]``-style type of a variable."""
+    name = np.dtype(dtype).name
+    return f"{_SHORT.get(name, name)}[{','.join(str(s) for s in shape)}]"
+
+
+class _Names:
+    """Short names (a, b, ..., z, ba, ...) in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.names: dict[Var, str] = {}
+
+    def __call__(self, v: Var) -> str:
+        n = self.names.get(v)
+        if n is None:
+            k, s = len(self.names), ""
+            while True:
+                s = chr(ord("a") + k % 26) + s
+                k = k // 26 - 1
+                if k < 0:
+                    break
+            n = self.names[v] = s
+        return n
+
+
+def _lit_str(a: Lit) -> str:
+    if a.is_scalar:
+        return repr(a.value.item() if isinstance(a.value, np.generic) else a.value)
+    if a.value.size <= 4:
+        return f"{np.array2string(a.value, separator=',')}:{type_str(a.shape, a.dtype)}"
+    return f"const:{type_str(a.shape, a.dtype)}"
+
+
+def _param_str(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"array{list(v.shape)}" if v.size > 8 else np.array2string(v, separator=",")
+    if isinstance(v, np.dtype):
+        return v.name
+    if isinstance(v, tuple) and any(isinstance(x, slice | np.ndarray) for x in v):
+        return "(" + ",".join(_param_str(x) for x in v) + ")"
+    if isinstance(v, slice):
+        return ":".join("" if x is None else str(x) for x in (v.start, v.stop, v.step))
+    return repr(v)
+
+
+def eqn_str(e: Eqn, names: Any) -> str:
+    """One equation, ``c:f64[3] = mul a b``, with names from ``names`` (a :class:`_Names`)."""
+    args = " ".join(names(a) if isinstance(a, Var) else _lit_str(a) for a in e.inputs)
+    ps = " ".join(f"{k}={_param_str(v)}" for k, v in sorted(e.params.items()))
+    head = f"{e.prim.name}[{ps}]" if ps else e.prim.name
+    return f"{names(e.out)}:{type_str(e.out.shape, e.out.dtype)} = {head} {args}"
+
+
+def pretty(graph: Graph) -> str:
+    """The graph as text, jaxpr style. O(size of the graph)."""
+    names = _Names()
+    ins = " ".join(f"{names(v)}:{type_str(v.shape, v.dtype)}" for v in graph.invars)
+    body = [f"    {eqn_str(e, names)}" for e in graph.eqns]
+    outs = ", ".join(names(a) if isinstance(a, Var) else _lit_str(a) for a in graph.outvars)
+    return "\n".join([f"{{ lambda {ins} . let", *body, f"  in ({outs}) }}"])
+
+
+def atoms(graph: Graph) -> Iterator[Atom]:
+    """Every atom the graph reads (equation inputs, then outputs)."""
+    for e in graph.eqns:
+        yield from e.inputs
+    yield from graph.outvars

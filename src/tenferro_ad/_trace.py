@@ -1,0 +1,377 @@
+"""Tracing: run a Python function on :class:`Tracer` values and record a :class:`Graph`.
+
+Every public op ends in ``_dispatch.bind``; while a :class:`Builder` is active, a bind
+that has a :class:`Tracer` argument is routed here (``register_tracer``) and becomes one
+equation — no kernel runs, no storage is allocated, no tape records.  Python control flow
+is unrolled; asking a tracer for a concrete value (``bool``, ``float``, ``int``, an index,
+``np.asarray``) raises :class:`TracerError` naming the value and the equation that made it.
+
+Transformations (``_transform.py``, ``_batching.py``) build graphs the same way: they
+interpret a graph equation by equation, applying the primitives' rules to tracers through
+:data:`TRACE_NS`, the rule namespace whose calls emit equations (calls whose arguments are
+all constants fold with numpy instead).  This module knows no ops.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import numpy as np
+
+import tenferro_storage as ts
+
+from ._dispatch import bind as eager_bind
+from ._dispatch import register_tracer
+from ._graph import (
+    Atom,
+    Eqn,
+    Graph,
+    Lit,
+    TracerError,
+    TreeDef,
+    Var,
+    abstract_eval,
+    tree_flatten,
+    tree_unflatten,
+    type_str,
+)
+from ._handle import EagerTensor
+from ._primitive import Primitive
+from .ops._ns import NUMPY_NS, VOCABULARY
+
+_SCALARS = (bool, int, float, complex, np.generic)
+
+
+class _Active(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Builder] = []
+
+
+_ACTIVE = _Active()
+CANONICAL: dict[Primitive, Primitive] = {}
+"""Primitive substitutions applied when tracing (e.g. ``reshape_copy`` -> ``reshape``: the
+eager copy-or-alias distinction does not exist in a graph). Filled by ``traced.py``."""
+
+
+class Builder:
+    """Collects equations for one graph. ``level`` orders nested traces (inner is higher)."""
+
+    __slots__ = ("eqns", "invars", "level", "live")
+
+    def __init__(self) -> None:
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.level = len(_ACTIVE.stack)
+        self.live = False
+
+    @contextmanager
+    def active(self) -> Iterator[Builder]:
+        """Make this builder receive the binds of its tracers inside the block."""
+        _ACTIVE.stack.append(self)
+        self.live = True
+        try:
+            yield self
+        finally:
+            self.live = False
+            _ACTIVE.stack.pop()
+
+    def new_input(self, shape: tuple[int, ...], dtype: Any) -> Tracer:
+        """A new graph input of this type, as a tracer. O(1)."""
+        v = Var(shape, dtype)
+        self.invars.append(v)
+        return Tracer(self, v)
+
+    def atom(self, a: Any, operation: str) -> Atom:
+        """The graph atom for one argument: its variable, or a literal for a constant."""
+        if type(a) is Tracer:
+            if a._b is not self:
+                raise TracerError(
+                    f"{operation}: got {a!r} from another trace (an outer function being "
+                    "traced, or one that has finished); pass the value in as an argument"
+                )
+            return a._atom
+        if isinstance(a, _SCALARS):
+            return Lit(a)
+        return Lit(constant_array(a, operation))
+
+    def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Tracer:
+        """Append ``prim(*args, **params)``; return its output tracer. One abstract eval."""
+        prim = CANONICAL.get(prim, prim)
+        for k, v in params.items():
+            if type(v) is Tracer or (
+                isinstance(v, tuple) and any(type(x) is Tracer for x in v)
+            ):
+                raise TracerError(
+                    f"{prim.name}: parameter {k!r} is a traced value {v!r}; it must be known "
+                    "at trace time (data-dependent indexing or shapes cannot be traced)"
+                )
+        atoms = tuple(self.atom(a, prim.name) for a in args)
+        shape, dtype = abstract_eval(prim, atoms, params)
+        out = Var(shape, dtype)
+        self.eqns.append(Eqn(prim, atoms, params, out=out))
+        return Tracer(self, out)
+
+    def finish(self, outs: Sequence[Any], in_tree: TreeDef, out_tree: TreeDef) -> Graph:
+        """The graph with these output leaves (tracers or constants)."""
+        atoms = tuple(self.atom(o, "trace (output)") for o in outs)
+        return Graph(tuple(self.invars), tuple(self.eqns), atoms, in_tree, out_tree)
+
+
+def constant_array(a: Any, operation: str) -> np.ndarray[Any, Any]:
+    """A read-only numpy snapshot of a constant captured by a trace (numpy array, owner or
+    view — borrowed for the copy, never consumed —, handle, nested list)."""
+    if isinstance(a, np.ndarray):
+        return a
+    if isinstance(a, EagerTensor):
+        with a.value() as v:
+            return np.array(ts.kernel.read_array(v))
+    if isinstance(a, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        view = a.as_view()
+        try:
+            return np.array(ts.kernel.read_array(view))
+        finally:
+            view.release()
+    if isinstance(a, list | tuple):
+        return np.asarray(a)
+    raise TypeError(
+        f"{operation}: cannot use a {type(a).__name__} in a traced function; expected a traced "
+        "value, a numpy array, a Tensor owner or view, a handle or a Python scalar"
+    )
+
+
+def _bind(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Tracer:
+    """The tracer binder: the innermost trace among the arguments records the op."""
+    b: Builder | None = None
+    for a in args:
+        if type(a) is Tracer and (b is None or a._b.level > b.level):
+            b = a._b
+    assert b is not None
+    if not b.live:
+        raise TracerError(
+            f"{prim.name}: a traced value escaped its trace (it was kept after the traced "
+            "function returned); return it from the function instead"
+        )
+    return b.emit(prim, args, params)
+
+
+class Tracer:
+    """A value being traced: a variable (or literal) of one :class:`Builder`.
+
+    Has ``shape``, ``dtype`` (a numpy dtype), ``ndim``, ``size``, ``T`` and the Python
+    operators of ``EagerTensor``; ops on it record equations (O(1) each plus one cached
+    abstract evaluation).  It has no value: see :class:`TracerError`.
+    """
+
+    __slots__ = ("__weakref__", "_atom", "_b")
+    __array_ufunc__ = None  # numpy defers to our reflected operators
+
+    def __init__(self, builder: Builder, atom: Atom) -> None:
+        self._b = builder
+        self._atom = atom
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents per axis (known at trace time)."""
+        return self._atom.shape
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype (known at trace time)."""
+        return self._atom.dtype
+
+    @property
+    def ndim(self) -> int:
+        """Number of axes."""
+        return len(self._atom.shape)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return int(np.prod(self._atom.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d traced value")
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]  # type: ignore[index]
+
+    def _describe(self) -> str:
+        a = self._atom
+        where = "an input of the traced function"
+        for i, e in enumerate(self._b.eqns):
+            if e.out is a:
+                where = f"the output of `{e.prim.name}` at equation {i}"
+                break
+        return f"traced value {type_str(a.shape, a.dtype)} ({where})"
+
+    def _concrete(self, what: str) -> NoReturn:
+        raise TracerError(
+            f"{what} needs a concrete value, but it was asked of a {self._describe()}. "
+            "Python control flow on values cannot be traced: use ad.where(cond, a, b) for "
+            "a data-dependent choice, or compute the condition outside the traced function"
+        )
+
+    def __bool__(self) -> bool:
+        self._concrete("bool() (an if/while/and/or on a value)")
+
+    def __float__(self) -> float:
+        self._concrete("float()")
+
+    def __int__(self) -> int:
+        self._concrete("int()")
+
+    def __complex__(self) -> complex:
+        self._concrete("complex()")
+
+    def __index__(self) -> int:
+        self._concrete("using a value as an index")
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._concrete("np.asarray()")
+
+    def item(self) -> Any:
+        """Refused: a traced value has no concrete value (:class:`TracerError`)."""
+        self._concrete("item()")
+
+    def to_numpy(self) -> Any:
+        """Refused: a traced value has no concrete value (:class:`TracerError`)."""
+        self._concrete("to_numpy()")
+
+    __hash__ = object.__hash__
+
+    def __repr__(self) -> str:
+        return f"Tracer({type_str(self.shape, self.dtype)})"
+
+
+register_tracer(Tracer, _bind)
+
+
+# -- tracing a function
+def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """``(shape, dtype)`` of an argument leaf: an array, owner, view, handle, tracer, scalar or
+    any object with ``shape`` and ``dtype``."""
+    if isinstance(x, _SCALARS):
+        arr = np.asarray(x)
+        return (), arr.dtype
+    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is None or dtype is None:
+        raise TypeError(
+            f"{what}: a {type(x).__name__} has no shape/dtype; pass arrays, Tensor owners, "
+            "handles, Python scalars (or tuples/lists/dicts of them)"
+        )
+    dt = getattr(dtype, "numpy", dtype)  # tenferro_storage.DType -> numpy dtype
+    return tuple(int(s) for s in shape), np.dtype(dt)
+
+
+def trace_flat(
+    f: Callable[..., Any], avals: Sequence[tuple[tuple[int, ...], Any]], in_tree: TreeDef
+) -> Graph:
+    """Trace ``f`` on new inputs of the given types (structured by ``in_tree``)."""
+    b = Builder()
+    ins = [b.new_input(s, d) for s, d in avals]
+    with b.active():
+        out = f(*tree_unflatten(in_tree, ins))
+        leaves, out_tree = tree_flatten(out)
+        for o in leaves:
+            if o is None:
+                raise TypeError("trace: the traced function returned None as a result leaf")
+        return b.finish(leaves, in_tree, out_tree)
+
+
+def trace(f: Callable[..., Any]) -> Callable[..., Graph]:
+    """``trace(f)(*args)``: the :class:`Graph` of ``f`` at the types of ``args``.
+
+    ``args`` are pytrees (tuples, lists, dicts) of arrays, owners, handles or scalars; only
+    their shapes and dtypes are used (nothing is read, borrowed or consumed).  Python
+    control flow is unrolled.  Cost: one equation and one (cached) abstract evaluation per
+    op; no storage allocation."""
+
+    def traced(*args: Any) -> Graph:
+        leaves, in_tree = tree_flatten(args)
+        avals = [aval_of(x, f"trace: argument leaf {i}") for i, x in enumerate(leaves)]
+        return trace_flat(f, avals, in_tree)
+
+    return traced
+
+
+# -- the tracing rule namespace
+def tracer_of(b: Builder, value: Any) -> Any:
+    """``value`` as a tracer of ``b`` when it is an array constant (numpy array, handle,
+    owner or view: a literal tracer); anything else (tracers, scalars, shapes) unchanged."""
+    if isinstance(value, np.ndarray | EagerTensor | ts.Tensor | ts.TensorView):
+        return Tracer(b, Lit(constant_array(value, "trace")))
+    return value
+
+
+def _builder_in(args: Sequence[Any]) -> Builder | None:
+    b: Builder | None = None
+    for a in args:
+        items = a if isinstance(a, list) else (a,)
+        for x in items:
+            if type(x) is Tracer and (b is None or x._b.level > b.level):
+                b = x._b
+    return b
+
+
+class _TraceNS:
+    """The rule namespace over tracers (see the module docstring); filled by
+    :func:`fill_namespace`."""
+
+    def apply(self, prim: Primitive, *args: Any, **params: Any) -> Any:
+        b = _builder_in(args)
+        if b is None:
+            return prim.impl(*args, **params)
+        return b.emit(prim, args, params)
+
+
+TRACE_NS: Any = _TraceNS()
+
+
+def _either(traced: Callable[..., Any], folded: Callable[..., Any]) -> Callable[..., Any]:
+    def op(*args: Any, **kw: Any) -> Any:
+        b = _builder_in(args)
+        if b is None:
+            return folded(*args, **kw)
+        lifted = [
+            [tracer_of(b, x) for x in a] if isinstance(a, list) else tracer_of(b, a) for a in args
+        ]
+        return traced(*lifted, **kw)
+
+    return op
+
+
+def fill_namespace(table: dict[str, Callable[..., Any]]) -> None:
+    """Install one traced implementation per :data:`VOCABULARY` word (``apply`` is built in).
+    Each is used when some argument is a tracer; otherwise numpy folds the constants."""
+    missing = set(VOCABULARY) - set(table) - {"apply"}
+    if missing:
+        raise TypeError(f"fill_namespace: no traced implementation for {sorted(missing)}")
+    for name, fn in table.items():
+        setattr(TRACE_NS, name, _either(fn, getattr(NUMPY_NS, name)))
+
+
+# -- running a graph by binding its equations (handles record on tapes; tracers inline)
+def run_bound(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
+    """Evaluate ``graph`` on ``leaves`` by binding each equation (``_dispatch.bind``): on
+    handles the ops record on the current tape, on tracers they are inlined into the
+    current trace. Intermediates are dropped at their last use."""
+    env: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
+    last: dict[Var, int] = {}
+    for i, e in enumerate(graph.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = i
+    keep = {a for a in graph.outvars if isinstance(a, Var)}
+    for i, e in enumerate(graph.eqns):
+        vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
+        env[e.out] = eager_bind(e.prim, *vals, **e.params)
+        for a in e.inputs:
+            if isinstance(a, Var) and last[a] == i and a not in keep:
+                env.pop(a, None)
+    return [env[a] if isinstance(a, Var) else a.value for a in graph.outvars]

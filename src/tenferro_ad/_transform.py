@@ -1,0 +1,242 @@
+"""Graph-to-graph differentiation: ``jvp``, ``vjp``, ``grad``, ``value_and_grad``.
+
+Each transformation interprets the input graph into a new :class:`~._trace.Builder`,
+applying the primitives' own rule tables (``prim.jvps`` / ``prim.vjps`` — the same rules
+eager mode runs) on tracers through :data:`~._trace.TRACE_NS`, so every rule call becomes
+equations.  Missing tangents and cotangents are symbolic zeros (absent from the maps; a
+rule may also return :class:`~._primitive.Zero`): nothing is emitted for them.  Only
+equations that depend on a differentiated input get rules applied, and the result is
+dead-code eliminated.  Because the output is an ordinary graph, transformations compose:
+``grad(grad(g))``, ``jvp(grad(g))`` (forward-over-reverse), ``vmap(grad(g))``.
+
+The core knows no ops: it sees ``Primitive`` objects, their rule tables and residual
+declarations, and calls ``ops.add`` / ``ops.unbroadcast`` / ``ops.broadcast_to`` on the
+namespace, exactly as the eager tape does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ._graph import Graph, Lit, TreeDef, Var, dce, type_str
+from ._primitive import NONDIFF, RealTarget, Zero
+from ._trace import TRACE_NS, Builder, Tracer, tracer_of
+
+
+def _read(b: Builder, env: dict[Var, Any], a: Var | Lit) -> Any:
+    if isinstance(a, Var):
+        return env[a]
+    return a.value if a.is_scalar else Tracer(b, a)
+
+
+def zeros_like(b: Builder, shape: tuple[int, ...], dtype: Any) -> Any:
+    """A tracer of zeros (a broadcast of a 0-d literal: O(1) in the graph)."""
+    z = Tracer(b, Lit(np.zeros((), dtype)))
+    return TRACE_NS.broadcast_to(z, tuple(shape)) if shape else z
+
+
+def _forward(
+    graph: Graph, b: Builder, env: dict[Var, Any], active: set[Var]
+) -> None:
+    """Re-emit the primal equations; grow ``active`` (values depending on ``active``)."""
+    for e in graph.eqns:
+        args = [_read(b, env, a) for a in e.inputs]
+        env[e.out] = b.emit(e.prim, args, dict(e.params))
+        if not e.prim.nondiff and any(isinstance(a, Var) and a in active for a in e.inputs):
+            active.add(e.out)
+
+
+def _backward(
+    graph: Graph, b: Builder, env: dict[Var, Any], cts: dict[Var, Any], active: set[Var]
+) -> None:
+    """Reverse sweep: pull ``cts`` back through the active equations (in place)."""
+    ns = TRACE_NS
+    for e in reversed(graph.eqns):
+        if e.out not in active:
+            continue
+        g = cts.pop(e.out, None)
+        if g is None:
+            continue
+        prim, params = e.prim, dict(e.params)
+        args = [_read(b, env, a) for a in e.inputs]
+        res = [args[i] for i in prim.save_in]
+        if prim.save_out:
+            res.append(env[e.out])
+        cplx = e.out.dtype.kind == "c"
+        for i, a in enumerate(e.inputs):
+            if not isinstance(a, Var) or a not in active:
+                continue
+            rule = prim.vjp_rule(i)
+            if rule is NONDIFF:
+                continue
+            if prim.variadic:
+                ct = rule(ns, g, *res, argnum=i, **params)  # type: ignore[operator]
+            else:
+                ct = rule(ns, g, *res, **params)  # type: ignore[operator]
+            if type(ct) is Zero:
+                continue
+            ct = tracer_of(b, ct)
+            target: tuple[int, ...] = a.shape
+            if cplx and a.dtype.kind != "c":
+                target = RealTarget(a.shape)
+            if type(target) is RealTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
+                ct = ns.unbroadcast(ct, target)
+            prev = cts.get(a)
+            cts[a] = ct if prev is None else ns.add(prev, ct)
+
+
+def _leaf_range(tree: TreeDef, argnum: int) -> range:
+    kids = tree.children
+    if not 0 <= argnum < len(kids):
+        raise IndexError(f"argnums: argument {argnum} out of range (the graph has {len(kids)})")
+    start = sum(k.num_leaves for k in kids[:argnum])
+    return range(start, start + kids[argnum].num_leaves)
+
+
+def jvp(graph: Graph) -> Graph:
+    """The forward-mode graph: ``(*args, *tangents) -> (outputs, output_tangents)``.
+
+    Tangents have the arguments' structure and types.  Output tangents that are symbolic
+    zeros become broadcast zero literals.  Cost: one pass; the rules' equations are
+    emitted only where a tangent flows."""
+    b = Builder()
+    with b.active():
+        ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
+        tins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
+        env: dict[Var, Any] = dict(zip(graph.invars, ins, strict=True))
+        tans: dict[Var, Any] = {
+            v: t for v, t in zip(graph.invars, tins, strict=True) if v.dtype.kind in "fc"
+        }
+        ns = TRACE_NS
+        for e in graph.eqns:
+            args = [_read(b, env, a) for a in e.inputs]
+            out = env[e.out] = b.emit(e.prim, args, dict(e.params))
+            prim = e.prim
+            tin = [tans.get(a) if isinstance(a, Var) else None for a in e.inputs]
+            if prim.nondiff or all(t is None for t in tin):
+                continue
+            res = [args[i] for i in prim.save_in]
+            if prim.save_out:
+                res.append(out)
+            total: Any = None
+            for i, t in enumerate(tin):
+                if t is None:
+                    continue
+                rule = prim.jvp_rule(i)
+                if rule is NONDIFF:
+                    continue
+                if prim.variadic:
+                    c = rule(ns, t, *res, argnum=i, **e.params)  # type: ignore[operator]
+                else:
+                    c = rule(ns, t, *res, **e.params)  # type: ignore[operator]
+                if type(c) is Zero:
+                    continue
+                total = c if total is None else ns.add(total, c)
+            if total is not None:
+                total = tracer_of(b, total)
+                if tuple(total.shape) != e.out.shape:
+                    total = ns.broadcast_to(total, e.out.shape)
+                tans[e.out] = total
+        outs = [_read(b, env, a) for a in graph.outvars]
+        touts = [
+            tans.get(a) if isinstance(a, Var) and a in tans else zeros_like(b, a.shape, a.dtype)
+            for a in graph.outvars
+        ]
+        kids = graph.in_tree.children
+        in_tree = TreeDef("tuple", kids + kids)
+        out_tree = TreeDef("tuple", (graph.out_tree, graph.out_tree))
+        return dce(b.finish(outs + touts, in_tree, out_tree))
+
+
+def _reverse(
+    graph: Graph, wrt: Sequence[int], seed: str
+) -> tuple[Builder, list[Any], list[Any]]:
+    """Forward + backward into a new builder. ``seed``: ``"ones"`` (scalar output) or
+    ``"input"`` (a cotangent input per output leaf). Returns (builder, outputs, cts)."""
+    b = Builder()
+    with b.active():
+        ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
+        env: dict[Var, Any] = dict(zip(graph.invars, ins, strict=True))
+        active = {graph.invars[i] for i in wrt}
+        _forward(graph, b, env, active)
+        outs = [_read(b, env, a) for a in graph.outvars]
+        cts: dict[Var, Any] = {}
+        for a in graph.outvars:
+            if seed == "ones":
+                g = Tracer(b, Lit(np.ones((), a.dtype)))
+            else:
+                g = b.new_input(a.shape, a.dtype)
+            if isinstance(a, Var) and a in active:
+                cts[a] = g if a not in cts else TRACE_NS.add(cts[a], g)
+        _backward(graph, b, env, cts, active)
+        grads = []
+        for i in wrt:
+            v = graph.invars[i]
+            ct = cts.get(v)
+            grads.append(zeros_like(b, v.shape, v.dtype) if ct is None else ct)
+        return b, outs, grads
+
+
+def vjp(graph: Graph) -> Graph:
+    """The reverse-mode graph: ``(*args, cotangent) -> (outputs, argument_cotangents)``.
+
+    ``cotangent`` has the structure and types of the outputs; the argument cotangents
+    have the arguments' structure (a tuple of them).  Unreached arguments get zeros."""
+    b, outs, cts = _reverse(graph, range(len(graph.invars)), "input")
+    in_tree = TreeDef("tuple", (*graph.in_tree.children, graph.out_tree))
+    out_tree = TreeDef("tuple", (graph.out_tree, graph.in_tree))
+    with b.active():
+        return dce(b.finish(outs + cts, in_tree, out_tree))
+
+
+def _check_scalar(graph: Graph, what: str) -> None:
+    outs = graph.outvars
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "f":
+        got = ", ".join(type_str(a.shape, a.dtype) for a in outs)
+        raise TypeError(
+            f"{what}: the graph must have one real floating scalar output, got ({got}); "
+            "use vjp for other outputs, or sum() the output"
+        )
+
+
+def _grad_parts(
+    graph: Graph, argnums: int | tuple[int, ...], what: str
+) -> tuple[Builder, list[Any], list[Any], TreeDef]:
+    _check_scalar(graph, what)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    wrt = [i for n in nums for i in _leaf_range(graph.in_tree, n)]
+    for i in wrt:
+        if graph.invars[i].dtype.kind not in "fc":
+            v = graph.invars[i]
+            raise TypeError(
+                f"{what}: input leaf {i} has type {type_str(v.shape, v.dtype)}; only floating "
+                "or complex inputs can be differentiated (pass another argnums)"
+            )
+    b, outs, grads = _reverse(graph, wrt, "ones")
+    kids = graph.in_tree.children
+    gtree = kids[nums[0]] if isinstance(argnums, int) else TreeDef(
+        "tuple", tuple(kids[n] for n in nums)
+    )
+    return b, outs, grads, gtree
+
+
+def grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
+    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output.
+
+    ``argnums`` selects the arguments (an int: that argument's structure; a tuple: a tuple
+    of them).  Same rules as eager ``tenferro_ad.grad``; the result can be transformed
+    again (``grad(grad(g))``, ``jvp(grad(g))``)."""
+    b, _, grads, gtree = _grad_parts(graph, argnums, "grad")
+    with b.active():
+        return dce(b.finish(grads, graph.in_tree, gtree))
+
+
+def value_and_grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
+    """Like :func:`grad`, returning ``(value, grads)`` from one forward pass."""
+    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad")
+    with b.active():
+        return dce(b.finish(outs + grads, graph.in_tree, TreeDef("tuple", (graph.out_tree,
+                                                                          gtree))))
