@@ -1,0 +1,156 @@
+"""The program format: builder, one-time validation, output kinds, the interpreter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import tenferro_storage as ts
+from tenferro_storage import ledger
+from tenferro_storage import runtime as rt
+from tenferro_storage.errors import LayoutError
+
+from .support import axpy_program
+
+
+def test_builder_derives_fresh_identity_repeated_and_metadata_kinds() -> None:
+    p = axpy_program()
+    assert p.output_kinds == (
+        rt.OutputKind.FRESH,
+        rt.OutputKind.IDENTITY,
+        rt.OutputKind.REPEATED,
+        rt.OutputKind.METADATA,
+    )
+    assert p.n_inputs == 2 and p.n_values == 4
+    assert [i.name for i in p.instructions] == ["multiply", "add"]
+
+
+def test_builder_releases_each_intermediate_after_its_last_use() -> None:
+    b = rt.ProgramBuilder(1, name="chain")
+    (x,) = b.inputs
+    a = b.apply(np.negative, x)
+    c = b.apply(np.exp, a)
+    d = b.apply(np.add, a, c)
+    unused = b.apply(np.sin, x)
+    p = b.build(d)
+    rel = {ins.name: ins.release_after for ins in p.instructions}
+    assert rel == {"negative": (), "exp": (), "add": (a.index, c.index), "sin": (unused.index,)}
+
+
+def test_static_parameters_are_keyword_only_and_sorted() -> None:
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    s = b.apply(np.sum, x, axis=0, keepdims=False)
+    p = b.build(s)
+    assert p.instructions[0].params == (("axis", 0), ("keepdims", False))
+    assert p.instructions[0].kwargs == {"axis": 0, "keepdims": False}
+
+
+def test_multi_output_instructions_return_tuples() -> None:
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    lo, hi = b.apply(lambda a: (a - 1, a + 1), x, n_outputs=2, name="pm")
+    p = b.build(hi, lo)
+    src = ts.arange(3.0)
+    with src.as_view() as v:
+        out = rt.run_program(p, [ts.kernel.read_array(v)])
+    assert sorted(out) == sorted([hi.index, lo.index])
+    np.testing.assert_array_equal(out[hi.index].to_numpy(), [1.0, 2.0, 3.0])
+    del out
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_inputs": 1, "n_values": 2, "instructions": (), "outputs": ()}, "never defined"),
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 2,
+                "instructions": (rt.Instruction(np.negative, (1,), (1,)),),
+                "outputs": (),
+            },
+            "before it is defined|redefines",
+        ),
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 2,
+                "instructions": (rt.Instruction(np.negative, (0,), (1,)),),
+                "outputs": (rt.ProgramOutput(rt.OutputKind.IDENTITY, 1),),
+            },
+            "must be FRESH",
+        ),
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 2,
+                "instructions": (rt.Instruction(np.negative, (0,), (1,)),),
+                "outputs": (),
+            },
+            "never released",
+        ),
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 1,
+                "instructions": (),
+                "outputs": (rt.ProgramOutput(rt.OutputKind.METADATA, 0),),
+            },
+            "METADATA",
+        ),
+    ],
+)
+def test_an_inconsistent_graph_is_rejected_at_construction(
+    kwargs: dict[str, Any], match: str
+) -> None:
+    with pytest.raises(rt.ProgramError, match=match):
+        rt.CompiledGraph(**kwargs)
+
+
+def test_interpreter_adopts_each_result_once_and_drops_intermediates() -> None:
+    p = axpy_program()
+    x, y = ts.arange(3.0), ts.ones(3)
+    with x.as_view() as vx, y.as_view() as vy, ledger.capture() as rec:
+        out = rt.run_program(p, [ts.kernel.read_array(vx), ts.kernel.read_array(vy)])
+        assert list(out) == [3]  # only the fresh output survives
+    assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 2}
+    assert rec.copies == {} and rec.releases == 1  # the intermediate x*x
+    np.testing.assert_array_equal(out[3].to_numpy(), [1.0, 2.0, 5.0])
+    del out
+
+
+def test_a_kernel_that_returns_an_input_is_refused_not_aliased() -> None:
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    p = b.build(b.apply(lambda a: a, x, name="leak"))
+    src = ts.arange(3.0)
+    with src.as_view() as v, pytest.raises(LayoutError, match="fresh"):
+        rt.run_program(p, [ts.kernel.read_array(v)])
+
+
+def test_a_kernel_returning_the_wrong_arity_fails_and_releases_intermediates() -> None:
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    t = b.apply(np.negative, x)
+    p = b.build(b.apply(lambda a: (a + 1, a + 2), t, name="two"))
+    src = ts.arange(3.0)
+    before = ledger.live_allocations()
+    with src.as_view() as v, pytest.raises(RuntimeError, match="returned 2 result"):
+        rt.run_program(p, [ts.kernel.read_array(v)])
+    assert ledger.live_allocations() == before
+
+
+def test_the_printed_program_names_every_instruction_and_output() -> None:
+    text = str(axpy_program())
+    assert "v2 = multiply(v0, v0)" in text
+    assert "release v2" in text
+    assert "v0 (identity)" in text and "('shape', 3)" in text
+
+
+def test_the_builder_refuses_foreign_values() -> None:
+    b = rt.ProgramBuilder(1)
+    with pytest.raises(rt.ProgramError):
+        b.apply(np.negative, rt.Value(5))
