@@ -3,12 +3,18 @@
 Rows of the G3 state table and the test that proves each (see
 docs/design/storage-ownership-contracts.md):
 
-* ``Prepared -> submit result``          test_prepared_to_submit_result_rejection_returns_the_exact_unadmitted_inputs
-* ``Admitted -> Running``                test_admitted_to_running_handle_drop_detaches_and_the_worker_keeps_everything
-* ``Running -> Draining``                test_running_to_draining_failure_and_panic_never_return_owners_immediately
-* ``Draining -> Retired(Completed)``     test_draining_to_completed_returns_the_bundle_after_retirement
-* ``Draining -> Retired(Failed)``        test_draining_to_retired_failed_returns_the_exact_input_owners
-* ``Draining -> CompletionUnproven``     test_draining_to_completion_unproven_returns_no_owner_and_retains_permanently
+* ``Prepared -> submit result``:
+  test_prepared_to_submit_result_rejection_returns_the_exact_unadmitted_inputs
+* ``Admitted -> Running``:
+  test_admitted_to_running_handle_drop_detaches_and_the_worker_keeps_everything
+* ``Running -> Draining``:
+  test_running_to_draining_failure_and_panic_never_return_owners_immediately
+* ``Draining -> Retired(Completed)``:
+  test_draining_to_completed_returns_the_bundle_after_retirement
+* ``Draining -> Retired(Failed)``:
+  test_draining_to_retired_failed_returns_the_exact_input_owners
+* ``Draining -> CompletionUnproven``:
+  test_draining_to_completion_unproven_returns_no_owner_and_retains_permanently
 
 Run alone with ``python3 -m pytest tests/runtime/test_detached_submission.py``.
 """
