@@ -1,13 +1,28 @@
-"""Optimizers that update uniquely owned parameters in place.
+"""Optimizers that update uniquely owned parameters in place, atomically.
 
 ``opt.step(params, grads)`` takes matching structures (list / tuple / dict, nested) of
-parameter owners (``Tensor``) and gradients (``Tensor`` owners or ``TensorView``s, or
-``None`` to skip).  It first takes an *exclusive* borrow of every parameter
-(``as_view_mut``); if any parameter is borrowed elsewhere (a live view, a guard, a
-functional-API call still holding it) the step raises ``BorrowError`` and changes
-nothing — no value, no optimizer state.  Then it writes through the prepared write
-access: no copy events, no allocation events (state buffers are allocated once, on the
-first step, as ``OPERATION_OUTPUT``).  Gradients are only read.
+parameter owners (``Tensor``) and gradients.  A gradient is a ``Tensor`` owner, a
+``TensorView``, an ``EagerTensor`` handle, a numpy array, or ``None`` (skip that
+parameter); it is only read, never consumed.  A :class:`~tenferro_ad.Gradients` bundle is
+not a structure of gradients: pass ``[bundle.grad(h) for h in handles]``.
+
+A step is all or nothing:
+
+1. the two structures are compared (same nesting, same dict keys, same lengths) and every
+   parameter and gradient is checked (a live floating-point owner; a gradient of the
+   parameter's shape whose dtype can be written into it without dropping an imaginary
+   part; no parameter twice) — the first problem raises an error naming the parameter's
+   path (``params['w']``) and changes nothing;
+2. every parameter is borrowed exclusively (``as_view_mut``); a parameter borrowed
+   elsewhere raises ``BorrowError`` and changes nothing;
+3. state buffers for parameters seen for the first time are allocated (``OPERATION_OUTPUT``,
+   once per parameter);
+4. only then are values and state written, and the step count advanced.
+
+Optimizer state is keyed by the parameter itself (its allocation's span identity, which no
+other allocation ever has), not by position: ``opt.step([a, b], ...)`` then
+``opt.step([b], ...)`` continues ``b``'s own momentum.  Steady-state steps record no copy
+and no allocation events.
 """
 
 from __future__ import annotations
@@ -18,21 +33,100 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._functional import tree_flatten
+from ._handle import EagerTensor
+from .errors import ArgumentError, ArgumentTypeError
+
+__all__ = ["SGD", "Adam"]
 
 
-def _leaves(params: Any, grads: Any) -> tuple[list[Any], list[Any]]:
-    p, _ = tree_flatten(params)
-    g, _ = tree_flatten(grads)
-    if len(p) != len(g):
-        raise ValueError(f"step: {len(p)} parameters but {len(g)} gradients (structures differ)")
-    for i, t in enumerate(p):
-        if not isinstance(t, ts.Tensor):
-            raise TypeError(
-                f"step: parameter {i} is a {type(t).__name__}; optimizers update owners "
-                "(Tensor) in place"
+def _flatten(tree: Any, path: str, out: list[tuple[str, Any]]) -> Any:
+    """Append ``(path, leaf)`` pairs to ``out``; return the structure's signature."""
+    if isinstance(tree, dict):
+        keys = list(tree)
+        return ("dict", tuple(keys), tuple(_flatten(tree[k], f"{path}[{k!r}]", out) for k in keys))
+    if isinstance(tree, list | tuple):
+        kind = "list" if isinstance(tree, list) else "tuple"
+        items = tuple(_flatten(t, f"{path}[{i}]", out) for i, t in enumerate(tree))
+        return (kind, len(tree), items)
+    out.append((path, tree))
+    return None
+
+
+def _structure(params: Any, grads: Any) -> list[tuple[str, Any, Any]]:
+    """``(path, parameter, gradient)`` triples; refuses structures that differ."""
+    from ._gradients import Gradients
+
+    if isinstance(grads, Gradients):
+        raise ArgumentTypeError(
+            "step: argument 'grads' is a Gradients bundle, which maps handles (not parameter "
+            "owners) to gradients; pass the gradients in the parameters' structure, e.g. "
+            "[bundle.grad(h) for h in handles]"
+        )
+    p: list[tuple[str, Any]] = []
+    g: list[tuple[str, Any]] = []
+    sp = _flatten(params, "params", p)
+    sg = _flatten(grads, "params", g)
+    if sp != sg:
+        raise ArgumentError(
+            f"step: the structure of 'grads' differs from the structure of 'params' "
+            f"({len(p)} parameter leaves, {len(g)} gradient leaves; every list/tuple length "
+            "and dict key must match)"
+        )
+    return [(path, a, b) for (path, a), (_, b) in zip(p, g, strict=True)]
+
+
+def _grad_array(path: str, g: Any) -> np.ndarray[Any, Any] | None:
+    """The read-only array a gradient reads as (no copy), or an error naming ``path``."""
+    if g is None:
+        return None
+    if isinstance(g, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        return ts.kernel.read_array(g)  # BorrowError / UseAfterMoveError name the problem
+    if isinstance(g, EagerTensor):
+        return g._r("step").a  # type: ignore[no-any-return]
+    if isinstance(g, np.ndarray):
+        return g
+    raise ArgumentTypeError(
+        f"step: the gradient for {path} is a {type(g).__name__}; expected a Tensor owner, a "
+        "TensorView, an EagerTensor, a numpy array or None"
+    )
+
+
+def _check(triples: list[tuple[str, Any, Any]]) -> list[tuple[str, Any, Any, Any]]:
+    """Validate every parameter and gradient before anything is borrowed or written."""
+    seen: dict[str, str] = {}
+    out = []
+    for path, p, g in triples:
+        if not isinstance(p, ts.Tensor):  # type narrowing stops here: p stays Any
+            raise ArgumentTypeError(
+                f"step: {path} is a {type(p).__name__}; optimizers update owners (Tensor) in "
+                "place"
             )
-    return p, g
+        owner: Any = p
+        shape, dt = tuple(owner.shape), owner.dtype  # UseAfterMoveError for a consumed owner
+        if not dt.is_floating:
+            raise ArgumentTypeError(
+                f"step: {path} has dtype {dt.name}; only floating-point and complex parameters "
+                "can be updated"
+            )
+        key = owner.span
+        if key in seen:
+            raise ArgumentError(f"step: {path} is the same parameter as {seen[key]}")
+        seen[key] = path
+        ga = _grad_array(path, g)
+        if ga is not None:
+            if tuple(ga.shape) != shape:
+                raise ArgumentError(
+                    f"step: the gradient for {path} has shape {tuple(ga.shape)}, the parameter "
+                    f"{shape}"
+                )
+            if ga.dtype.kind not in "fc" or (ga.dtype.kind == "c" and dt.kind != "c"):
+                raise ArgumentTypeError(
+                    f"step: the gradient for {path} has dtype {ga.dtype}, which cannot update "
+                    f"a {dt.name} parameter (it must be floating, and complex only for a "
+                    "complex parameter)"
+                )
+        out.append((key, p, ga, (shape, dt)))
+    return out
 
 
 def _borrow_all(params: list[Any]) -> list[Any]:
@@ -48,56 +142,56 @@ def _borrow_all(params: list[Any]) -> list[Any]:
     return views
 
 
-def _read(g: Any) -> np.ndarray[Any, Any] | None:
-    if g is None:
-        return None
-    return ts.kernel.read_array(g)
+class _State:
+    __slots__ = ("buffers", "count")
+
+    def __init__(self, buffers: list[ts.Tensor[Any, Any]]) -> None:
+        self.buffers = buffers
+        self.count = 0  # updates this parameter has received
 
 
 class _Optimizer:
+    _n_state = 0
+
     def __init__(self) -> None:
-        self._state: dict[int, list[ts.Tensor[Any, Any]]] = {}
+        self._state: dict[str, _State] = {}
         self.steps = 0
 
-    def _slots(self, i: int, p: Any, n: int) -> list[np.ndarray[Any, Any]]:
-        st = self._state.get(i)
-        if st is None:
-            st = [ts.zeros(tuple(p.shape), p.dtype) for _ in range(n)]
-            self._state[i] = st
-        out = []
-        for t in st:
-            with t.as_view_mut() as m:
-                w = m.prepare_host_mut()
-                out.append(w.as_array())
-                w.release()
-        return out
-
     def step(self, params: Any, grads: Any) -> None:
-        """Update ``params`` in place from ``grads`` (see the module docstring). O(size)."""
-        plist, glist = _leaves(params, grads)
-        views = _borrow_all(plist)
+        """Update ``params`` in place from ``grads``, atomically (see the module docstring).
+
+        O(size) kernel work; no copy events; allocations only for a new parameter's state.
+        """
+        checked = _check(_structure(params, grads))
+        views = _borrow_all([p for _, p, _, _ in checked])
         try:
-            shapes = [tuple(v.shape) for v in views]
+            fresh = {
+                key: _State([ts.zeros(shape, dt) for _ in range(self._n_state)])
+                for key, _, ga, (shape, dt) in checked
+                if ga is not None and key not in self._state
+            }
+            # nothing can fail past this point except the kernels themselves
+            self._state.update(fresh)
             self.steps += 1
-            for i, (v, g) in enumerate(zip(views, glist, strict=True)):
-                ga = _read(g)
+            for (key, _, ga, _), v in zip(checked, views, strict=True):
                 if ga is None:
                     continue
-                if tuple(ga.shape) != shapes[i]:
-                    raise ValueError(
-                        f"step: gradient {i} has shape {tuple(ga.shape)}, parameter {shapes[i]}"
-                    )
-                state = self._slots(i, v, self._n_state)
+                st = self._state[key]
+                st.count += 1
+                bufs = []
+                for t in st.buffers:
+                    with t.as_view_mut() as m:
+                        w = m.prepare_host_mut()
+                        bufs.append(w.as_array())
+                        w.release()
                 w = v.prepare_host_mut()
-                self._update(w.as_array(), ga, state)
+                self._update(w.as_array(), ga, bufs, st.count)
                 w.release()
         finally:
             for v in views:
                 v.release()
 
-    _n_state = 0
-
-    def _update(self, p: Any, g: Any, state: list[Any]) -> None:
+    def _update(self, p: Any, g: Any, state: list[Any], t: int) -> None:
         raise NotImplementedError
 
 
@@ -113,7 +207,7 @@ class SGD(_Optimizer):
         self.momentum = float(momentum)
         self._n_state = 1 if momentum else 0
 
-    def _update(self, p: Any, g: Any, state: list[Any]) -> None:
+    def _update(self, p: Any, g: Any, state: list[Any], t: int) -> None:
         if self.momentum:
             (v,) = state
             v *= self.momentum
@@ -124,7 +218,8 @@ class SGD(_Optimizer):
 
 
 class Adam(_Optimizer):
-    """Adam (Kingma & Ba) with bias correction; two state buffers per parameter."""
+    """Adam (Kingma & Ba) with bias correction; two state buffers and a step count per
+    parameter (a parameter first updated at the fifth step starts its own count at 1)."""
 
     def __init__(
         self, lr: float = 1e-3, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8
@@ -136,16 +231,12 @@ class Adam(_Optimizer):
         self.eps = float(eps)
         self._n_state = 2
 
-    def _update(self, p: Any, g: Any, state: list[Any]) -> None:
+    def _update(self, p: Any, g: Any, state: list[Any], t: int) -> None:
         m, v = state
         m *= self.b1
         m += (1.0 - self.b1) * g
         v *= self.b2
-        v += (1.0 - self.b2) * (g * g)
-        t = self.steps
+        v += (1.0 - self.b2) * (g * np.conj(g) if np.iscomplexobj(g) else g * g)
         mhat = m / (1.0 - self.b1**t)
         vhat = v / (1.0 - self.b2**t)
         p -= self.lr * mhat / (np.sqrt(vhat) + self.eps)
-
-
-__all__ = ["SGD", "Adam"]
