@@ -1,6 +1,7 @@
-"""The shipped ledger scenarios (``scenarios/*.toml``) checked through the runner, their
-gradients against JAX (``jax.checkpoint`` for the checkpointed ones), and the deep
-chain's checkpoint saving against the arithmetic of the program."""
+"""The shipped ledger scenarios (package data: ``tenferro_ad/scenarios/data/*.toml``)
+checked through the runner and the command line, their gradients against JAX
+(``jax.checkpoint`` for the checkpointed ones), and the deep chain's checkpoint saving
+against the arithmetic of the program."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 import tenferro_storage as ts
 from tenferro_ad.scenarios import (
+    SHIPPED,
     Expectation,
     Scenario,
     ScenarioResult,
@@ -25,8 +27,7 @@ from tenferro_ad.scenarios import (
 from tenferro_ad.scenarios.__main__ import main
 from tenferro_storage.ledger import AllocationReason
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "scenarios"
+SCENARIOS = SHIPPED
 REQUIRED = {"mlp", "deep_chain", "deep_chain_checkpointed", "tensor_network", "explicit_copies"}
 
 
@@ -88,6 +89,44 @@ def test_cli_exits_nonzero_on_a_wrong_expectation(
     assert "copies differ (transfer: expected 0, observed 1)" in out
     assert main(["run", str(SCENARIOS / "explicit_copies.toml")]) == 0
     capsys.readouterr()
+
+
+def test_the_scenarios_ship_inside_the_package() -> None:
+    """The scenario files are package data next to the runner, not a repository folder."""
+    import tenferro_ad.scenarios as pkg
+
+    assert Path(pkg.__file__).resolve().parent / "data" == SHIPPED
+    assert {p.stem for p in SHIPPED.glob("*.toml")} >= {
+        "mlp", "deep_chain", "tensor_network", "explicit_copies"
+    }
+
+
+def test_cli_runs_the_shipped_scenarios_from_any_directory(tmp_path: Path) -> None:
+    """``python -m tenferro_ad.scenarios run`` outside the repository runs every shipped
+    scenario (and a shipped one by name) and writes nothing into the directory."""
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-W", "error", "-m", "tenferro_ad.scenarios", *args],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        )
+
+    by_name = cli("run", "explicit_copies")
+    assert by_name.returncode == 0, by_name.stderr
+    assert "scenarios passed" in by_name.stdout and "FAIL" not in by_name.stdout
+    listed = cli("run", "--list")
+    assert listed.returncode == 0 and "mlp.toml" in listed.stdout
+    missing = cli("run", "no_such_scenario")
+    assert missing.returncode == 2 and "shipped scenarios: " in missing.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_default_is_every_shipped_scenario(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "-k", "explicit_copies"]) == 0
+    out = capsys.readouterr().out
+    assert "2/2 scenarios passed" in out and "mlp" not in out
 
 
 def test_deep_chain_peak_follows_the_program_arithmetic(

@@ -4,8 +4,10 @@ Trains a 24-layer tanh MLP (width 64, batch 1024, float64) on synthetic data for
 SGD steps twice — once plain, once with the layers in 6 checkpointed blocks of 4 — and
 prints the losses, each run's ledger for one training step (allocations and copies by
 reason, peak live bytes), and the peak-memory saving.  With matplotlib installed
-(``pip install 'tenferro[plot]'``) it also writes ``checkpoint_demo.png`` (live bytes
-over one step, stacked by reason).  No JAX needed.  Runs in a few seconds.
+(``pip install 'tenferro[plot]'``) it also draws live bytes over one step, stacked by
+reason: into ``--plot PATH`` when given, otherwise into a fresh temporary directory —
+never silently into the current directory — and it prints where the picture went
+(``--no-plot`` skips it).  No JAX needed.  Runs in a few seconds.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -100,10 +104,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument(
         "--plot",
-        default="checkpoint_demo.png",
-        help="where to write the plot when matplotlib is installed",
+        type=Path,
+        default=None,
+        metavar="PATH.png",
+        help="where to write the plot when matplotlib is installed (default: a new "
+        "temporary directory; the path is printed)",
     )
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the plot")
     args = parser.parse_args(argv)
+    if args.plot is not None and not args.plot.parent.is_dir():
+        print(f"error: --plot {args.plot}: directory {args.plot.parent} does not exist",
+              file=sys.stderr)
+        return 2
     print(
         f"tanh MLP: {DEPTH} hidden layers of {WIDTH}, batch {BATCH}, float64; "
         f"{args.steps} SGD steps\n"
@@ -132,14 +144,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{sum(plain.copies.values()) + sum(ckpt.copies.values())}; "
         f"losses identical: {same}"
     )
+    if not args.no_plot:
+        _plot(runs, args.plot)
+    return 0 if same else 1
+
+
+def _plot(runs: dict[str, tuple[list[float], LedgerRecord]], path: Path | None) -> None:
+    """Draw the live-bytes plot into ``path`` (default: a new temporary directory) and say
+    where it went."""
     try:
-        plot_records(
-            [(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], args.plot
-        )
-        print(f"wrote {args.plot}")
+        import matplotlib  # noqa: F401
+    except ImportError:
+        print("(matplotlib not installed: pip install 'tenferro[plot]' to get the plot)")
+        return
+    if path is None:
+        path = Path(tempfile.mkdtemp(prefix="tenferro-demo-")) / "checkpoint_demo.png"
+    try:
+        plot_records([(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], path)
     except PlotUnavailableError:
         print("(matplotlib not installed: pip install 'tenferro[plot]' to get the plot)")
-    return 0 if same else 1
+        return
+    print(f"wrote the live-bytes plot to {path}")
 
 
 if __name__ == "__main__":

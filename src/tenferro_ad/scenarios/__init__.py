@@ -6,10 +6,12 @@ the exact expected allocation and copy multisets by reason.  The runner executes
 forward plus backward under :func:`tenferro_storage.ledger.capture`, compares, and
 reports::
 
-    python -m tenferro_ad.scenarios run scenarios/*.toml --plot live.png --trace run.json
+    python -m tenferro_ad.scenarios run                 # every shipped scenario
+    python -m tenferro_ad.scenarios run mlp my.toml --plot live.png --trace run.json
 
-From Python: ``results = run_scenarios(load_files(["scenarios"]))`` then
-``print(format_table(results))``.
+The shipped scenario files are package data (``tenferro_ad/scenarios/data/*.toml``,
+:data:`SHIPPED`), so the command works from any directory.  From Python:
+``results = run_scenarios(load_files([SHIPPED]))`` then ``print(format_table(results))``.
 """
 
 from ._report import (
@@ -33,6 +35,7 @@ from ._runner import (
 )
 from ._schema import (
     POLICY_NAMES,
+    SHIPPED,
     Expectation,
     InputSpec,
     Scenario,
@@ -43,6 +46,7 @@ from ._schema import (
 
 __all__ = [
     "POLICY_NAMES",
+    "SHIPPED",
     "Executor",
     "Expectation",
     "InputSpec",

@@ -1,5 +1,10 @@
 """``python -m tenferro_ad.scenarios run [FILES...] [--plot FILE.png] [--trace FILE.json]``.
 
+Without ``FILES`` it runs the scenarios shipped inside the package (``SHIPPED``), so it
+works from any directory.  A ``FILES`` entry that is not a path but names a shipped
+scenario file (``mlp`` or ``mlp.toml``) runs that one.  ``run --list`` prints the shipped
+files.  Nothing is written unless ``--plot``/``--trace`` name a file.
+
 Exit status: 0 when every scenario matched its expectations, 1 on any mismatch,
 2 when a file could not be loaded or a report could not be written.
 """
@@ -13,7 +18,15 @@ from pathlib import Path
 
 from ._report import PlotUnavailableError, format_table, write_plot, write_trace
 from ._runner import Executor, execute, run_scenarios
-from ._schema import ScenarioError, load_files
+from ._schema import SHIPPED, ScenarioError, load_files
+
+
+def _resolve(f: Path) -> Path:
+    """A path as given, or the shipped scenario file it names (``mlp``, ``mlp.toml``)."""
+    if f.exists() or f.parent != Path("."):
+        return f
+    shipped = SHIPPED / (f.name if f.suffix == ".toml" else f"{f.name}.toml")
+    return shipped if shipped.is_file() else f
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -25,7 +38,14 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run scenario files and print the ledger table")
     run.add_argument(
-        "files", nargs="*", type=Path, help="scenario files or directories (default: ./scenarios)"
+        "files",
+        nargs="*",
+        type=Path,
+        help="scenario files or directories, or names of shipped scenarios (default: every "
+        "scenario shipped with the package)",
+    )
+    run.add_argument(
+        "--list", action="store_true", help="list the shipped scenario files and exit"
     )
     run.add_argument(
         "--plot",
@@ -51,11 +71,18 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, executor: Executor = execute) -> int:
     """The command-line entry point; returns the exit status (0 pass, 1 mismatch, 2 error)."""
     args = _parser().parse_args(argv)
-    files = list(args.files) or [Path("scenarios")]
+    if args.list:
+        for f in sorted(SHIPPED.glob("*.toml")):
+            print(f)
+        return 0
+    files = [_resolve(f) for f in args.files] or [SHIPPED]
     try:
         missing = [str(f) for f in files if not f.exists()]
         if missing:
-            raise ScenarioError(f"{', '.join(missing)}: no such scenario file or directory")
+            raise ScenarioError(
+                f"{', '.join(missing)}: no such scenario file or directory (shipped scenarios: "
+                f"{', '.join(sorted(p.stem for p in SHIPPED.glob('*.toml')))})"
+            )
         scenarios = load_files(files)
         if args.select:
             scenarios = tuple(s for s in scenarios if args.select in s.name)

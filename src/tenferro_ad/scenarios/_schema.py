@@ -55,6 +55,8 @@ __all__ = [
     "load_files",
 ]
 
+SHIPPED: Final = Path(__file__).resolve().with_name("data")
+"""The directory of the scenario files shipped inside the package (package data)."""
 POLICY_NAMES: Final = ("save_nothing", "save_everything", "save_named", "save_contractions")
 DTYPES: Final = ("float32", "float64")
 INITS: Final = ("normal", "uniform")
