@@ -7,12 +7,28 @@ returns one of the write variants.  Each carries the view's borrow until
 ``release()``, the end of its ``with`` block, or its death.  The hot loop is
 numpy's: ``as_slice()``/``as_array()`` hand out arrays built once from the
 retained plan.  The per-element iterators exist for completeness and small data.
+
+Debug mode (``TENFERRO_DEBUG_BORROWS=1`` in the environment when the package is
+imported; on in the test suite) catches arrays that outlive their access.  Every array
+a prepared access hands out then lies over a private *staging* buffer instead of the
+storage: a copy of the layout's values, made on first use.  When the access ends
+(``release()``, the end of its ``with`` block, or its death), a write access copies the
+staged values back into the storage, then the staging buffer is *poisoned* (NaN for
+floating and complex dtypes, the dtype's maximum for integers, every bool inverted) and
+the arrays handed out become read-only.  So a late write through one of them raises
+numpy's read-only ``ValueError``, a late read sees poison, and the storage (which a tape
+may hold) is never touched after the borrow ended.  An array *derived* inside the block
+(``a[1:]``) keeps its own flags: a late write through it lands in the poisoned staging
+buffer, never in the storage.  The staging copies are instrumentation: they are not
+ledger events (ledger totals are identical with and without debug mode) and
+``forbid_copies()`` does not refuse them.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar
 
 import numpy as np
 
@@ -23,11 +39,128 @@ from ._linear import Borrow, Lender
 DT = TypeVar("DT")
 R = TypeVar("R")
 
+_OFF: Final = frozenset({"", "0", "false", "no", "off"})
+_DEBUG_BORROWS: bool = os.environ.get("TENFERRO_DEBUG_BORROWS", "").strip().lower() not in _OFF
+"""Debug mode, read once at import from ``TENFERRO_DEBUG_BORROWS``."""
+
+
+def _set_debug_borrows(on: bool) -> bool:
+    """Switch debug mode on or off for accesses prepared from now on; return the old setting.
+
+    For tests.  An access keeps the mode it was prepared under.
+    """
+    global _DEBUG_BORROWS
+    previous = _DEBUG_BORROWS
+    _DEBUG_BORROWS = bool(on)
+    return previous
+
+
+def _debug_borrows() -> bool:
+    """Whether accesses prepared now hand out staged arrays (debug mode)."""
+    return _DEBUG_BORROWS
+
+
+def _poison(typed: np.ndarray[Any, Any]) -> None:
+    kind = typed.dtype.kind
+    if kind == "f":
+        typed.fill(np.nan)
+    elif kind == "c":
+        typed.fill(complex(np.nan, np.nan))
+    elif kind in "iu":
+        typed.fill(np.iinfo(typed.dtype).max)
+    elif kind == "b":
+        np.logical_not(typed, out=typed)
+    else:  # pragma: no cover - every supported dtype is one of the above
+        typed.fill(0)
+
+
+class _Staging:
+    """The private buffer behind every array one debug-mode access hands out.
+
+    It covers the layout's element envelope ``[lo, hi]`` of the span, so the staged
+    arrays keep the real layout's strides; only the layout's own elements are copied
+    in (and, for a write access, back).  O(envelope) to build, O(size) to copy.
+    """
+
+    __slots__ = ("buffer", "cache", "handed", "lo")
+
+    def __init__(self, desc: CheckedDescriptor) -> None:
+        item = desc.dtype.itemsize
+        self.lo = desc.lo if desc.size else 0
+        n = desc.hi - desc.lo + 1 if desc.size else 0
+        self.buffer: np.ndarray[Any, Any] = np.empty(n * item, dtype=np.uint8)
+        self.cache: dict[str, np.ndarray[Any, Any]] = {}
+        self.handed: list[np.ndarray[Any, Any]] = []
+        if desc.size:
+            self.n_dim(desc)[...] = desc.readonly()
+
+    def n_dim(self, desc: CheckedDescriptor) -> np.ndarray[Any, Any]:
+        """The writable staged array with the layout's shape and strides (internal)."""
+        arr = self.cache.get("array")
+        if arr is None:
+            item = desc.dtype.itemsize
+            size = desc.size
+            arr = self.cache["array"] = np.ndarray(
+                desc.shape,
+                dtype=desc.dtype.numpy,
+                buffer=self.buffer,
+                offset=(desc.offset - self.lo) * item if size else 0,
+                strides=tuple(
+                    s * item if size and n > 1 else 0
+                    for n, s in zip(desc.shape, desc.strides, strict=True)
+                ),
+            )
+        return arr
+
+    def hand_out(self, desc: CheckedDescriptor, kind: str, writable: bool) -> np.ndarray[Any, Any]:
+        """The staged array of ``kind`` (``"array"``/``"flat"``), built once per mode."""
+        key = f"{kind}:{'w' if writable else 'r'}"
+        arr = self.cache.get(key)
+        if arr is None:
+            if kind == "array":
+                arr = self.n_dim(desc).view()
+            else:
+                layout = desc.layout
+                assert isinstance(layout, Contiguous)
+                r = layout.element_range
+                item = desc.dtype.itemsize
+                arr = np.ndarray(
+                    (len(r),),
+                    dtype=desc.dtype.numpy,
+                    buffer=self.buffer,
+                    offset=(r.start - self.lo) * item if len(r) else 0,
+                )
+            if not writable:
+                arr.flags.writeable = False
+            self.cache[key] = arr
+            self.handed.append(arr)
+        return arr
+
+    def typed(self, desc: CheckedDescriptor) -> np.ndarray[Any, Any]:
+        """The whole staging buffer as a 1-D array of the dtype (for iteration/poison)."""
+        item = desc.dtype.itemsize
+        return np.ndarray((self.buffer.nbytes // item,), dtype=desc.dtype.numpy, buffer=self.buffer)
+
+    def end(self, desc: CheckedDescriptor, write_back: bool) -> None:
+        """Copy back (write access), poison, and freeze everything handed out."""
+        try:
+            if write_back and desc.size:
+                desc.array()[...] = self.n_dim(desc)
+        finally:
+            _poison(self.typed(desc))
+            for arr in self.handed:
+                arr.flags.writeable = False
+            self.buffer.flags.writeable = False
+            self.cache.clear()
+
 
 class _Prepared(Borrow, Generic[DT, R]):
-    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_lender")
+    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_lender", "_stage")
 
     _desc: CheckedDescriptor
+    # False: normal mode (arrays over the storage); True: debug mode, nothing staged yet;
+    # a _Staging: debug mode, the staging buffer every array of this access lies over.
+    _stage: _Staging | bool
 
     @classmethod
     def _make(cls, lender: Lender, desc: CheckedDescriptor, exclusive: bool) -> Any:
@@ -36,12 +169,51 @@ class _Prepared(Borrow, Generic[DT, R]):
         p._exclusive_borrow = exclusive
         p._ended = None
         p._desc = desc
+        p._stage = _DEBUG_BORROWS
         return p
 
     def _check(self, operation: str) -> CheckedDescriptor:
         if self._lender is None:
             self._dead(operation)
         return self._desc
+
+    def _staging(self, desc: CheckedDescriptor) -> _Staging:
+        stage = self._stage
+        if stage is True:
+            stage = self._stage = _Staging(desc)
+        assert isinstance(stage, _Staging)
+        return stage
+
+    def _array(self, operation: str, writable: bool) -> np.ndarray[Any, Any]:
+        desc = self._check(operation)
+        if self._stage is False:
+            return desc.array() if writable else desc.readonly()
+        return self._staging(desc).hand_out(desc, "array", writable)
+
+    def _flat(self, operation: str, writable: bool) -> np.ndarray[Any, Any]:
+        desc = self._check(operation)
+        if self._stage is False:
+            return desc.flat(writable)
+        return self._staging(desc).hand_out(desc, "flat", writable)
+
+    def _iter(self, operation: str, plan: CheckedStrided) -> Iterator[Any]:
+        desc = self._check(operation)
+        if self._stage is False:
+            return _iter_plan(desc, plan)
+        stage = self._staging(desc)
+        return _iter_offsets(stage.typed(desc), plan, stage.lo)
+
+    def release(self) -> None:
+        """End the access now (idempotent). O(1) (debug mode: O(size) to copy back/poison)."""
+        stage = self._stage
+        if stage is not False and stage is not True and self._lender is not None:
+            self._stage = True
+            try:
+                stage.end(self._desc, self._exclusive_borrow)
+            finally:
+                Borrow.release(self)
+        else:
+            Borrow.release(self)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -67,7 +239,7 @@ class _ReadMixin(_Prepared[DT, R]):
 
     def as_array(self) -> np.ndarray[Any, Any]:
         """The checked n-dimensional array, read-only (cached; O(1) after the first call)."""
-        return self._check("as_array").readonly()
+        return self._array("as_array", False)
 
 
 class PreparedContiguousRead(_ReadMixin[DT, R]):
@@ -84,7 +256,7 @@ class PreparedContiguousRead(_ReadMixin[DT, R]):
 
     def as_slice(self) -> np.ndarray[Any, Any]:
         """A read-only 1-D array over the checked element range (O(1), no copy)."""
-        return self._check("as_slice").flat(writable=False)
+        return self._flat("as_slice", False)
 
     def iter_contiguous(self) -> Iterator[Any]:
         """Iterate the elements in order (a plain iterator over :meth:`as_slice`)."""
@@ -105,7 +277,7 @@ class PreparedStridedRead(_ReadMixin[DT, R]):
 
     def iter_strided(self) -> Iterator[Any]:
         """Iterate elements in logical row-major order with an incremental carry cursor."""
-        return _iter_plan(self._check("iter_strided"), self.plan)
+        return self._iter("iter_strided", self.plan)
 
 
 class _WriteMixin(_Prepared[DT, R]):
@@ -113,7 +285,7 @@ class _WriteMixin(_Prepared[DT, R]):
 
     def as_array(self) -> np.ndarray[Any, Any]:
         """The checked n-dimensional array, writable (O(1), no copy)."""
-        return self._check("as_array").array()
+        return self._array("as_array", True)
 
 
 class PreparedContiguousWrite(_WriteMixin[DT, R]):
@@ -129,11 +301,11 @@ class PreparedContiguousWrite(_WriteMixin[DT, R]):
 
     def as_slice(self) -> np.ndarray[Any, Any]:
         """A read-only 1-D array over the checked element range."""
-        return self._check("as_slice").flat(writable=False)
+        return self._flat("as_slice", False)
 
     def as_slice_mut(self) -> np.ndarray[Any, Any]:
         """A writable 1-D array over the checked element range (O(1), no copy)."""
-        return self._check("as_slice_mut").flat(writable=True)
+        return self._flat("as_slice_mut", True)
 
     def iter_contiguous(self) -> Iterator[Any]:
         return iter(self.as_slice())
@@ -161,7 +333,7 @@ class PreparedStridedWrite(_WriteMixin[DT, R]):
 
     def iter_strided(self) -> Iterator[Any]:
         """Iterate element values in logical order (incremental carry cursor)."""
-        return _iter_plan(self._check("iter_strided"), self.plan)
+        return self._iter("iter_strided", self.plan)
 
 
 def _iter_plan(desc: CheckedDescriptor, plan: CheckedStrided) -> Iterator[Any]:
@@ -175,6 +347,12 @@ def _iter_plan(desc: CheckedDescriptor, plan: CheckedStrided) -> Iterator[Any]:
     )
     for off in plan.offsets():
         yield base[off]
+
+
+def _iter_offsets(typed: np.ndarray[Any, Any], plan: CheckedStrided, lo: int) -> Iterator[Any]:
+    # Debug mode: the same traversal over the staging buffer (which starts at element lo).
+    for off in plan.offsets():
+        yield typed[off - lo]
 
 
 PreparedHostRead = PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]

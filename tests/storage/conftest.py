@@ -1,9 +1,13 @@
 """Storage test fixtures.
 
-``no_operator_backend``: runs a test with the operator table empty (as when
-``tenferro_ad`` was never imported), restoring whatever was registered afterwards.  A
-storage test that checks the refusal without a backend must use it, because in a whole
-suite run ``tenferro_ad`` has already registered its operators.
+* Every storage test runs in borrow debug mode (``TENFERRO_DEBUG_BORROWS``): arrays
+  handed out by prepared access lie over staging buffers that are poisoned when the
+  access ends (see ``tenferro_storage._access``).  ``debug_borrows_off`` runs one test
+  in normal mode (zero-copy arrays over the storage).
+* ``no_operator_backend``: runs a test with the operator table empty (as when
+  ``tenferro_ad`` was never imported), restoring whatever was registered afterwards.  A
+  storage test that checks the refusal without a backend must use it, because in a whole
+  suite run ``tenferro_ad`` has already registered its operators.
 """
 
 from __future__ import annotations
@@ -12,7 +16,25 @@ from collections.abc import Iterator
 
 import pytest
 
-from tenferro_storage import _operators
+from tenferro_storage import _access, _operators
+
+
+@pytest.fixture(autouse=True)
+def _debug_borrows_on() -> Iterator[None]:
+    previous = _access._set_debug_borrows(True)
+    try:
+        yield
+    finally:
+        _access._set_debug_borrows(previous)
+
+
+@pytest.fixture
+def debug_borrows_off() -> Iterator[None]:
+    previous = _access._set_debug_borrows(False)
+    try:
+        yield
+    finally:
+        _access._set_debug_borrows(previous)
 
 
 @pytest.fixture
