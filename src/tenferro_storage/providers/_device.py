@@ -292,7 +292,12 @@ def prepare_write(context: ProviderContext, view: TensorViewMut[Any, Any]) -> Pr
     return PreparedDeviceWrite._make(lender, True, desc, view._storage, context)  # type: ignore[no-any-return]
 
 
-def _bind(prepared: _DeviceAccess, expected: type[_DeviceAccess], out: type[_DeviceAccess]) -> Any:
+def _bind(
+    prepared: _DeviceAccess,
+    expected: type[_DeviceAccess],
+    out: type[_DeviceAccess],
+    forced_failure: bool = False,
+) -> Any:
     operation = "bind_read" if out is DeviceRead else "bind_write"
     if type(prepared) is not expected:
         raise TypeError(
@@ -300,7 +305,7 @@ def _bind(prepared: _DeviceAccess, expected: type[_DeviceAccess], out: type[_Dev
         )
     prepared._check(operation)
     context = prepared._context
-    if context._fault("bind"):
+    if forced_failure or context._fault("bind"):
         raise BindError(
             f"{operation}: {context.name} could not bind {prepared._storage.span} (injected "
             "fault); the prepared payload is returned unchanged",

@@ -55,11 +55,13 @@ from ..runtime._submission import (
 )
 from ._device import (
     DeviceCounters,
+    DeviceRead,
+    PreparedDeviceRead,
     ProviderContext,
     ProviderEvent,
     ProviderRetirementBinding,
     RetirementRecord,
-    bind_read,
+    _bind,
     prepare_read,
 )
 
@@ -202,8 +204,7 @@ class SimulatedAsyncProvider(ExecutionProvider):
         # Derive the prepared bindings inside the task, before the enqueue-capable call.
         bound: list[Any] = []
         try:
-            if fault is Fault.BIND_FAILURE:
-                ctx.fail_next("bind")
+            fail_bind = fault is Fault.BIND_FAILURE  # this submission's own fault
             for slot in package._bindings:
                 view = group.view(slot)
                 try:
@@ -212,7 +213,7 @@ class SimulatedAsyncProvider(ExecutionProvider):
                     view.release()
                     raise
                 try:
-                    bound.append(bind_read(prepared))
+                    bound.append(_bind(prepared, PreparedDeviceRead, DeviceRead, fail_bind))
                 except BindError as exc:
                     exc.value.release()
                     raise
