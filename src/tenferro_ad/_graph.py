@@ -243,7 +243,7 @@ def check_graph(graph: Graph) -> None:
     type equal to its abstract evaluation, the trees matching the leaves.  Raises
     :class:`~tenferro_ad.errors.GraphTypeError` showing the equations around the failure.
     Cost: one (cached) abstract evaluation per equation; no storage."""
-    names = _Names()
+    names = _Names.of(graph)
     defined: set[Var] = set()
     for v in graph.invars:
         if v in defined:
@@ -330,6 +330,16 @@ class _Names:
     def __init__(self) -> None:
         self.names: dict[Var, str] = {}
 
+    @classmethod
+    def of(cls, graph: Graph) -> _Names:
+        """Names for ``graph`` in definition order (inputs, then each equation's output)."""
+        n = cls()
+        for v in graph.invars:
+            n(v)
+        for e in graph.eqns:
+            n(e.out)
+        return n
+
     def __call__(self, v: Var) -> str:
         n = self.names.get(v)
         if n is None:
@@ -373,7 +383,7 @@ def eqn_str(e: Eqn, names: Any) -> str:
 
 def pretty(graph: Graph) -> str:
     """The graph as text, jaxpr style. O(size of the graph)."""
-    names = _Names()
+    names = _Names.of(graph)
     ins = " ".join(f"{names(v)}:{type_str(v.shape, v.dtype)}" for v in graph.invars)
     body = [f"    {eqn_str(e, names)}" for e in graph.eqns]
     outs = ", ".join(names(a) if isinstance(a, Var) else _lit_str(a) for a in graph.outvars)

@@ -1,0 +1,7 @@
+"""Traced-mode test configuration: JAX (the oracle) runs in float64."""
+
+from __future__ import annotations
+
+import jax
+
+jax.config.update("jax_enable_x64", True)

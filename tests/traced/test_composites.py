@@ -1,0 +1,165 @@
+"""Composite programs (the eager suite's) traced, transformed and evaluated: traced == eager
+== JAX for values, gradients, higher-order derivatives and per-example (vmapped) results."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_ad import traced
+from tests.traced._specs import close
+
+RNG = np.random.default_rng(7)
+
+
+def _mlp(m: Any, p: Any, x: Any) -> Any:
+    h = m.tanh(x @ p[0] + p[1])
+    o = h @ p[2]
+    lse = ad.logsumexp(o, axis=-1) if m is ad else jax.nn.logsumexp(o, axis=-1)
+    return m.mean(lse - o[:, 0])
+
+
+def _rnn(m: Any, w: Any, u: Any, xs: Any) -> Any:
+    h = None
+    total = 0.0
+    for t in range(4):
+        pre = xs[t] @ u if h is None else h @ w + xs[t] @ u
+        h = m.tanh(pre)
+        total = total + m.sum(h * h)
+    return total
+
+
+def _where_heavy(m: Any, x: Any) -> Any:
+    r = m.maximum(x, 0.0)
+    y = m.where(x > 0.5, r * r, m.minimum(x, -0.2) * 3.0)
+    return m.sum(m.clip(y, -1.0, 1.0)) + m.max(x)
+
+
+def _indexing(m: Any, x: Any) -> Any:
+    g = x[np.array([0, 3, 3, 1, 0, 0])]
+    return m.sum(m.sin(g) * g) + m.sum(x[1:4, ::2] ** 2.0) + m.sum(x[2])
+
+
+PARAMS = [RNG.normal(size=(4, 5)), RNG.normal(size=(5,)), RNG.normal(size=(5, 3))]
+X = RNG.normal(size=(6, 4))
+
+
+def test_mlp_value_and_grad_with_list_params_match_eager_and_jax() -> None:
+    """A list-of-arrays parameter pytree: value_and_grad graph == ad.grad == jax.grad."""
+    g = traced.trace(lambda p, x: _mlp(ad, p, x))(PARAMS, X)
+    value, grads = traced.eval_graph(traced.value_and_grad(g), PARAMS, X)
+    jv, jg = jax.value_and_grad(lambda p: _mlp(jnp, p, X))(PARAMS)
+    eager = ad.grad(lambda p, x: _mlp(ad, p, x))([ts.from_numpy(a) for a in PARAMS],
+                                                  ts.from_numpy(X))
+    close(value, jv)
+    assert isinstance(grads, list) and len(grads) == 3
+    for a, b, c in zip(grads, jg, eager, strict=True):
+        close(a, b)
+        close(a, c)
+
+
+def test_unrolled_rnn_grad_matches_jax() -> None:
+    """Python loops unroll at trace time; gradients through the unrolled recurrence agree."""
+    w, u, xs = RNG.normal(size=(3, 3)) * 0.5, RNG.normal(size=(2, 3)), RNG.normal(size=(4, 2))
+    g = traced.trace(lambda w_, u_, x_: _rnn(ad, w_, u_, x_))(w, u, xs)
+    assert sum(e.prim.name == "tanh" for e in g.eqns) == 4
+    got = traced.eval_graph(traced.grad(g, argnums=(0, 1)), w, u, xs)
+    want = jax.grad(lambda a, b: _rnn(jnp, a, b, xs), argnums=(0, 1))(w, u)
+    for a, b in zip(got, want, strict=True):
+        close(a, b)
+
+
+@pytest.mark.parametrize("fn", [_where_heavy, _indexing], ids=["where_heavy", "indexing"])
+def test_nonsmooth_and_indexing_programs_match_jax(fn: Any) -> None:
+    """where/maximum/clip/max ties and gather/slice/scatter gradients equal JAX's."""
+    x = RNG.normal(size=(5, 3))
+    g = traced.trace(lambda v: fn(ad, v))(x)
+    close(traced.eval_graph(g, x), fn(jnp, x))
+    close(traced.eval_graph(traced.grad(g), x), jax.grad(lambda v: fn(jnp, v))(x))
+
+
+def _smooth(m: Any, x: Any) -> Any:
+    return m.sum(m.exp(x) * m.sin(x)) + m.sum(x * x * x)
+
+
+def test_forward_over_reverse_hessian_vector_product_matches_jax() -> None:
+    """jvp(grad(g)) — refused by eager mode — works on graphs and equals JAX's HVP."""
+    x, v = RNG.normal(size=(4,)), RNG.normal(size=(4,))
+    hvp = traced.jvp(traced.grad(traced.trace(lambda y: _smooth(ad, y))(x)))
+    traced.check(hvp)
+    grad_x, hv = traced.eval_graph(hvp, x, v)
+    jg, jhv = jax.jvp(jax.grad(lambda y: _smooth(jnp, y)), (x,), (v,))
+    close(grad_x, jg)
+    close(hv, jhv)
+
+
+def test_reverse_over_reverse_and_third_order_match_jax() -> None:
+    """grad(grad(g)) and grad(grad(grad(g))) of a scalar function equal JAX's."""
+    def f(m: Any, x: Any) -> Any:
+        return m.sin(x) * m.exp(x * 0.5) + x ** 3.0
+
+    x = np.asarray(0.7)
+    g1 = traced.grad(traced.trace(lambda y: f(ad, y))(x))
+    g2 = traced.grad(g1)
+    g3 = traced.grad(g2)
+    for gr, jf in [(g1, jax.grad(lambda y: f(jnp, y))),
+                   (g2, jax.grad(jax.grad(lambda y: f(jnp, y)))),
+                   (g3, jax.grad(jax.grad(jax.grad(lambda y: f(jnp, y)))))]:
+        traced.check(gr)
+        close(traced.eval_graph(gr, x), jf(x))
+
+
+def test_hessian_by_vmapped_hvp_matches_jax_hessian() -> None:
+    """vmap(jvp(grad(g))) over the basis vectors gives the full Hessian."""
+    x = RNG.normal(size=(3,))
+    hvp = traced.jvp(traced.grad(traced.trace(lambda y: _smooth(ad, y))(x)))
+    _, hess = traced.eval_graph(traced.vmap(hvp, 3, in_axes=(None, 0)), x, np.eye(3))
+    close(hess, jax.hessian(lambda y: _smooth(jnp, y))(x))
+
+
+def test_per_example_gradients_of_the_mlp_match_jax() -> None:
+    """ad.vmap of ad.grad... as graphs: per-example gradients of the MLP loss."""
+    g = traced.grad(traced.trace(lambda p, x: _mlp(ad, p, x))(PARAMS, X[:1]))
+    batch = X.reshape(6, 1, 4)
+    got = traced.eval_graph(traced.vmap(g, 6, in_axes=(None, 0)), PARAMS, batch)
+    want = jax.vmap(jax.grad(lambda p, x: _mlp(jnp, p, x)), in_axes=(None, 0))(PARAMS, batch)
+    for a, b in zip(got, want, strict=True):
+        close(a, b)
+
+
+def test_function_vmap_matches_jax_and_composes_with_eager_grad() -> None:
+    """ad.vmap(f) runs on owners (fresh owners out) and on handles (recorded: ad.grad of it)."""
+    w = RNG.normal(size=(4, 2))
+    xb = RNG.normal(size=(5, 4))
+
+    def f(m: Any, x: Any, w_: Any) -> Any:
+        return m.sum(m.tanh(x @ w_))
+
+    out = ad.vmap(lambda x, w_: f(ad, x, w_), in_axes=(0, None))(xb, ts.from_numpy(w))
+    close(out, jax.vmap(lambda x: f(jnp, x, w))(xb))
+    gw = ad.grad(lambda w_: ad.sum(ad.vmap(lambda x, ww: f(ad, x, ww), in_axes=(0, None))(
+        ts.from_numpy(xb), w_)))(ts.from_numpy(w))
+    close(gw, jax.grad(lambda w_: jnp.sum(jax.vmap(lambda x: f(jnp, x, w_))(xb)))(w))
+
+
+def test_eval_graph_on_handles_records_on_the_tape() -> None:
+    """A graph evaluated on handles binds eager ops: ad.grad through eval_graph works."""
+    x = RNG.normal(size=(3,))
+    g = traced.trace(lambda y: _smooth(ad, y))(x)
+    got = ad.grad(lambda y: traced.eval_graph(g, y))(ts.from_numpy(x))
+    close(got, jax.grad(lambda y: _smooth(jnp, y))(x))
+
+
+def test_tracing_a_vmapped_function_inlines_the_batched_graph() -> None:
+    """trace(vmap(f)) is a graph (vmap composes with tracing) and grad of it matches JAX."""
+    xb = RNG.normal(size=(4, 3))
+    g = traced.trace(lambda b: ad.sum(ad.vmap(lambda x: _smooth(ad, x))(b)))(xb)
+    traced.check(g)
+    close(traced.eval_graph(traced.grad(g), xb),
+          jax.grad(lambda b: jnp.sum(jax.vmap(lambda x: _smooth(jnp, x))(b)))(xb))
