@@ -122,7 +122,7 @@ def checkpoint(
         if STATE.tape is None and STATE.region is None:
             return f(*args)  # nothing records: a plain call
         inputs = [a.clone() for a in args if isinstance(a, EagerTensor)]
-        rec = _Recorder(policy, inputs, track=False)
+        rec = _Recorder(policy, inputs, track=False, label=label)
         local: list[Any] = []
         k = 0
         for a in args:

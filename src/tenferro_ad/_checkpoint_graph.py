@@ -163,9 +163,19 @@ class _Recorder:
     and policy-saved values.  Interior values are referenced by variable number only.
     """
 
-    __slots__ = ("extras", "graph", "input_key", "inputs", "key", "produced", "saved_recs", "track")
+    __slots__ = (
+        "extras", "graph", "input_key", "inputs", "key", "label", "produced", "saved_recs",
+        "track",
+    )
 
-    def __init__(self, policy: CheckpointPolicy, inputs: list[EagerTensor], track: bool) -> None:
+    def __init__(
+        self,
+        policy: CheckpointPolicy,
+        inputs: list[EagerTensor],
+        track: bool,
+        label: str = "block",
+    ) -> None:
+        self.label = label  # names the region in borrow errors
         self.key = object()  # carried by handles produced inside the region
         self.input_key = object()  # carried by the region's view of its inputs
         self.graph = _Graph(policy)
@@ -225,6 +235,11 @@ class _Recorder:
     def name_var(self, var: int, rec: AdValueRecord, label: str) -> None:
         if self.graph.policy.saves_label(label):
             self._save(var, rec)
+
+    def cloned(self, src: EagerTensor, clone: EagerTensor) -> None:
+        """A handle produced here was cloned: the clone may be the block's output too."""
+        if self.track and src._tape is self.key:
+            self.produced.append(weakref.ref(clone))
 
     def record_region(
         self, graph: _Graph, args: list[EagerTensor], out_recs: list[AdValueRecord]

@@ -3,27 +3,31 @@
 ``bind(prim, *args, **params)`` is the whole per-op path of eager mode:
 
 1. resolve each argument to what the kernel reads: a handle's record array; a Python or
-   numpy scalar as-is (a *parameter*: no allocation, no copy); a ``Tensor`` owner is
-   *moved in* as a constant (the caller's owner is consumed into a retention container;
-   pass ``t.duplicate()`` to keep one); a numpy array is imported as a constant with one
-   recorded ``TRANSFER`` copy (``TRANSFER_DESTINATION`` allocation), never silently;
+   numpy scalar as-is (a *parameter*: no allocation, no copy); a ``Tensor`` owner or a
+   view is *borrowed* (shared) — the kernel reads its read-only array and the caller keeps
+   it; a numpy array is imported as a constant with one recorded ``TRANSFER`` copy
+   (``TRANSFER_DESTINATION`` allocation), never silently;
 2. run ``prim.impl`` (numpy) and adopt its fresh result as an owner with the current
    allocation reason (``STATE.reason``; one allocation event, no copy) in a fused
    retention container — or, for ``alias`` primitives, record a descriptor alias over
-   argument 0's container (no allocation, no copy).  The one exception: an alias of a
-   value the functional API *borrows* from the caller cannot join the caller's
-   allocation, so it is laid out afresh (one ``OPERATION_OUTPUT`` allocation, a kernel
-   write, no copy event);
-3. if a tape records and some argument is tracked on it, append a :class:`TapeNode` whose
+   argument 0 (no allocation, no copy; over a borrowed owner the alias holds its own
+   shared borrow of it).  A kernel that hands back memory of an existing value is
+   materialized with a recorded ``MATERIALIZE`` copy, never adopted twice;
+3. push tangents through the JVP rules if a forward-mode context is active;
+4. if a tape records and some argument is tracked on it, append a :class:`TapeNode` whose
    residuals are exactly the records ``prim.save_in``/``save_out`` declare (their counts go
-   up by one: retention is a reference, never a copy);
-4. if a forward-mode context is active, push tangents through the JVP rules.
+   up by one: retention is a reference, never a copy).  A borrowed owner that a residual
+   needs becomes a record holding a shared borrow named after the tape and the op, so
+   mutating the owner meanwhile raises ``BorrowError`` naming them.
 
+Every step that can fail runs before anything observable changes: a call that raises
+leaves its arguments, the tape and the ledger's live bytes as they were.
 It knows nothing about particular ops.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import numpy as np
@@ -33,7 +37,7 @@ from tenferro_storage.errors import LayoutError, UseAfterMoveError
 
 from ._handle import EagerTensor
 from ._primitive import Primitive, RealTarget
-from ._retention import AdValueRecord, RetentionContainer, move_owner, record_alias
+from ._retention import AdValueRecord, RetentionContainer, record_alias, record_borrow
 from ._state import STATE
 from ._tape import TapeNode
 
@@ -41,33 +45,37 @@ _adopt: Final = ts.kernel.adopt_output
 _SCALARS: Final = frozenset(
     {float, int, bool, complex, np.float64, np.float32, np.int64, np.int32, np.bool_}
 )
+_OWNERS: Final = frozenset({ts.Tensor, ts.TensorView, ts.TensorViewMut})
+_read: Final = ts.kernel.read_array
 _ET: Final = EagerTensor
 _REC: Final = AdValueRecord
 _RC: Final = RetentionContainer
+# Tracer types and their binders (traced mode registers itself; the core knows no tracer).
+_TRACERS: dict[type, Callable[[Primitive, tuple[Any, ...], dict[str, Any]], Any]] = {}
+
+
+def register_tracer(
+    cls: type, bind_fn: Callable[[Primitive, tuple[Any, ...], dict[str, Any]], Any]
+) -> None:
+    """Route every ``bind`` that has an argument of exactly type ``cls`` to ``bind_fn``.
+
+    ``bind_fn(prim, args, params)`` is called before ``bind`` does anything else (no
+    borrow, no allocation, no tape node). O(1).
+    """
+    _TRACERS[cls] = bind_fn
 
 
 def constant_record(value: Any, operation: str) -> AdValueRecord:
-    """Turn a non-handle array argument into a constant record.
-
-    ``Tensor``: consumed (moved in; no copy, no allocation).  numpy array or other
-    array-like: one ``TRANSFER`` copy into a new owner.  Anything else: ``TypeError``.
-    """
-    if isinstance(value, ts.Tensor):
-        t = move_owner(value, f"{operation} (moved in as a constant)")  # consumed
-    elif isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
+    """Import a numpy array, list or scalar as a constant record: one ``TRANSFER`` copy
+    into a new owner (recorded).  Owners and views are not imported: ops borrow them."""
+    if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
         t = ts.from_numpy(value)
-    elif isinstance(value, ts.TensorView | ts.TensorViewMut):
-        raise TypeError(
-            f"{operation}: got a {type(value).__name__}; a view cannot be moved into an op. "
-            "Pass the owner (it is consumed), owner.duplicate(), or watch it on a tape"
-        )
     else:
         raise TypeError(
             f"{operation}: unsupported argument type {type(value).__name__}; expected an "
-            "EagerTensor, a Tensor owner (consumed), a numpy array (imported with a recorded "
-            "TRANSFER copy) or a Python scalar"
+            "EagerTensor, a Tensor owner or view (borrowed), a numpy array (imported with a "
+            "recorded TRANSFER copy) or a Python scalar"
         )
-    arr = ts.kernel.read_array(t)
     c = _RC.__new__(_RC)
     c.owner = t
     c.group = None
@@ -75,8 +83,16 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
     c.borrow = None
     c.count = 0
     c.addr = 0
-    # the kernel reads the owner's own (read-only) array
-    return AdValueRecord(arr, c, None, "constant")
+    c.pending = []
+    return AdValueRecord(ts.kernel.read_array(t), c, None, "constant")
+
+
+def borrowed_record(a: Any, holder: str) -> Any:
+    """The record a retained argument needs: ``a`` itself unless it is a borrowed owner or
+    view, which becomes a record holding a shared borrow named ``holder``. O(1)."""
+    if type(a) in _OWNERS:
+        return record_borrow(a, "argument", holder)
+    return a
 
 
 def _target(v: Any, odt: np.dtype[Any]) -> tuple[int, ...]:
@@ -93,16 +109,17 @@ def _fresh(out: Any, vals: list[Any], name: str) -> tuple[Any, Any]:
     if type(out) is not np.ndarray:
         out = np.asarray(out)
     for v in vals:
-        if out is v or (type(v) is np.ndarray and np.shares_memory(out, v)):
-            out = np.array(out, order="C")  # the kernel handed back an input: materialize
-            break
+        if out is v or (type(v) is np.ndarray and np.may_share_memory(out, v)):
+            # the kernel handed back (part of) an input: a byte-preserving copy, recorded
+            t = ts.kernel.materialize_output(out, STATE.reason, name)
+            return t, ts.kernel.read_array(t)
     if out.base is not None or not out.flags.c_contiguous:
         out = np.ascontiguousarray(out) if out.base is None else np.array(out, order="C")
     return _adopt(out, STATE.reason, name), out
 
 
 def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int]:
-    """(kernel input, record-or-scalar, value id) for one argument (the general path)."""
+    """(kernel input, record-or-scalar-or-owner, value id) for one argument (general path)."""
     t = type(a)
     if t is _ET:
         rec = a._rec
@@ -113,8 +130,20 @@ def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int
         return rec.a, rec, (a._id if key is not None and a._tape is key else -1)
     if t in _SCALARS or isinstance(a, np.generic):
         return a, a, -1
+    if t in _OWNERS:  # borrowed for the kernel call; retained below only if needed
+        return _read(a), a, -1
     rec = constant_record(a, prim.name)
     return rec.a, rec, -1
+
+
+_NO_PENDING: Final[list[Any]] = []  # shared by fused containers; replaced when grouped
+
+
+def _retain_owner(owner: Any, tape: Any, name: str) -> AdValueRecord:
+    """A tape residual that is a borrowed owner: a record holding a named shared borrow."""
+    r = record_borrow(owner, "argument", f"{tape.name}: residual of {name}")
+    r.count += 1
+    return r
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
@@ -143,6 +172,8 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
                 else:
                     ids.append(-1)
             else:
+                if _TRACERS and type(a) in _TRACERS:
+                    return _TRACERS[type(a)](prim, args, params)  # type: ignore[no-any-return]
                 v, r, i = _resolve(prim, a, key)
                 vals.append(v)
                 recs.append(r)
@@ -151,15 +182,24 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
                     tracked = True
     name = prim.name
     out = prim.impl(*vals, **params)
-    if prim.alias and type(recs[0]) is _REC and recs[0].container.borrow is None:
-        rec = record_alias(recs[0], out, name)
+    tans = STATE.jvp
+    tan = None if tans is None else tans.push(prim, recs, vals, out, params)
+    r0 = recs[0] if recs else None
+    if prim.alias and type(r0) is _REC:
+        rec = record_alias(r0, out, name)
+        rec.count = 1
+    elif prim.alias and type(r0) in _OWNERS:  # a view of a borrowed owner: zero-copy
+        rec = record_alias(borrowed_record(r0, f"the value of {name}"), out, name)
         rec.count = 1
     else:
-        if prim.alias:  # a view of a borrowed argument or a scalar: lay it out afresh
+        if prim.alias:  # a view of a scalar parameter: lay it out afresh
             out = np.array(out, order="C")
-        try:
-            tensor = _adopt(out, STATE.reason, name)
-        except LayoutError:
+        if type(out) is np.ndarray and out.base is None and out.flags.writeable:
+            try:
+                tensor = _adopt(out, STATE.reason, name)
+            except LayoutError:
+                tensor, out = _fresh(out, vals, name)
+        else:
             tensor, out = _fresh(out, vals, name)
         if type(out) is not np.ndarray:  # rank-0 numpy scalar: read the owner's array
             out = ts.kernel.read_array(tensor)
@@ -170,6 +210,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         c.borrow = None
         c.count = 1
         c.addr = 0
+        c.pending = _NO_PENDING
         rec = _REC.__new__(_REC)
         rec.a = out
         rec.container = c
@@ -178,6 +219,8 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         rec.count = 1
     h = _ET.__new__(_ET)
     h._rec = rec
+    if tan is not None:
+        tans.tangents[rec] = tan
     if tracked and not prim.nondiff:
         tape = STATE.tape
         vid = len(tape.nodes)
@@ -190,14 +233,20 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         if save_in:
             if len(save_in) == 1:  # most rules keep one argument
                 r0 = recs[save_in[0]]
-                res: list[Any] = [r0]
                 if type(r0) is _REC:
                     r0.count += 1
+                elif type(r0) in _OWNERS:
+                    r0 = _retain_owner(r0, tape, name)
+                res: list[Any] = [r0]
             else:
-                res = [recs[i] for i in save_in]
-                for r in res:
+                res = []
+                for i in save_in:
+                    r = recs[i]
                     if type(r) is _REC:
                         r.count += 1
+                    elif type(r) in _OWNERS:
+                        r = _retain_owner(r, tape, name)
+                    res.append(r)
         else:
             res = []
         if prim.save_out:
@@ -224,8 +273,10 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     else:
         h._tape = None
         h._id = -1
-    if STATE.jvp is not None:
-        STATE.jvp.propagate(prim, recs, rec, params)
-    if STATE.region is not None:  # inside a checkpoint region: store the op (_checkpoint.py)
-        STATE.region.record(prim, args, recs, h, params)
+    region = STATE.region
+    if region is not None:  # inside a checkpoint region: store the op (_checkpoint.py)
+        for i, r in enumerate(recs):
+            if type(r) in _OWNERS:
+                recs[i] = borrowed_record(r, f"checkpoint region {region.label}: {name}")
+        region.record(prim, args, recs, h, params)
     return h

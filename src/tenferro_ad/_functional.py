@@ -7,20 +7,26 @@ with a recorded ``TRANSFER`` — or Python floats); gradients come back in the s
 structure, and a leaf the output does not depend on gets zeros (materialized because it
 was asked for, as in JAX).
 
-Composition: called on handles that the currently recording tape tracks (inside another
-``grad`` or a ``with Tape()`` block), they run on *that* tape with ``create_graph`` —
-each differentiated argument first passes through a recorded identity, so the inner
-sweep stops there and closed-over outer values are treated as the constants they are —
-and return handles recorded on it.  ``grad(grad(f))`` and Hessian-vector products
-therefore work.  Forward-over-reverse (``jvp`` of ``grad``) is not supported yet.
+Arguments that are not differentiated reach ``f`` unchanged (a numpy array stays an
+array, an owner stays an owner: ops then borrow it), as in JAX; keyword arguments too.
+
+Composition: called while a tape records (inside another ``grad``/``vjp`` or a
+``with Tape()`` block), they run on *that* tape with a recorded backward — each
+differentiated argument first passes through a recorded identity, so the inner sweep
+stops there while values the function closes over keep their dependence on the outer
+level — and return handles recorded on it.  ``grad(grad(f))``, gradients of functions
+that call ``grad`` on closures, and Hessian-vector products therefore work.
+Forward-over-reverse (``jvp`` of ``grad``) is not supported in eager mode yet.
 
 Allocation accounting: each returned gradient or tangent is one ``OPERATION_OUTPUT``
-allocation; a cotangent that two results share is materialized once per owner (a kernel
-write, never a copy event); intermediate cotangents are kernel scratch.
+allocation.  A gradient whose bytes belong to another value (the seed cotangent, a
+residual, or a gradient already delivered to another argument) is delivered as a fresh
+owner with a recorded ``MATERIALIZE`` copy; intermediate cotangents are kernel scratch.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -29,14 +35,15 @@ import numpy as np
 import tenferro_storage as ts
 
 from ._dispatch import bind, constant_record
-from ._gradients import materialize
+from ._gradients import _root, deliver, foreign_roots
 from ._handle import EagerTensor, make_handle
 from ._jvp import JvpContext
+from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
 from ._retention import AdValueRecord, record_borrow
 from ._state import STATE, no_grad
-from ._tape import Tape
-from .errors import IntoValueError
+from ._tape import Tape, check_cotangent
+from .errors import ArgumentError, ArgumentTypeError, IntoValueError
 
 IDENTITY: Primitive = defprimitive(
     "identity",
@@ -74,51 +81,67 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     return [tree], lambda new: new[0]
 
 
-class _Call:
-    """Per-call bookkeeping: the tape, borrowed records to release, watched handles."""
+class _Call(NoCopy):
+    """Per-call bookkeeping: the tape, borrowed records to release, watched handles.
 
-    def __init__(self, args: tuple[Any, ...], argnums: tuple[int, ...]) -> None:
+    Nesting: when a tape is recording already (an enclosing ``grad``/``vjp`` or a
+    ``with Tape()`` block), the call runs on *that* tape with a recorded backward, so
+    values the function closes over that the outer level tracks keep their dependence
+    (no perturbation confusion): each differentiated argument enters through a recorded
+    identity (a new value id), and the inner sweep stops at those ids.
+    """
+
+    def __init__(
+        self, args: tuple[Any, ...], argnums: tuple[int, ...], what: str, fname: str
+    ) -> None:
         outer = STATE.tape
-        self.nested = outer is not None and any(
-            isinstance(leaf, EagerTensor) and leaf._tape is outer.key and leaf._id >= 0
-            for i in argnums
-            for leaf in tree_flatten(args[i])[0]
-        )
-        self.tape: Tape = outer if self.nested else Tape()
+        self.nested = outer is not None
+        self.tape: Tape = outer if self.nested else Tape(f"{what}({fname})")
+        self.what = what
         self.borrowed: list[AdValueRecord] = []
         self.watched: list[EagerTensor] = []
-        self.rebuild: list[Callable[[list[Any]], Any]] = []
+        self.rebuild: dict[int, Callable[[list[Any]], Any]] = {}
+        self.counts: dict[int, int] = {}
         new_args = list(args)
-        for i, a in enumerate(args):
-            leaves, rb = tree_flatten(a)
-            diff = i in argnums
-            wrapped = [self.wrap(leaf, diff) for leaf in leaves]
-            if diff:
-                self.watched.extend(wrapped)
-                self.rebuild.append(rb)
+        for i in argnums:
+            leaves, rb = tree_flatten(args[i])
+            wrapped = [self.wrap(leaf, i) for leaf in leaves]
+            self.watched.extend(wrapped)
+            self.rebuild[i] = rb
+            self.counts[i] = len(wrapped)
             new_args[i] = rb(wrapped)
-        self.args = new_args
+        self.args = new_args  # arguments that are not differentiated reach f unchanged
+        self.order = argnums
 
-    def wrap(self, leaf: Leaf, diff: bool) -> Any:
+    def wrap(self, leaf: Leaf, argnum: int) -> Any:
         tape = self.tape
         if isinstance(leaf, EagerTensor):
-            if not diff:
-                return leaf
+            rec = leaf._r(self.what)
+            _check_float(rec.a.dtype, self.what, argnum)
             if self.nested:
                 with _recording_on(tape):
                     return bind(IDENTITY, leaf)
             return tape.watch(leaf)
-        if isinstance(leaf, ts.Tensor):
-            rec = record_borrow(leaf, "argument")
+        if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+            _check_float(ts.kernel.read_array(leaf).dtype, self.what, argnum)
+            rec = record_borrow(leaf, "argument", f"{tape.name}: argument {argnum}")
             self.borrowed.append(rec)
-        elif isinstance(leaf, np.ndarray) or (diff and isinstance(leaf, float | int)):
-            rec = constant_record(
-                np.asarray(leaf, dtype=float) if isinstance(leaf, int) else leaf, "argument"
+        elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
+            leaf, bool | np.bool_
+        ):
+            _check_float(np.asarray(leaf).dtype, self.what, argnum)
+            rec = constant_record(leaf, "argument")
+        elif isinstance(leaf, int) and not isinstance(leaf, bool):
+            raise ArgumentTypeError(
+                f"{self.what}: argument {argnum} is the Python int {leaf!r}; differentiation "
+                "needs floating-point inputs (pass a float, as JAX requires)"
             )
         else:
-            return leaf
-        if not diff:
-            return make_handle(rec, None, -1)
+            raise ArgumentTypeError(
+                f"{self.what}: argument {argnum} is a {type(leaf).__name__}, which cannot be "
+                "differentiated; pass a float, a numpy array, a Tensor owner or an "
+                "EagerTensor (or leave it out of argnums)"
+            )
         vid = len(tape.nodes)
         tape.nodes.append(None)
         return make_handle(rec, tape.key, vid)
@@ -130,37 +153,59 @@ class _Call:
         if not self.nested:
             self.tape._release()
 
-    def results(self, out: EagerTensor, seed: Any) -> list[Any]:
-        """Cotangents for every watched leaf (owners, or handles when nested)."""
+    def results(self, seeds: dict[int, Any], given: bool = True) -> list[Any]:
+        """Cotangents for every watched leaf (owners, or handles when nested), from the
+        seed cotangents ``{value id: cotangent}`` of the outputs (``given``: the caller's
+        own values, which a delivered gradient must never share)."""
         from .ops._ns import HANDLE_NS, NUMPY_NS
 
         tape = self.tape
         wids = [h._id for h in self.watched]
-        tracked = isinstance(out, EagerTensor) and out._tape is tape.key and out._id >= 0
         if self.nested:
             cts = {}
-            if tracked:
+            if seeds:
                 with _recording_on(tape):
-                    cts = tape.sweep(out._id, seed, wids, HANDLE_NS, True)
+                    cts = tape.sweep(seeds, None, wids, HANDLE_NS, True)
+            given = {id(v) for v in seeds.values()}
             return [
-                cts.get(w) if w in cts else _zeros_handle(h)
+                _fresh_handle(cts[w], given) if w in cts else _zeros_handle(h)
                 for w, h in zip(wids, self.watched, strict=True)
             ]
-        cts = tape.sweep(out._id, seed, wids, NUMPY_NS, False) if tracked else {}
+        cts = tape.sweep(seeds, None, wids, NUMPY_NS, False) if seeds else {}
+        foreign = foreign_roots(tape, seeds.values() if given else ())
         owners: list[Any] = []
-        seen: set[int] = set()
         for w, h in zip(wids, self.watched, strict=True):
             ct = cts.get(w)
             if ct is None:
-                a = h._r("grad").a
+                a = h._r(self.what).a
                 arr = np.zeros(a.shape, a.dtype)
+                owners.append(ts.kernel.adopt_output(arr, STATE.reason, self.what))
             else:
-                arr = materialize(ct)
-                if id(arr) in seen:
-                    arr = np.array(arr)  # one allocation per owner (a kernel write)
-                seen.add(id(arr))
-            owners.append(ts.kernel.adopt_output(arr, STATE.reason, "grad"))
+                owners.append(deliver(ct, foreign, self.what))
         return owners
+
+    def pack(self, flat: list[Any], argnums: int | tuple[int, ...]) -> Any:
+        """Rebuild each requested argument's structure, in the order ``argnums`` asks."""
+        out, i = [], 0
+        for k in self.order:
+            n = self.counts[k]
+            out.append(self.rebuild[k](flat[i : i + n]))
+            i += n
+        return out[0] if isinstance(argnums, int) else tuple(out)
+
+
+def _check_float(dt: np.dtype[Any], what: str, argnum: int) -> None:
+    if dt.kind not in "fc":
+        raise ArgumentTypeError(
+            f"{what}: argument {argnum} has dtype {dt.name}; differentiation needs "
+            "floating-point or complex inputs (as in JAX). Convert it with astype, or leave "
+            "it out of argnums"
+        )
+
+
+def _fresh_handle(h: EagerTensor, given: set[int]) -> EagerTensor:
+    """A nested result is a new handle object, never a caller's seed handle itself."""
+    return h.clone() if id(h) in given else h
 
 
 class _recording_on:
@@ -183,17 +228,49 @@ def _zeros_handle(h: EagerTensor) -> EagerTensor:
     return make_handle(record_owner(t, ts.kernel.read_array(t), "zeros"), None, -1)
 
 
-def _argnums(argnums: int | tuple[int, ...]) -> tuple[int, ...]:
-    return (argnums,) if isinstance(argnums, int) else tuple(argnums)
+def constant(value: Any) -> EagerTensor:
+    """An untracked handle to ``value``, reusable by any number of ops. O(1).
+
+    An owner or a view is **borrowed**, not moved and not copied: the handle holds a
+    shared borrow until it (and every value aliasing it) is gone, so mutating the owner
+    meanwhile raises ``BorrowError`` naming ``ad.constant``.  A numpy array or scalar is
+    imported with one recorded ``TRANSFER`` copy; a handle gives an untracked handle to
+    the same value (``stop_gradient`` without an op).
+    """
+    if isinstance(value, EagerTensor):
+        return make_handle(value._r("constant"), None, -1)
+    if isinstance(value, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        return make_handle(record_borrow(value, "constant", "an ad.constant handle"), None, -1)
+    if isinstance(value, np.ndarray | np.generic | list | tuple | float | int | complex):
+        return make_handle(constant_record(value, "constant"), None, -1)
+    raise ArgumentTypeError(
+        f"constant: value is a {type(value).__name__}; pass an owner, a view, a numpy "
+        "array, a scalar or an EagerTensor"
+    )
 
 
-def _pack(call: _Call, flat: list[Any], argnums: int | tuple[int, ...]) -> Any:
-    out, i = [], 0
-    for rb, k in zip(call.rebuild, _argnums(argnums), strict=True):
-        n = len(tree_flatten(call.args[k])[0])
-        out.append(rb(flat[i : i + n]))
-        i += n
-    return out[0] if isinstance(argnums, int) else tuple(out)
+def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
+    """Normalize and check ``argnums`` against the number of positional arguments."""
+    raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
+    try:
+        nums = tuple(int(operator.index(k)) for k in raw)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{what}: argnums must be an int or a tuple of ints, got {argnums!r}"
+        ) from None
+    if not nums:
+        raise ArgumentError(f"{what}: argnums is empty; name at least one argument")
+    out = []
+    for k in nums:
+        if not -nargs <= k < nargs:
+            raise ArgumentError(
+                f"{what}: argnums={argnums!r} names argument {k}, but the function was "
+                f"called with {nargs} positional argument(s)"
+            )
+        out.append(k % nargs)
+    if len(set(out)) != len(out):
+        raise ArgumentError(f"{what}: argnums={argnums!r} names an argument twice")
+    return tuple(out)
 
 
 def _owner_of(out: EagerTensor) -> Any:
@@ -203,7 +280,7 @@ def _owner_of(out: EagerTensor) -> Any:
         return e.value.duplicate_value()
 
 
-def _check_jvp_free(args: tuple[Any, ...]) -> None:
+def _check_jvp_free() -> None:
     if STATE.jvp is not None:
         raise NotImplementedError(
             "grad/vjp inside jvp (forward-over-reverse) is not supported yet; compute "
@@ -212,41 +289,55 @@ def _check_jvp_free(args: tuple[Any, ...]) -> None:
 
 
 def value_and_grad(
-    f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+    f: Callable[..., Any],
+    argnums: int | tuple[int, ...] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """``f``'s value and its gradient with respect to ``argnums`` (see the module docstring).
 
-    ``f`` must return a one-element value (or ``(value, aux)`` with ``has_aux``).  Returns
-    ``(value, grads)`` — owners, or handles when nested.
+    ``f`` must return a real one-element value (or ``(value, aux)`` with ``has_aux``); with
+    ``holomorphic=True`` a complex one (the derivative of a holomorphic function, as in
+    JAX).  Keyword arguments are passed to ``f`` unchanged and never differentiated.
+    Returns ``(value, grads)`` — owners, or handles when nested.
     """
+    if not callable(f):
+        raise ArgumentTypeError(f"value_and_grad: f must be callable, got {type(f).__name__}")
+    fname = getattr(f, "__name__", "f")
 
-    def wrapped(*args: Any) -> Any:
-        _check_jvp_free(args)
-        call = _Call(args, _argnums(argnums))
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        _check_jvp_free()
+        nums = _argnums(argnums, len(args), "grad")
+        call = _Call(args, nums, "grad", fname)
         try:
             if call.nested:
-                res = f(*call.args)
+                res = f(*call.args, **kwargs)
             else:
                 with call.tape:
-                    res = f(*call.args)
-            out, aux = res if has_aux else (res, None)
-            if not isinstance(out, EagerTensor) or out.size != 1:
-                raise TypeError(
-                    "grad: the function must return a one-element EagerTensor (use vjp for "
-                    f"other outputs); got {out!r}"
-                )
+                    res = f(*call.args, **kwargs)
+            if has_aux:
+                if not isinstance(res, tuple | list) or len(res) != 2:
+                    raise ArgumentTypeError(
+                        "grad(has_aux=True): the function must return a pair (value, aux), "
+                        f"got {type(res).__name__}"
+                    )
+                out, aux = res
+            else:
+                out, aux = res, None
+            out = _scalar_output(out, call, holomorphic)
             seed: Any
             if call.nested:
                 seed = _ones_handle(out)
             else:
                 a = out._r("grad").a
                 seed = np.ones(a.shape, a.dtype)
-            flat = call.results(out, seed)
+            tracked = out._tape is call.tape.key and out._id >= 0
+            flat = call.results({out._id: seed} if tracked else {}, given=False)
             value: Any = out
             call.release()
             if not call.nested:
                 value = _owner_of(out)
-            grads = _pack(call, flat, argnums)
+            grads = call.pack(flat, argnums)
             return ((value, aux), grads) if has_aux else (value, grads)
         finally:
             call.release()
@@ -254,18 +345,56 @@ def value_and_grad(
     return wrapped
 
 
+def _scalar_output(out: Any, call: _Call, holomorphic: bool) -> EagerTensor:
+    """Check the differentiated output: a real, one-element value (a constant is fine)."""
+    if isinstance(out, ts.Tensor | ts.TensorView | np.ndarray | float | np.generic):
+        out = make_handle(
+            constant_record(np.asarray(out), "grad")
+            if not isinstance(out, ts.Tensor | ts.TensorView)
+            else record_borrow(out, "output", f"{call.tape.name}: output"),
+            None,
+            -1,
+        )
+    if not isinstance(out, EagerTensor):
+        raise ArgumentTypeError(
+            "grad: the function must return a one-element EagerTensor (use vjp for other "
+            f"outputs); got {type(out).__name__}"
+        )
+    a = out._r("grad").a
+    if a.size != 1:
+        raise ArgumentTypeError(  # a TypeError, as in JAX
+            f"grad: the function must return a one-element value, got shape {a.shape}; use "
+            "vjp (or jacrev) for non-scalar outputs"
+        )
+    if a.dtype.kind == "c" and not holomorphic:
+        raise ArgumentTypeError(
+            f"grad: the function returned a complex value ({a.dtype.name}); grad requires "
+            "real-valued outputs (as JAX). Use vjp with an explicit cotangent, or take the "
+            "real part / abs first"
+        )
+    if a.dtype.kind not in "fc":
+        raise ArgumentTypeError(
+            f"grad: the function returned a {a.dtype.name} value; grad requires a "
+            "floating-point output"
+        )
+    return out
+
+
 def grad(
-    f: Callable[..., Any], argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+    f: Callable[..., Any],
+    argnums: int | tuple[int, ...] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Callable[..., Any]:
     """The gradient of scalar-valued ``f`` with respect to ``argnums`` (int or tuple).
 
     Borrows owner arguments for the call; returns fresh owners in the arguments'
     structure (handles recorded on the enclosing tape when nested, so it composes).
     """
-    vg = value_and_grad(f, argnums, has_aux)
+    vg = value_and_grad(f, argnums, has_aux, holomorphic)
 
-    def wrapped(*args: Any) -> Any:
-        (value_aux, grads) = vg(*args)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        (value_aux, grads) = vg(*args, **kwargs)
         if has_aux:
             return grads, value_aux[1]
         return grads
@@ -281,35 +410,58 @@ def _ones_handle(out: EagerTensor) -> EagerTensor:
     return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
 
 
-class VjpFunction:
+def _output_leaves(out: Any, what: str) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+    leaves, rb = tree_flatten(out)
+    for leaf in leaves:
+        if not isinstance(leaf, EagerTensor | np.ndarray | float | int | complex | np.generic):
+            raise ArgumentTypeError(
+                f"{what}: the function returned a {type(leaf).__name__} leaf; outputs must be "
+                "EagerTensors (or arrays/scalars, which do not depend on the inputs), in "
+                "tuples, lists or dicts"
+            )
+    return leaves, rb
+
+
+class VjpFunction(NoCopy):
     """The pullback returned by :func:`vjp`.  Holds the tape (and so its residuals and the
     borrows of the primal owners) until it is released or garbage collected."""
 
-    def __init__(self, call: _Call, out: EagerTensor, argnums: tuple[int, ...]) -> None:
+    def __init__(
+        self, call: _Call, outs: list[Any], argnums: tuple[int, ...], what: str = "vjp_fn"
+    ) -> None:
         self._call: _Call | None = call
-        self._out = out
+        self._outs = outs
         self._argnums = argnums
+        self._what = what
 
     def __call__(self, cotangent: Any) -> tuple[Any, ...]:
-        """Cotangents for each primal (owners; handles when nested). Borrows ``cotangent``."""
+        """Cotangents for each primal (owners; handles when nested).
+
+        ``cotangent`` has the output's structure; each leaf must have its output's shape
+        and dtype (checked first; nothing changes on error).  Borrows ``cotangent``."""
         call = self._call
+        what = self._what
         if call is None:
-            raise ts.errors.ExpiredBorrowError("vjp_fn: released; call vjp again")
-        out = self._out
-        if isinstance(cotangent, EagerTensor):
-            seed: Any = cotangent if call.nested else cotangent._r("vjp_fn").a
-        elif isinstance(cotangent, ts.Tensor):
-            seed = (
-                ts.kernel.read_array(cotangent)
-                if not call.nested
-                else make_handle(record_borrow(cotangent, "cotangent"), None, -1)
+            raise ts.errors.ExpiredBorrowError(f"{what}: released; call vjp again")
+        outs = self._outs
+        cts, _ = tree_flatten(cotangent)
+        if len(cts) != len(outs):
+            raise ArgumentError(
+                f"{what}: the cotangent has {len(cts)} leaves but the output has {len(outs)}; "
+                "pass one cotangent per output value, in the output's structure"
             )
-        else:
-            seed = np.asarray(cotangent, dtype=out._r("vjp_fn").a.dtype)
-        if not call.nested and isinstance(seed, np.ndarray):
-            seed = np.array(seed)  # scratch: a delivered cotangent must never alias the seed
-        flat = call.results(out, seed)
-        return tuple(_pack(call, flat, self._argnums))
+        seeds: dict[int, Any] = {}
+        tape = call.tape
+        checked = [
+            check_cotangent(ct, _leaf_array(o, what), what, k, call.nested)
+            for k, (ct, o) in enumerate(zip(cts, outs, strict=True))
+        ]
+        for ct, o in zip(checked, outs, strict=True):
+            if isinstance(o, EagerTensor) and o._tape is tape.key and o._id >= 0:
+                prev = seeds.get(o._id)
+                seeds[o._id] = ct if prev is None else prev + ct
+        flat = call.results(seeds)
+        return tuple(call.pack(flat, self._argnums))
 
     def release(self) -> None:
         """End the borrows and release the residuals now (idempotent)."""
@@ -322,76 +474,133 @@ class VjpFunction:
         self.release()
 
 
-def vjp(f: Callable[..., Any], *primals: Any) -> tuple[EagerTensor, VjpFunction]:
-    """``(out, vjp_fn)``: ``out`` is a read-only handle to ``f(*primals)`` (its value may be a
-    residual of ``vjp_fn``: ``out.into_value()`` succeeds once ``vjp_fn`` is released;
-    ``duplicate_value()`` always works), ``vjp_fn(cotangent)`` returns one cotangent per
-    primal.  The primal owners stay borrowed until ``vjp_fn`` is released."""
-    _check_jvp_free(primals)
+def _leaf_array(o: Any, what: str) -> np.ndarray[Any, Any]:
+    return o._r(what).a if isinstance(o, EagerTensor) else np.asarray(o)
+
+
+def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
+    """``(out, vjp_fn)`` (``(out, vjp_fn, aux)`` with ``has_aux``).
+
+    ``out`` is ``f(*primals)`` — any tuple/list/dict structure of read-only handles (a
+    handle's value may be a residual of ``vjp_fn``: ``into_value()`` succeeds once
+    ``vjp_fn`` is released; ``duplicate_value()`` always works).  ``vjp_fn(cotangent)``
+    returns one cotangent per primal (zeros for primals the output does not depend on).
+    The primal owners stay borrowed until ``vjp_fn`` is released.
+    """
+    if not callable(f):
+        raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
+    _check_jvp_free()
     argnums = tuple(range(len(primals)))
-    call = _Call(primals, argnums)
-    if call.nested:
-        out = f(*call.args)
-    else:
-        with call.tape:
-            out = f(*call.args)
-    return out, VjpFunction(call, out, argnums)
+    call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
+    try:
+        if call.nested:
+            res = f(*call.args)
+        else:
+            with call.tape:
+                res = f(*call.args)
+        if has_aux:
+            if not isinstance(res, tuple | list) or len(res) != 2:
+                raise ArgumentTypeError(
+                    "vjp(has_aux=True): the function must return a pair (out, aux)"
+                )
+            out, aux = res
+        else:
+            out, aux = res, None
+        outs, _ = _output_leaves(out, "vjp")
+    except BaseException:
+        call.release()
+        raise
+    fn = VjpFunction(call, outs, argnums)
+    return (out, fn, aux) if has_aux else (out, fn)
 
 
 def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
-    """Forward mode: ``(f(*primals), J @ tangents)`` as fresh owners.
+    """Forward mode: ``(f(*primals), J @ tangents)`` as fresh owners, in ``f``'s output
+    structure.
 
-    ``primals`` and ``tangents`` are matching tuples (of pytrees); both are borrowed.
+    ``primals`` and ``tangents`` are matching tuples (of pytrees); each tangent leaf must
+    have its primal's shape and dtype (checked before anything runs).  Both are borrowed.
     Runs the JVP rules once per op; nothing is recorded or retained.
     """
+    if not callable(f):
+        raise ArgumentTypeError(f"jvp: f must be callable, got {type(f).__name__}")
+    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
+        raise ArgumentTypeError(
+            "jvp: primals and tangents must be tuples (one entry per argument of f)"
+        )
     primals = tuple(primals)
     tangents = tuple(tangents)
+    if len(primals) != len(tangents):
+        raise ArgumentError(
+            f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
+            "primal, with the same structure"
+        )
+    if STATE.jvp is not None or STATE.tape is not None:
+        raise NotImplementedError(
+            "jvp inside another transform (jvp of jvp, grad of jvp, jvp of grad) is not "
+            "supported in eager mode yet; compose grad with grad instead"
+        )
     ctx = JvpContext()
     borrowed: list[AdValueRecord] = []
     args: list[Any] = []
     inputs_t: list[Any] = []
-    for p, t in zip(primals, tangents, strict=True):
-        pl, rb = tree_flatten(p)
-        tl, _ = tree_flatten(t)
-        hs = []
-        for leaf, tan in zip(pl, tl, strict=True):
-            if isinstance(leaf, ts.Tensor):
-                rec = record_borrow(leaf, "primal")
-                borrowed.append(rec)
-            elif isinstance(leaf, EagerTensor):
-                rec = leaf._r("jvp")
-            else:
-                arr = np.asarray(leaf)
-                if arr.dtype.kind not in "fc":  # ints/bools become float; complex stays complex
-                    arr = arr.astype(float)
-                rec = constant_record(arr, "primal")
-            if isinstance(tan, ts.Tensor):
-                trec = record_borrow(tan, "tangent")
-                borrowed.append(trec)
-                ctx.tangents[rec] = trec.a
-            elif isinstance(tan, EagerTensor):
-                ctx.tangents[rec] = tan._r("jvp").a
-            else:
-                ctx.tangents[rec] = np.asarray(tan, dtype=rec.a.dtype)
-            inputs_t.append(ctx.tangents[rec])
-            hs.append(make_handle(rec, None, -1))
-        args.append(rb(hs))
-    prev = STATE.jvp
-    STATE.jvp = ctx
     try:
-        with no_grad():
-            out = f(*args)
-        tan_out = ctx.tangents.get(out._r("jvp"))
-        a = out._r("jvp").a
-        arr = np.zeros(a.shape, a.dtype) if tan_out is None else materialize(tan_out)
-        if any(arr is v for v in inputs_t):
-            arr = np.array(arr)  # never adopt a caller's tangent array
-        tangent = ts.kernel.adopt_output(arr, STATE.reason, "jvp")
-        ctx.tangents.clear()
-        del args
-        value = _owner_of(out)
-        return value, tangent
+        for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+            pl, rb = tree_flatten(p)
+            tl, _ = tree_flatten(t)
+            if len(pl) != len(tl):
+                raise ArgumentError(
+                    f"jvp: primal {k} has {len(pl)} leaves but its tangent has {len(tl)}"
+                )
+            hs = []
+            for leaf, tan in zip(pl, tl, strict=True):
+                if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+                    rec = record_borrow(leaf, "primal", f"jvp: primal {k}")
+                    borrowed.append(rec)
+                elif isinstance(leaf, EagerTensor):
+                    rec = leaf._r("jvp")
+                else:
+                    arr = np.asarray(leaf)
+                    if arr.dtype.kind not in "fc":
+                        raise ArgumentTypeError(
+                            f"jvp: primal {k} has dtype {arr.dtype.name}; forward mode needs "
+                            "floating-point or complex primals (pass floats)"
+                        )
+                    rec = constant_record(arr, "primal")
+                tarr = check_cotangent(tan, rec.a, "jvp (tangent)", k, False)
+                ctx.tangents[rec] = tarr
+                inputs_t.append(tarr)
+                hs.append(make_handle(rec, None, -1))
+            args.append(rb(hs))
+        prev = STATE.jvp
+        STATE.jvp = ctx
+        try:
+            with no_grad():
+                out = f(*args)
+            leaves, rebuild = _output_leaves(out, "jvp")
+            values: list[Any] = []
+            tans: list[Any] = []
+            foreign = {id(_root(t)) for t in inputs_t}
+            for leaf in leaves:
+                a = _leaf_array(leaf, "jvp")
+                lrec = leaf._rec if isinstance(leaf, EagerTensor) else None
+                tan_out = None if lrec is None else ctx.tangents.get(lrec)
+                if tan_out is None:
+                    zeros = np.zeros(a.shape, a.dtype)
+                    tans.append(ts.kernel.adopt_output(zeros, STATE.reason, "jvp"))
+                else:
+                    tans.append(deliver(tan_out, foreign, "jvp"))
+            ctx.tangents.clear()
+            del args
+            for leaf in leaves:
+                if isinstance(leaf, EagerTensor):
+                    values.append(_owner_of(leaf))
+                else:
+                    values.append(ts.from_numpy(np.asarray(leaf)))
+            del leaves, out
+            return rebuild(values), rebuild(tans)
+        finally:
+            STATE.jvp = prev
     finally:
-        STATE.jvp = prev
         for rec in borrowed:
             rec.container.release_borrow()

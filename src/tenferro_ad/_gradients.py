@@ -22,6 +22,7 @@ import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError, GroupError
 
 from ._handle import EagerTensor
+from ._retention import AdValueRecord
 from ._state import STATE
 
 
@@ -32,6 +33,49 @@ def materialize(ct: Any) -> np.ndarray[Any, Any]:
     if ct.base is not None or not ct.flags.c_contiguous or not ct.flags.writeable:
         return np.array(ct, order="C")
     return ct
+
+
+def _root(a: Any) -> Any:
+    """The array that owns ``a``'s memory (``a`` itself when it is not a view)."""
+    while type(a) is np.ndarray and a.base is not None:
+        a = a.base
+    return a
+
+
+def foreign_roots(tape: Any, seeds: Any) -> set[int]:
+    """Identities of the memory a backward pass must not hand out as a gradient: the
+    caller's seed cotangents and every residual the tape holds. O(residuals)."""
+    out = {id(_root(s)) for s in seeds}
+    for node in tape.nodes:
+        if node is not None and node.res:
+            for r in node.res:
+                if type(r) is AdValueRecord:
+                    out.add(id(_root(r.a)))
+    return out
+
+
+def is_foreign(ct: Any, foreign: set[int]) -> bool:
+    """Whether ``ct`` holds the very bytes of a foreign value (itself, or a reshaped or
+    transposed view of all of it): delivering it is a byte-preserving copy.  A broadcast
+    or a slice of one is new data (a kernel write)."""
+    if type(ct) is not np.ndarray:
+        return False
+    root = _root(ct)
+    return id(root) in foreign and ct.size == root.size
+
+
+def deliver(ct: Any, foreign: set[int], operation: str) -> ts.Tensor[Any, Any]:
+    """A fresh owner for a delivered cotangent or tangent.
+
+    Scratch computed by the sweep is adopted (no copy); memory that belongs to another
+    value — ``foreign`` roots, or a cotangent delivered already (its root is added) — is
+    copied with a recorded ``MATERIALIZE`` copy. O(1) bookkeeping plus the copy if any.
+    """
+    if is_foreign(ct, foreign):
+        return ts.kernel.materialize_output(ct, STATE.reason, operation)
+    arr = materialize(ct)
+    foreign.add(id(_root(arr)))
+    return ts.kernel.adopt_output(arr, STATE.reason, operation)
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -57,7 +101,16 @@ class Gradients(ts.AllocationGroup):
     _handles: dict[int, EagerTensor] | None
 
     @classmethod
-    def _build(cls, key: object, wids: list[int], cts: dict[int, Any], create_graph: bool) -> Any:
+    def _build(
+        cls,
+        key: object,
+        wids: list[int],
+        cts: dict[int, Any],
+        create_graph: bool,
+        foreign: set[int],
+    ) -> Any:
+        """The bundle for ``cts``; ``foreign``: memory roots (seed, residuals) that must be
+        copied (recorded ``MATERIALIZE``), never adopted, and seed handle identities."""
         g = cls()
         g._key = key
         g._map = {}
@@ -67,8 +120,8 @@ class Gradients(ts.AllocationGroup):
             for vid in wids:
                 h = cts.get(vid)
                 g._map[vid] = None
-                if h is not None:
-                    g._handles[vid] = h
+                if h is not None:  # never the caller's own seed handle object
+                    g._handles[vid] = h.clone() if id(h) in foreign else h
             return g
         seen: dict[int, Any] = {}
         reason = STATE.reason
@@ -82,8 +135,11 @@ class Gradients(ts.AllocationGroup):
                 shape = tuple(np.shape(ct))
                 g._map[vid] = g.alias(prev, shape=shape, strides=_c_strides(shape))
                 continue
-            arr = materialize(ct)
-            slot = g.insert(ts.kernel.adopt_output(arr, reason, "backward"))
+            if is_foreign(ct, foreign):
+                owner = ts.kernel.materialize_output(ct, reason, "backward")
+            else:
+                owner = ts.kernel.adopt_output(materialize(ct), reason, "backward")
+            slot = g.insert(owner)
             seen[id(ct)] = slot
             g._map[vid] = slot
         return g

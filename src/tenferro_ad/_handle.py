@@ -25,7 +25,9 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError, UseAfterMoveError
 
-from ._retention import NO_DESCRIPTOR, AdValueRecord
+from ._nocopy import NoCopy
+from ._retention import AdValueRecord
+from ._state import STATE
 from .errors import Extract, NotUnique
 
 
@@ -33,7 +35,7 @@ def _ops_missing(*args: Any) -> Any:  # pragma: no cover - replaced when ops loa
     raise RuntimeError("tenferro_ad.ops is not loaded")
 
 
-class ValueGuard:
+class ValueGuard(NoCopy):
     """A shared borrow of a value's storage; ``guard.view`` is the ``TensorView``.
 
     Use as ``with x.value() as v: ...`` (``v`` is the ``TensorView``).  The borrow ends on
@@ -44,7 +46,10 @@ class ValueGuard:
     __slots__ = ("_rec", "_view")
 
     def __init__(self, rec: AdValueRecord, view: ts.TensorView[Any, Any]) -> None:
-        self._rec = rec  # keeps the container alive while the borrow lives
+        # one more direct owner of the record while the borrow lives: into_value() of the
+        # value is NotUnique until the guard is released (G7)
+        rec.count += 1
+        self._rec: AdValueRecord | None = rec
         self._view: ts.TensorView[Any, Any] | None = view
 
     @property
@@ -63,6 +68,13 @@ class ValueGuard:
         if v is not None:
             self._view = None
             v.release()
+        rec = self._rec
+        if rec is not None:
+            self._rec = None
+            rec.count -= 1
+
+    def __del__(self) -> None:
+        self.release()
 
     def __enter__(self) -> ts.TensorView[Any, Any]:
         return self.view
@@ -146,6 +158,9 @@ class EagerTensor:
         h._tape = self._tape
         h._id = self._id
         rec.count += 1
+        region = STATE.region
+        if region is not None:
+            region.cloned(self, h)  # a clone inside a checkpoint block can be its output
         return h
 
     __copy__ = clone
@@ -186,22 +201,25 @@ class EagerTensor:
         c = rec.container
         if rec.count != 1 or c.count != 1:
             raise NotUnique(self)
-        if c.owner is not None and rec.slot is None:
+        slot = rec.slot
+        if c.owner is not None and slot is None:
             owner = c.owner
             c.owner = None
-        elif c.group is not None and rec.slot is not NO_DESCRIPTOR:
-            slot = c.base_slot if rec.slot is None else rec.slot
+        elif c.group is not None and type(slot) is not ts.TensorView:
+            c.flush()  # aliases that died while the group was viewed
             try:
-                owner = c.group.try_extract(slot)
+                owner = c.group.try_extract(c.base_slot if slot is None else slot)
             except ExtractError as e:
                 raise Extract(self, e) from None
+            rec.slot = None  # extracted: nothing left for the record to drop
         else:
             raise Extract(
                 self,
                 ExtractError(
                     "borrowed",
                     "into_value: the value borrows an owner that the caller still holds "
-                    "(a functional-API argument); it has no owner to move out",
+                    "(an op argument or a functional-API argument); it has no owner to move "
+                    "out. Use duplicate_value() for an explicit copy",
                 ),
             )
         self._rec = None

@@ -26,20 +26,27 @@ class JvpContext:
     def __init__(self) -> None:
         self.tangents: dict[AdValueRecord, Any] = {}
 
-    def propagate(
-        self, prim: Primitive, recs: list[Any], out: AdValueRecord, params: dict[str, Any]
-    ) -> None:
-        """Push tangents through one op (called by the binder)."""
+    def push(
+        self,
+        prim: Primitive,
+        recs: list[Any],
+        vals: list[Any],
+        out: Any,
+        params: dict[str, Any],
+    ) -> Any:
+        """The output tangent of one op, or ``None`` when no argument carries one.
+
+        Called by the binder before the output is adopted, so a failing rule changes
+        nothing.  ``vals`` are the kernel inputs, ``out`` the kernel output."""
         from .ops._ns import NUMPY_NS
 
         tans = self.tangents
         ts = [tans.get(r) if type(r) is AdValueRecord else None for r in recs]
-        if all(t is None for t in ts) or prim.nondiff:
-            return
-        vals = [r.a if type(r) is AdValueRecord else r for r in recs]
+        if prim.nondiff or all(t is None for t in ts):
+            return None
         res = [vals[i] for i in prim.save_in]
         if prim.save_out:
-            res.append(out.a)
+            res.append(out)
         total: Any = None
         for i, t in enumerate(ts):
             if t is None:
@@ -57,7 +64,7 @@ class JvpContext:
                 continue
             total = c if total is None else np.add(total, c)
         if total is not None:
-            shape = out.a.shape
+            shape = np.shape(out)
             if np.shape(total) != shape:
                 total = np.broadcast_to(total, shape)
-            tans[out] = total
+        return total

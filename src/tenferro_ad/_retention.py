@@ -11,8 +11,10 @@ Ownership shape (G7 "Ownership root")::
   metadata-only op (reshape, transpose, basic slicing, broadcast_to) aliases the value,
   the owner is moved into a ``tenferro_storage.AllocationGroup`` (``insert``) and each
   alias becomes another descriptor of that group (``alias``): no allocation, no copy.
-  *Borrowed form* (the functional API): it holds a shared ``TensorView`` of a caller's
-  owner for the duration of the call; nothing can be extracted from it.
+  *Borrowed form*: it holds a shared ``TensorView`` of a caller's owner (an op argument
+  that a tape, region or handle still needs, or a functional-API argument) for as long as
+  something needs it; nothing can be extracted from it.  Aliases of a borrowed value hold
+  their own derived ``TensorView`` (their ``slot``) over the same span: zero-copy too.
 * :class:`AdValueRecord` is one logical value: the container, the descriptor slot inside
   it (``None``: the container's base value), and the numpy array kernels read.
 * Both carry an explicit strong ``count`` of their *direct owners*: a record's owners are
@@ -33,16 +35,17 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import ExtractError
+from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAfterMoveError
 
 
 class RetentionContainer:
     """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
 
-    __slots__ = ("addr", "base_slot", "borrow", "count", "group", "owner")
+    __slots__ = ("addr", "base_slot", "borrow", "count", "group", "owner", "pending")
 
     def __init__(self) -> None:
         self.addr = 0
+        self.pending: list[Any] = []
         self.owner: ts.Tensor[Any, Any] | None = None
         self.group: ts.AllocationGroup | None = None
         self.base_slot: Any = None  # the slot of the owner once a group exists
@@ -57,6 +60,7 @@ class RetentionContainer:
             if self.owner is None:
                 return None
             group = ts.AllocationGroup()
+            self.pending = []
             self.base_slot = group.insert(self.owner)
             self.owner = None
             self.group = group
@@ -64,16 +68,17 @@ class RetentionContainer:
 
     def view(self, slot: Any, operation: str) -> ts.TensorView[Any, Any]:
         """A shared borrowed view of one descriptor of this container. O(1)."""
-        if self.owner is not None and slot is None:
-            return self.owner.as_view()
-        if self.borrow is not None and slot is None:
-            return self.borrow.as_view()
-        if self.group is not None and slot is not NO_DESCRIPTOR:
+        if slot is None:
+            if self.owner is not None:
+                return self.owner.as_view()
+            if self.borrow is not None:
+                return self.borrow.as_view()
+        elif type(slot) is ts.TensorView:  # an alias over a borrowed value
+            return slot.as_view()
+        if self.group is not None:
             return self.group.view(self.base_slot if slot is None else slot)
-        raise ExtractError(
-            "invalid_slot",
-            f"{operation}: this value is a metadata-only alias of a borrowed argument; read "
-            "it with to_numpy() or duplicate_value()",
+        raise ExtractError(  # pragma: no cover - every record has one of the forms above
+            "invalid_slot", f"{operation}: this value has no readable descriptor"
         )
 
     def release_borrow(self) -> None:
@@ -82,6 +87,31 @@ class RetentionContainer:
         if b is not None:
             self.borrow = None
             b.release()
+
+    def drop_alias(self, slot: Any) -> None:
+        """Forget the group descriptor of an alias whose last record died.
+
+        Removal needs exclusive access to the group; while someone views it the slot
+        waits in ``pending`` and goes with the next removal. O(1) amortized.
+        """
+        if self.group is not None:
+            self.pending.append(slot)
+            self.flush()
+
+    def flush(self) -> None:
+        """Remove the alias descriptors whose removal had to wait (see ``drop_alias``)."""
+        group = self.group
+        pending = self.pending
+        if group is None or not pending:
+            return
+        try:
+            while pending:
+                group.remove(pending[-1])
+                pending.pop()
+        except BorrowError:
+            pass  # someone views the group right now: retried by the next alias death
+        except (GroupError, UseAfterMoveError):
+            pending.clear()  # the group was consumed or the slot extracted: nothing to drop
 
 
 class AdValueRecord:
@@ -105,7 +135,11 @@ class AdValueRecord:
 
     def __del__(self) -> None:
         # a record is one direct owner of its container: give the count back
-        self.container.count -= 1
+        c = self.container
+        c.count -= 1
+        slot = self.slot
+        if slot is not None and type(slot) is not ts.TensorView:
+            c.drop_alias(slot)  # the alias descriptor goes with its last record
 
     @property
     def nbytes(self) -> int:
@@ -132,27 +166,26 @@ def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRec
     c.borrow = None
     c.count = 0
     c.addr = 0
+    c.pending = []
     return AdValueRecord(array, c, None, op)
 
 
-def record_borrow(tensor: ts.Tensor[Any, Any] | ts.TensorView[Any, Any], op: str) -> AdValueRecord:
-    """A record borrowing a caller's owner/view (shared) until ``release_borrow``. O(1)."""
+def record_borrow(
+    tensor: ts.Tensor[Any, Any] | ts.TensorView[Any, Any] | ts.TensorViewMut[Any, Any],
+    op: str,
+    holder: str,
+) -> AdValueRecord:
+    """A record holding a shared borrow of a caller's owner or view.
+
+    The borrow lasts until ``release_borrow`` or until the record's last owner dies;
+    meanwhile a conflicting borrow of the owner raises ``BorrowError`` naming ``holder``.
+    O(1), no allocation, no copy.
+    """
     view = tensor.as_view()
+    ts.kernel.name_borrow(view, holder)
     c = RetentionContainer()
     c.borrow = view
     return AdValueRecord(ts.kernel.read_array(view), c, None, op)
-
-
-class _NoDescriptor:
-    """Slot marker: an alias with no group descriptor (over a borrowed value)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<no descriptor>"
-
-
-NO_DESCRIPTOR = _NoDescriptor()
 
 
 def _address(a: np.ndarray[Any, Any]) -> int:
@@ -171,9 +204,24 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
     if c.group is None and c.owner is not None:
         c.addr = _address(base.a)  # a fused base record's array is the whole allocation
         c._ensure_group()
-    if c.group is None:  # pragma: no cover - the binder never aliases borrowed values
-        return AdValueRecord(view, c, NO_DESCRIPTOR, op)
     item = view.dtype.itemsize
+    if c.group is None:  # over a borrowed value: a derived view holding its own borrow
+        b = c.borrow
+        if b is None:
+            raise ts.errors.ExpiredBorrowError(
+                f"{op}: the borrowed argument this value aliases was already released"
+            )
+        if not c.addr:
+            c.addr = _address(ts.kernel.read_array(b)) - b.offset * b.dtype.itemsize
+        derived = ts.kernel.derive_view(
+            b,
+            shape=tuple(view.shape),
+            strides=tuple(s // item for s in view.strides),
+            offset=(_address(view) - c.addr) // item if view.size else 0,
+            dtype=view.dtype,
+            holder=f"the value of {op}",
+        )
+        return AdValueRecord(view, c, derived, op)
     slot = c.group.alias(
         c.base_slot,
         shape=tuple(view.shape),

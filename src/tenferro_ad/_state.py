@@ -1,4 +1,9 @@
-"""Process-wide recording state (single-threaded, like the borrow cells).
+"""Recording state, one per thread.
+
+Each thread has its own ``STATE`` (a ``threading.local``): a tape entered in one thread
+records only that thread's ops, and a thread that dies takes its state with it.  Values
+themselves (handles, owners) may cross threads, but their borrow cells are not locked:
+hand a value to another thread only when this one no longer uses it.
 
 ``STATE.tape`` is the tape that records new ops (``None`` when nothing records, e.g.
 outside every ``Tape`` or inside ``no_grad()``); ``STATE.key`` is that tape's identity
@@ -11,6 +16,7 @@ issue 6).  ``STATE.jvp`` is the active forward-mode context, if any.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -18,8 +24,14 @@ from typing import Any
 from tenferro_storage import AllocationReason
 
 
-class _State:
-    __slots__ = ("jvp", "key", "reason", "region", "tape")
+class _State(threading.local):
+    """Per-thread fields; ``__init__`` runs once in every thread that touches them."""
+
+    tape: Any
+    key: object | None
+    reason: AllocationReason
+    jvp: Any
+    region: Any
 
     def __init__(self) -> None:
         self.tape: Any = None

@@ -28,6 +28,7 @@ boundary records and whose VJP replays the region under a sub-tape inside
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import attrs
@@ -36,10 +37,11 @@ import numpy as np
 import tenferro_storage as ts
 
 from ._handle import EagerTensor, make_handle
+from ._nocopy import NoCopy
 from ._primitive import NONDIFF, Primitive, Zero
-from ._retention import AdValueRecord, move_owner, record_owner
+from ._retention import AdValueRecord, move_owner, record_borrow, record_owner
 from ._state import STATE
-from .errors import BackwardError, MissingRuleError, TapeError
+from .errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
 
 
 class TapeNode:
@@ -65,18 +67,27 @@ class RetainedEntry:
     dtype: str
 
 
-class Tape:
+_TAPE_NUMBERS = itertools.count(1)
+
+
+class Tape(NoCopy):
     """Records eager ops on watched values; ``with ad.Tape() as tape:``.
 
-    ``tape.watch(owner)`` consumes an owner and returns a tracked handle;
+    ``name`` labels the tape in error messages (default ``Tape#<n>``): while the tape keeps
+    a borrowed owner as a residual, a conflicting borrow of that owner raises
+    ``BorrowError`` naming the tape and the op.  ``tape.watch(owner)`` consumes an owner
+    and returns a tracked handle; ops only borrow the owners they are given;
     ``tape.backward(loss)`` returns a :class:`~tenferro_ad.Gradients` bundle.  The tape
     retains a value iff a rule's residual declaration needs it or ``retain(x)`` asked;
     everything else is released as soon as its last handle goes.
     """
 
-    __slots__ = ("__weakref__", "_active", "_kept", "_prev", "_released", "key", "nodes")
+    __slots__ = (
+        "__weakref__", "_active", "_kept", "_prev", "_released", "key", "name", "nodes",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, name: str | None = None) -> None:
+        self.name = f"Tape#{next(_TAPE_NUMBERS)}" if name is None else str(name)
         self.nodes: list[TapeNode | None] = []
         self.key = object()  # identity token carried by this tape's handles
         self._kept: list[AdValueRecord] = []
@@ -103,22 +114,29 @@ class Tape:
     def watch(self, value: Any) -> EagerTensor:
         """Start tracking ``value`` and return its handle. O(1), no copy.
 
-        A ``Tensor`` owner is consumed (moved into a retention container); an
-        ``EagerTensor`` gets a new tracked handle to the same record; a numpy array is
-        imported with one recorded ``TRANSFER`` copy.
+        A ``Tensor`` owner is **moved** into the tape (the caller's object is consumed;
+        take it back with ``handle.into_value()``, or pass ``owner`` to ops directly to
+        borrow it instead); an ``EagerTensor`` gets a new tracked handle to the same
+        record; a numpy array is imported with one recorded ``TRANSFER`` copy.  A view
+        cannot be moved: use ``ad.constant(view)`` for an untracked handle.
         """
-        vid = len(self.nodes)
-        self.nodes.append(None)
         if isinstance(value, EagerTensor):
-            return make_handle(value._r("Tape.watch"), self.key, vid)
-        if isinstance(value, ts.Tensor):
+            rec = value._r("Tape.watch")
+        elif isinstance(value, ts.Tensor):
             owner = move_owner(value, "Tape.watch")  # the caller's owner is consumed
             rec = record_owner(owner, ts.kernel.read_array(owner), "watch")
+        elif isinstance(value, ts.TensorView | ts.TensorViewMut):
+            raise TypeError(
+                "Tape.watch: a view cannot be moved into a tape; watch the owner (moved), "
+                "or pass the view to ops directly (borrowed, untracked)"
+            )
         else:
             from ._dispatch import constant_record
 
             rec = constant_record(value, "Tape.watch")
             rec.op = "watch"
+        vid = len(self.nodes)
+        self.nodes.append(None)
         return make_handle(rec, self.key, vid)
 
     def retain(self, x: EagerTensor) -> None:
@@ -184,18 +202,25 @@ class Tape:
         return x._id
 
     def sweep(
-        self, loss: int, seed: Any, wrt: list[int], ns: Any, create_graph: bool
+        self, loss: int | dict[int, Any], seed: Any, wrt: list[int], ns: Any, create_graph: bool
     ) -> dict[int, Any]:
-        """Reverse sweep from value ``loss`` (cotangent ``seed``); returns ``{id: cotangent}``
-        for the ids in ``wrt`` that received one. Cotangents are ``ns`` values."""
+        """Reverse sweep from value ``loss`` (cotangent ``seed``), or from several values at
+        once (``loss`` a dict ``{id: cotangent}``, ``seed`` unused); returns
+        ``{id: cotangent}`` for the ids in ``wrt`` that received one (``ns`` values)."""
         nodes = self.nodes
         lo = min(wrt) if wrt else 0
         want = set(wrt)
-        cts: dict[int, Any] = {loss: seed}
+        cts: dict[int, Any]
+        if isinstance(loss, dict):
+            cts = dict(loss)
+            top = max(cts) if cts else -1
+        else:
+            cts = {loss: seed}
+            top = loss
         out: dict[int, Any] = {}
         key = self.key
         add = ns.add
-        for vid in range(loss, lo - 1, -1):
+        for vid in range(top, lo - 1, -1):
             g = cts.pop(vid, None)
             if g is None:
                 continue
@@ -262,7 +287,7 @@ class Tape:
         ``grads.handle(x)``).  Cost: one VJP-rule call per needed (node, argument); the
         only ledger allocations are the delivered gradients (``OPERATION_OUTPUT``).
         """
-        from ._gradients import Gradients
+        from ._gradients import Gradients, foreign_roots
         from .ops._ns import HANDLE_NS, NUMPY_NS
 
         if self._released:
@@ -279,15 +304,18 @@ class Tape:
             wids = [self._id_of(h, "wrt") for h in handles]
         loss_a = loss._r("Tape.backward").a
         if create_graph:
-            seed = _seed_handle(loss_a, cotangent)
+            seed = _seed(loss_a, cotangent, True)
+            foreign = {id(seed)}
             with _recording(self):
                 cts = self.sweep(lid, seed, wids, HANDLE_NS, True)
         else:
-            seed = _seed_array(loss_a, cotangent)
+            seed = _seed(loss_a, cotangent, False)
             cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
+            foreign = foreign_roots(self, [] if cotangent is None else [seed])
+        grads = Gradients._build(self.key, wids, cts, create_graph, foreign)
         if not keep:
             self._release()
-        return Gradients._build(self.key, wids, cts, create_graph)
+        return grads
 
 
 def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
@@ -319,35 +347,65 @@ class _recording:
         STATE.tape, STATE.key = self.prev
 
 
-def _seed_array(loss_a: Any, cotangent: Any) -> Any:
-    if cotangent is None:
-        return np.ones(loss_a.shape, loss_a.dtype)
-    if isinstance(cotangent, EagerTensor):
-        return cotangent._r("Tape.backward (cotangent)").a
-    if isinstance(cotangent, int | float | complex):
-        return np.full(loss_a.shape, cotangent, loss_a.dtype)
-    from ._dispatch import constant_record
+def check_cotangent(ct: Any, like: np.ndarray[Any, Any], what: str, k: int, nested: bool) -> Any:
+    """Check one user cotangent/tangent against its value: same shape, same dtype.
 
-    rec = constant_record(cotangent, "Tape.backward (cotangent)")
-    if tuple(rec.a.shape) != tuple(loss_a.shape):
-        raise BackwardError(
-            f"Tape.backward: cotangent shape {tuple(rec.a.shape)} does not match the loss "
-            f"shape {tuple(loss_a.shape)}"
+    Returns the kernel array (``nested=False``: an owner's or handle's array is borrowed for
+    the call, a numpy array is read in place) or a handle (``nested=True``: a numpy array
+    is imported with a recorded ``TRANSFER``, an owner is borrowed).  Raises
+    ``ArgumentError``/``ArgumentTypeError`` naming ``what`` and entry ``k``; nothing
+    changes.
+    """
+    shape, dt = like.shape, like.dtype
+    if ct is None:
+        raise ArgumentTypeError(f"{what}: entry {k} is None; pass an array of shape {shape}")
+    owner = isinstance(ct, ts.Tensor | ts.TensorView | ts.TensorViewMut)
+    if isinstance(ct, EagerTensor):
+        a = ct._r(what).a
+    elif owner:
+        a = ts.kernel.read_array(ct)
+    elif isinstance(ct, int | float | complex) and not isinstance(ct, bool):
+        if isinstance(ct, complex) and dt.kind != "c":
+            raise ArgumentTypeError(f"{what}: entry {k} is complex but the value is {dt.name}")
+        a = np.full(shape, ct, dt)
+    elif isinstance(ct, np.ndarray | np.generic | list | tuple):
+        a = np.asarray(ct)
+    else:
+        raise ArgumentTypeError(
+            f"{what}: entry {k} is a {type(ct).__name__}; pass a numpy array, an owner or an "
+            "EagerTensor"
         )
-    return rec.a
-
-
-def _seed_handle(loss_a: Any, cotangent: Any) -> Any:
+    if a.shape != shape:
+        raise ArgumentError(
+            f"{what}: entry {k} has shape {a.shape}, but the value it pairs with has shape "
+            f"{shape}"
+        )
+    if a.dtype != dt:
+        raise ArgumentTypeError(
+            f"{what}: entry {k} has dtype {a.dtype.name}, but the value it pairs with has "
+            f"dtype {dt.name} (as in JAX, they must match; convert with astype)"
+        )
+    if not nested:
+        return a
+    if isinstance(ct, EagerTensor):
+        return ct
+    if owner:
+        return make_handle(record_borrow(ct, "cotangent", f"{what}: entry {k}"), None, -1)
+    if isinstance(ct, int | float | complex):  # a fresh value made here, not a copy
+        t = ts.kernel.adopt_output(a, STATE.reason, "seed")
+        return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
     from ._dispatch import constant_record
-    from ._handle import make_handle as mk
 
-    if isinstance(cotangent, EagerTensor):
-        return cotangent
-    if cotangent is None or isinstance(cotangent, int | float | complex):
-        value = 1 if cotangent is None else cotangent
-        t = ts.kernel.adopt_output(np.full(loss_a.shape, value, loss_a.dtype), STATE.reason, "seed")
-        return mk(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
-    return mk(constant_record(cotangent, "Tape.backward (cotangent)"), None, -1)
+    return make_handle(constant_record(a, what), None, -1)
+
+
+def _seed(loss_a: Any, cotangent: Any, create_graph: bool) -> Any:
+    """The backward seed: ones by default, else the caller's cotangent, checked first."""
+    if cotangent is None:
+        if not create_graph:
+            return np.ones(loss_a.shape, loss_a.dtype)
+        cotangent = 1.0
+    return check_cotangent(cotangent, loss_a, "Tape.backward (cotangent)", 0, create_graph)
 
 
 def current_tape() -> Tape | None:

@@ -68,7 +68,7 @@ def test_holomorphic_function_matches_jax_holomorphic_grad() -> None:
     def jf(z: Any) -> Any:
         return jnp.exp(z) * jnp.sin(z) / (z + 2.0) + jnp.log(z) * z * z
 
-    close(ad.grad(f)(z), jax.grad(jf, holomorphic=True)(z))
+    close(ad.grad(f, holomorphic=True)(z), jax.grad(jf, holomorphic=True)(z))
 
 
 def test_complex_gradient_matches_finite_differences() -> None:
