@@ -14,7 +14,6 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import traced
-
 from tests.traced._specs import SPECS, Spec, cases, close, ours, theirs
 
 IDS = [s.name for s in SPECS]
@@ -50,10 +49,10 @@ def test_grad_graph_matches_jax(spec: Spec) -> None:
     rng = np.random.default_rng(1)
     for xs in cases(spec):
         w = rng.normal(size=np.shape(theirs(spec)(*xs)))
-        g = traced.trace(lambda *a: _loss(spec, ad, w, *a))(*xs)
+        g = traced.trace(lambda *a, w=w: _loss(spec, ad, w, *a))(*xs)
         nums = tuple(range(len(xs)))
         got = traced.eval_graph(_checked(traced.grad(g, argnums=nums)), *xs)
-        want = jax.grad(lambda *a: _loss(spec, jnp, w, *a), argnums=nums)(*xs)
+        want = jax.grad(lambda *a, w=w: _loss(spec, jnp, w, *a), argnums=nums)(*xs)
         for a, b in zip(got, want, strict=True):
             close(a, b)
 
