@@ -5,10 +5,9 @@ duration of the call (nothing is consumed), a numpy array or scalar is read dire
 Intermediates are dropped at their last use (the graph's liveness), so peak memory is
 what the program needs, not the sum of its values.  Each output becomes a fresh owner
 with one ``OPERATION_OUTPUT`` allocation; an output that is only a view (an input, an
-alias of an input or of another value, a literal) is laid out afresh — a kernel write,
-as eager mode does for views of borrowed values — except an *input returned as is* or an
-output listed twice: those are byte-for-byte copies, so they are recorded copies
-(``duplicate()`` / ``from_numpy``'s ``TRANSFER``), never silent.
+alias of an input or of another value, a value listed twice) is a recorded
+``MATERIALIZE`` copy (``kernel.materialize_output``), never a silent one; a literal
+output is written afresh (a kernel write of a constant).
 
 Handles and tracers are not evaluated here: ``traced.eval_graph`` binds each equation
 for them instead (``_trace.run_bound``), so a graph inside a tape or a trace composes.
@@ -78,7 +77,8 @@ def eval_flat(graph: Graph, leaves: Sequence[Any]) -> list[ts.Tensor[Any, Any]]:
         last = last_uses(graph)
         for i, e in enumerate(graph.eqns):
             vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
-            env[e.out] = e.prim.impl(*vals, **e.params)
+            r = e.prim.impl(*vals, **e.params)
+            env[e.out] = r if type(r) is np.ndarray else np.asarray(r)  # numpy scalar: 0-d
             for a in e.inputs:
                 if isinstance(a, Var) and last[a] == i:
                     env.pop(a, None)
@@ -92,31 +92,22 @@ def _owners(
     graph: Graph, env: dict[Var, Any], leaves: Sequence[Any], inputs: set[int]
 ) -> list[ts.Tensor[Any, Any]]:
     reason = STATE.reason
-    made: dict[Var, ts.Tensor[Any, Any]] = {}
-    position = {v: i for i, v in enumerate(graph.invars)}
+    made: set[Var] = set()
     out: list[ts.Tensor[Any, Any]] = []
     for a in graph.outvars:
-        if isinstance(a, Lit):
-            arr = np.array(np.asarray(a.value, dtype=a.dtype), order="C")  # materialized
+        if isinstance(a, Lit):  # a constant asked for as a result: written afresh
+            arr = np.array(np.asarray(a.value, dtype=a.dtype), order="C")
             out.append(ts.kernel.adopt_output(arr, reason, "eval_graph (literal output)"))
             continue
-        if a in made:  # the same value twice: an explicit, recorded duplicate
-            out.append(made[a].duplicate())
-            continue
-        if a in position:  # an input returned as is: a recorded copy, never silent
-            x = leaves[position[a]]
-            if isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-                t = x.duplicate()
-            else:
-                t = ts.from_numpy(np.asarray(x, dtype=a.dtype))
+        arr = env[a]
+        if a in made or not _fresh(arr, inputs):
+            # an input returned as is, a value returned twice, or a view of another value:
+            # its bytes belong to someone else, so the owner is a recorded copy
+            out.append(ts.kernel.materialize_output(arr, reason, "eval_graph"))
         else:
-            arr = env[a]
-            if not _fresh(arr, inputs):
-                arr = np.array(arr, order="C")  # a view laid out afresh (a kernel write)
+            out.append(ts.kernel.adopt_output(arr, reason, "eval_graph"))
             inputs.add(id(arr))  # never adopt one array twice
-            t = ts.kernel.adopt_output(arr, reason, "eval_graph")
-        made[a] = t
-        out.append(t)
+        made.add(a)
     return out
 
 
