@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
+import numpy as np
 
-from .._access import PreparedContiguousRead, PreparedStridedRead
-from .._tensor import TensorView
-from ..errors import AccessError, ScopedSubmitRejected, SubmitRejected
+from ..errors import ScopedSubmitRejected, SubmitRejected
 from ..runtime._engine import (
     HOST_DOMAIN,
     AccessEndpoint,
@@ -39,8 +38,6 @@ from ..runtime._submission import (
     scoped_bundle,
 )
 
-_Prepared = PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
-
 
 @attrs.define
 class HostRuntimeCounters:
@@ -56,20 +53,35 @@ class HostRuntimeCounters:
         return attrs.asdict(self)
 
 
-def _prepare_all(views: list[TensorView[Any, Any]]) -> list[_Prepared]:
-    """``prepare_host()`` every view; on a failure release everything and re-raise."""
-    prepared: list[_Prepared] = []
-    try:
-        for v in views:
-            prepared.append(v.prepare_host())
-    except AccessError as exc:
-        exc.value.release()
-        for v in views:
-            v.release()
-        for p in prepared:
-            p.release()
-        raise
-    return prepared
+def _package_arrays(package: ExecutionInputs) -> list[np.ndarray[Any, Any]]:
+    """Host access to every binding of a package the task owns exclusively.
+
+    Per binding: one provider map/synchronize (may fail, before any kernel runs) and the
+    descriptor's cached read-only array; nothing is re-validated. O(bindings).
+    """
+    group = package._group
+    assert group is not None
+    descs, allocations, rec_alloc = group._descs, group._allocations, group._rec_alloc
+    arrays = []
+    for slot in package._bindings:
+        i = slot._index
+        storage = allocations[rec_alloc[i]]
+        desc = descs[i]
+        assert storage is not None and storage._root is not None and desc is not None
+        storage._root.provider.map_host()
+        arrays.append(desc.readonly())
+    return arrays
+
+
+def _view_arrays(inputs: ScopedReadInputs) -> list[np.ndarray[Any, Any]]:
+    """Host access under the caller's own live view borrows (held for the whole call)."""
+    arrays = []
+    for v in inputs._views:
+        root = v._storage._root
+        assert root is not None
+        root.provider.map_host()
+        arrays.append(v._desc.readonly())
+    return arrays
 
 
 class HostExecutionProvider(ExecutionProvider):
@@ -94,38 +106,30 @@ class HostExecutionProvider(ExecutionProvider):
         self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
     ) -> ExecutionHandle:
         package = inputs._take("runtime.submit")
-        group = package._group
-        assert group is not None
-        views = [group.view(s) for s in package._bindings]
         try:
-            prepared = _prepare_all(views)
-        except AccessError as exc:
+            arrays = _package_arrays(package)
+        except Exception as exc:
             inputs._give_back(package)
             self.counters.rejections += 1
-            cause = SubmitError(SubmitErrorKind.BIND_FAILED, "runtime.submit", str(exc))
+            cause = SubmitError(
+                SubmitErrorKind.BIND_FAILED, "runtime.submit", f"{type(exc).__name__}: {exc}"
+            )
             raise SubmitRejected(cause, inputs) from None
-        del views
-        self.counters.submissions += 1
-        self.counters.prepares += len(prepared)
+        counters = self.counters
+        counters.submissions += 1
+        counters.prepares += len(arrays)
         # Admission boundary: the first kernel call.  From here on failures are outcomes.
         cell = OutcomeCell()
+        counters.dispatches += 1
         try:
-            self.counters.dispatches += 1
-            fresh = run_program(program, [p.as_array() for p in prepared])
+            fresh = run_program(program, arrays)
         except Exception as exc:
-            for p in prepared:
-                p.release()
-            cell.publish(
-                RetiredFailed(
-                    execution_error(
-                        ExecutionErrorKind.KERNEL_FAILED, program.name or "program", exc
-                    ),
-                    package,
-                )
-            )
+            arrays.clear()
+            where = program.name or "program"
+            failure = execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc)
+            cell.publish(RetiredFailed(failure, package))
         else:
-            for p in prepared:
-                p.release()
+            arrays.clear()
             cell.publish(Completed(detached_bundle(program, package, fresh)))
         return ExecutionHandle._make(engine, cell)
 
@@ -133,30 +137,28 @@ class HostExecutionProvider(ExecutionProvider):
         self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
         operation = "runtime.execute_scoped_read_only"
-        views = [v.as_view() for v in inputs._views]  # reborrows: the caller's views stay
         try:
-            prepared = _prepare_all(views)
-        except AccessError as exc:
-            self.counters.rejections += 1
-            cause = SubmitError(SubmitErrorKind.BIND_FAILED, operation, str(exc))
-            raise ScopedSubmitRejected(cause, inputs) from None
-        del views
-        self.counters.submissions += 1
-        self.counters.prepares += len(prepared)
-        inputs._moved_by = operation
-        try:
-            self.counters.dispatches += 1
-            fresh = run_program(program, [p.as_array() for p in prepared])
+            arrays = _view_arrays(inputs)
         except Exception as exc:
-            for p in prepared:
-                p.release()
-            inputs._moved_by = None
-            failure = execution_error(
-                ExecutionErrorKind.KERNEL_FAILED, program.name or "program", exc
+            self.counters.rejections += 1
+            cause = SubmitError(
+                SubmitErrorKind.BIND_FAILED, operation, f"{type(exc).__name__}: {exc}"
             )
+            raise ScopedSubmitRejected(cause, inputs) from None
+        counters = self.counters
+        counters.submissions += 1
+        counters.prepares += len(arrays)
+        inputs._moved_by = operation
+        counters.dispatches += 1
+        try:
+            fresh = run_program(program, arrays)
+        except Exception as exc:
+            arrays.clear()
+            inputs._moved_by = None
+            where = program.name or "program"
+            failure = execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc)
             return RetiredFailed(failure, inputs)
-        for p in prepared:
-            p.release()
+        arrays.clear()
         return Completed(scoped_bundle(program, inputs, fresh))
 
     def __repr__(self) -> str:

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any, ClassVar, Final
 
 from .._root import RootResource
+from .._tensor import TensorView
 from ..errors import AccessError, BindError, SubmitRejected
 from ..runtime._engine import (
     HOST_DOMAIN,
@@ -205,8 +206,17 @@ class SimulatedAsyncProvider(ExecutionProvider):
         bound: list[Any] = []
         try:
             fail_bind = fault is Fault.BIND_FAILURE  # this submission's own fault
+            descs, allocations, rec_alloc = group._descs, group._allocations, group._rec_alloc
             for slot in package._bindings:
-                view = group.view(slot)
+                # A shared borrow of the task-owned group for this binding (the slot was
+                # resolved by the runtime's validation; no call-site capture on this path).
+                i = slot._index
+                group._shared += 1
+                group._who = "device binding"
+                group._site = None
+                storage, desc = allocations[rec_alloc[i]], descs[i]
+                assert storage is not None and desc is not None
+                view = TensorView._make(group, storage, desc)
                 try:
                     prepared = prepare_read(ctx, view)
                 except AccessError:

@@ -102,6 +102,14 @@ class ExecutionProvider(abc.ABC):
     def domains(self) -> frozenset[AllocationDomainId]:
         """The allocation domains this provider's endpoint can access."""
 
+    def domain_names(self) -> frozenset[str]:
+        """The names of :meth:`domains` (cached on first use). O(1) afterwards."""
+        cached: frozenset[str] | None = getattr(self, "_domain_names", None)
+        if cached is None:
+            cached = frozenset(d.name for d in self.domains())
+            self._domain_names = cached
+        return cached
+
     @abc.abstractmethod
     def describe(self) -> str:
         """One line for discovery output."""

@@ -166,13 +166,16 @@ class CompiledGraph:
     outputs: tuple[ProgramOutput, ...]
     name: str = ""
 
+    _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
+
     def __attrs_post_init__(self) -> None:
         _validate(self)
+        object.__setattr__(self, "_kinds", tuple(o.kind for o in self.outputs))
 
     @property
     def output_kinds(self) -> tuple[OutputKind, ...]:
-        """The kind of every output, in order."""
-        return tuple(o.kind for o in self.outputs)
+        """The kind of every output, in order. O(1)."""
+        return self._kinds
 
     def __str__(self) -> str:
         params_in = ", ".join(f"v{i}" for i in range(self.n_inputs))

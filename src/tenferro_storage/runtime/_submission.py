@@ -36,7 +36,7 @@ from ..errors import (
     SubmitRejected,
     UseAfterMoveError,
 )
-from ._engine import AllocationDomainId, EngineId, ExecutionProvider, lookup
+from ._engine import EngineId, ExecutionProvider, lookup
 from ._program import CompiledGraph, OutputKind, OutputMetadata
 
 B = TypeVar("B")
@@ -242,12 +242,15 @@ class ExecutionInputs(Lender):
         self._unconsume()
 
     def _roots(self) -> tuple[RootResource, ...]:
-        """The distinct roots of the group's live allocation entries."""
-        assert self._group is not None
+        """The distinct roots of the bound records, in binding order. O(bindings)."""
+        group = self._group
+        assert group is not None
+        allocations, rec_alloc = group._allocations, group._rec_alloc
         seen: dict[int, RootResource] = {}
-        for storage in self._group._allocations:
-            if storage is not None and storage._root is not None:
-                seen.setdefault(id(storage._root), storage._root)
+        for slot in self._bindings:
+            storage = allocations[rec_alloc[slot._index]]
+            assert storage is not None and storage._root is not None
+            seen.setdefault(id(storage._root), storage._root)
         return tuple(seen.values())
 
     def __repr__(self) -> str:
@@ -411,6 +414,19 @@ class ExecutionBundle(Lender):
         self._group = None
         self._outputs = ()
         return tensor
+
+    def into_group(self) -> tuple[AllocationGroup, tuple[ExecutionOutput, ...]]:
+        """Consume the bundle into its group and output map (to keep every output, or to
+        resubmit the group).  A borrowed bundle raises ``BorrowError``. O(1), no copy."""
+        operation = "ExecutionBundle.into_group"
+        self._live(operation)
+        group = self._group
+        assert group is not None
+        group._exclusive_access(operation)
+        self._moved_by = operation
+        self._group = None
+        outputs, self._outputs = self._outputs, ()
+        return group, outputs
 
     def __repr__(self) -> str:
         if self._moved_by is not None:
@@ -682,13 +698,13 @@ def _detached_cause(
             group._resolve(slot, _SUBMIT)
         except GroupError as exc:
             return err(SubmitErrorKind.INVALID_BINDING, f"binding {k}: {exc}")
-    domains = provider.domains()
+    names = provider.domain_names()
     for root in inputs._roots():
-        domain = AllocationDomainId(root.provider.placement)
-        if domain not in domains:
+        if root.provider.placement not in names:
             return err(
                 SubmitErrorKind.DOMAIN,
-                f"alloc#{root.alloc_id} lives in {domain}, which {engine} cannot access",
+                f"alloc#{root.alloc_id} lives in domain {root.provider.placement!r}, which "
+                f"{engine} cannot access (it reaches {sorted(names)})",
             )
     return None
 
