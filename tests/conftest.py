@@ -4,6 +4,9 @@
   ``CI=true`` selects ``ci`` (thorough, still fast enough for the whole suite to
   finish well inside the CI budget on two cores) and anything else ``dev`` (quick).
 * numpy floating-point errors raise inside every test (a NaN must not hide a bug).
+* Borrow debug mode (``TENFERRO_DEBUG_BORROWS``) is on in every test: arrays handed out
+  by prepared access are staged and poisoned when the access ends, so a late read or
+  write through one is caught instead of silently touching a value a tape holds.
 * Leak check after every test: every root allocated during the test has been released
   (``ledger.live_allocations()`` and ``ledger.live_bytes()`` are back to their values
   before the test) and no root was released twice.  It costs two integer reads when
@@ -21,7 +24,16 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tenferro_storage import ledger
+from tenferro_storage import _access, ledger
+
+
+@pytest.fixture(autouse=True)
+def _debug_borrows_on() -> Iterator[None]:
+    previous = _access._set_debug_borrows(True)
+    try:
+        yield
+    finally:
+        _access._set_debug_borrows(previous)
 
 settings.register_profile(
     "ci",

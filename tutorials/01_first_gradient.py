@@ -9,7 +9,8 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_storage import ledger
 
-# %% A tape records the ops on watched values.  watch() *consumes* the owner.
+# %% A tape records the ops on watched values.  watch() *moves* the owner into the tape;
+# ops that are given an owner only borrow it (it stays yours).
 with ledger.capture() as rec:
     with ad.Tape() as tape:
         x = tape.watch(ts.from_numpy(np.array([0.5, 1.0, 2.0])))  # one recorded TRANSFER

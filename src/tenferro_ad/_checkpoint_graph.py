@@ -130,7 +130,7 @@ class _Graph:
     """A region's stored subgraph: inert data, replayed by :func:`_replay`.
 
     ``n_inputs`` inputs (explicit arguments first, then handles from outside that the
-    region used); ``consts``: constant records the region moved in or imported (boundary
+    region used); ``consts``: constant records the region borrowed or imported (boundary
     records owned by the graph); ``saved``: the interior variables the policy saves;
     ``outputs``: one reference per region output.
     """
@@ -197,7 +197,7 @@ class _Recorder:
                 self.inputs.append(a.clone())
                 self.extras[id(rec)] = k
             return ("i", k)
-        if type(rec) is AdValueRecord:  # an owner moved in / an array imported: a constant
+        if type(rec) is AdValueRecord:  # a borrowed owner / an imported array: a constant
             rec.count += 1
             self.graph.consts.append(rec)
             return ("c", len(self.graph.consts) - 1)

@@ -194,12 +194,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     else:
         if prim.alias:  # a view of a scalar parameter: lay it out afresh
             out = np.array(out, order="C")
-        if type(out) is np.ndarray and out.base is None and out.flags.writeable:
-            try:
-                tensor = _adopt(out, STATE.reason, name)
-            except LayoutError:
-                tensor, out = _fresh(out, vals, name)
-        else:
+        try:  # refuses views and memory an existing value holds (-> _fresh)
+            tensor = _adopt(out, STATE.reason, name)
+        except LayoutError:
             tensor, out = _fresh(out, vals, name)
         if type(out) is not np.ndarray:  # rank-0 numpy scalar: read the owner's array
             out = ts.kernel.read_array(tensor)

@@ -280,8 +280,8 @@ class Tape(NoCopy):
         """Reverse-mode gradients of ``loss``; returns a :class:`~tenferro_ad.Gradients`.
 
         ``wrt``: handles (default: every watched value).  ``cotangent``: the seed (default:
-        ones; required shape = loss shape; a handle, scalar, owner (consumed) or numpy
-        array (recorded TRANSFER)).  Releases the residuals afterwards unless ``keep``
+        ones; same shape and dtype as the loss, checked before anything changes; a
+        handle, scalar, owner (borrowed) or numpy array).  Releases the residuals afterwards unless ``keep``
         (a second backward then raises ``BackwardError``).  ``create_graph=True`` records
         the backward itself on this tape (gradients are also available as handles with
         ``grads.handle(x)``).  Cost: one VJP-rule call per needed (node, argument); the

@@ -87,9 +87,10 @@ class LedgerRecord:
     except appending raw events.
     """
 
-    __slots__ = ("_allocated_ids", "_events", "_live", "_peak", "active")
+    __slots__ = ("_allocated_ids", "_events", "_live", "_peak", "_thread", "active")
 
     def __init__(self) -> None:
+        self._thread = threading.get_ident()  # a capture sees only its own thread's events
         self._events: list[_RawEvent] = []
         self._allocated_ids: set[int] = set()
         self._live = 0
@@ -168,6 +169,10 @@ class LedgerRecord:
         )
 
 
+class _ForbidDepth(threading.local):
+    depth = 0
+
+
 class _Ledger:
     """Process-wide ledger state (one instance).
 
@@ -188,15 +193,18 @@ class _Ledger:
         self.watching: list[LedgerRecord] = []
         self.live: dict[int, int] = {}
         self.double_releases: list[int] = []
-        self.forbid_depth = 0
+        self.forbid = _ForbidDepth()  # forbid_copies() blocks are per thread
 
     def allocate(self, reason: AllocationReason, nbytes: int, operation: str) -> int:
         alloc_id = next(self.alloc_ids)
         self.live[alloc_id] = nbytes
         if self.captures:
+            tid = threading.get_ident()
             with self.lock:
                 event = (next(self.seq), _ALLOC, reason, nbytes, alloc_id, operation)
                 for rec in self.captures:
+                    if rec._thread != tid:
+                        continue
                     rec._events.append(event)
                     rec._allocated_ids.add(alloc_id)
                     rec._live += nbytes
@@ -209,11 +217,14 @@ class _Ledger:
             self.double_releases.append(alloc_id)
             return
         if self.captures or self.watching:
+            tid = threading.get_ident()
             with self.lock:
                 event = (next(self.seq), _RELEASE, reason, nbytes, alloc_id, "release")
                 for rec in self.captures:
-                    rec._events.append(event)
-                    if alloc_id in rec._allocated_ids:
+                    mine = alloc_id in rec._allocated_ids
+                    if mine or rec._thread == tid:  # its own allocation, or its thread
+                        rec._events.append(event)
+                    if mine:
                         rec._live -= nbytes
                 for rec in tuple(self.watching):
                     if alloc_id in rec._allocated_ids:
@@ -223,18 +234,20 @@ class _Ledger:
                             self.watching.remove(rec)
 
     def check_copy_allowed(self, operation: str) -> None:
-        if self.forbid_depth:
+        if self.forbid.depth:
             raise CopyForbiddenError(
                 f"{operation}: a copy was requested inside ledger.forbid_copies(); nothing "
                 "was copied or allocated. Remove the copy or leave the forbid_copies() block"
             )
 
     def copy(self, reason: CopyReason, nbytes: int, operation: str) -> None:
+        tid = threading.get_ident()
         with self.lock:
             if self.captures:
                 event = (next(self.seq), _COPY, reason, nbytes, None, operation)
                 for rec in self.captures:
-                    rec._events.append(event)
+                    if rec._thread == tid:
+                        rec._events.append(event)
 
 
 LEDGER: Final = _Ledger()
@@ -249,7 +262,10 @@ def capture() -> Iterator[LedgerRecord]:
     >>> rec.allocations                   # doctest: +SKIP
     Counter({<AllocationReason.OPERATION_OUTPUT: ...>: 1})
 
-    Captures nest; each sees every event made while it is active.  The record
+    Captures nest; each sees every event its own thread makes while it is active (and
+    the releases of its own allocations, wherever they happen), so captures in several
+    threads do not see each other's work; process-wide totals (``live_bytes()``) stay
+    exact.  The record
     stays readable after the block (its live bytes keep falling as its allocations
     are released, even after the block).  Cost: one list append per event per
     active capture.
@@ -269,18 +285,17 @@ def capture() -> Iterator[LedgerRecord]:
 
 @contextmanager
 def forbid_copies() -> Iterator[None]:
-    """Inside this block the first copy request raises ``CopyForbiddenError``.
+    """Inside this block the first copy request of this thread raises
+    ``CopyForbiddenError`` (other threads are unaffected).
 
     The error is raised before anything is allocated or copied, so the program's
     state is unchanged.  Blocks nest.  O(1).
     """
-    with LEDGER.lock:
-        LEDGER.forbid_depth += 1
+    LEDGER.forbid.depth += 1
     try:
         yield
     finally:
-        with LEDGER.lock:
-            LEDGER.forbid_depth -= 1
+        LEDGER.forbid.depth -= 1
 
 
 def live_bytes() -> int:

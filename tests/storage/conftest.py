@@ -1,6 +1,6 @@
 """Storage test fixtures.
 
-* Every storage test runs in borrow debug mode (``TENFERRO_DEBUG_BORROWS``): arrays
+* Every test of the suite runs in borrow debug mode (``tests/conftest.py``): arrays
   handed out by prepared access lie over staging buffers that are poisoned when the
   access ends (see ``tenferro_storage._access``).  ``debug_borrows_off`` runs one test
   in normal mode (zero-copy arrays over the storage).
@@ -17,15 +17,6 @@ from collections.abc import Iterator
 import pytest
 
 from tenferro_storage import _access, _operators
-
-
-@pytest.fixture(autouse=True)
-def _debug_borrows_on() -> Iterator[None]:
-    previous = _access._set_debug_borrows(True)
-    try:
-        yield
-    finally:
-        _access._set_debug_borrows(previous)
 
 
 @pytest.fixture

@@ -7,6 +7,16 @@
   concatenate (stack, expand_dims are derived)
 * :mod:`.linalg` — matmul
 * :mod:`.derived` — logsumexp, softmax, log_softmax
+* :mod:`.math` — tan, sinh, ..., arctan2, hypot, log2, logaddexp, sinc, rounding, mod,
+  fmax/fmin, nan_to_num and activations (relu, sigmoid, softplus, gelu, silu, ...)
+* :mod:`.special` — scipy.special kernels (gammaln, digamma, polygamma, erf, erfinv, ...)
+* :mod:`.scan` — var, std, cumsum, cumprod, diff, sort, argsort, partition, norm,
+  logsumexp with ``b=``/``return_sign``
+* :mod:`.manip` — numpy's array manipulation (ravel, squeeze, moveaxis, repeat, tile, roll,
+  flip, rot90, pad, split, stacks, diag, constructors, linspace, select)
+* :mod:`.products` — dot, vdot, inner, outer, kron, cross
+* :mod:`.fft` — discrete Fourier transforms
+* :mod:`._numpy_dispatch` — numpy functions and ufuncs on handles run these ops
 
 Importing this package fills the handle-backed rule namespace and installs the Python
 operators on ``EagerTensor``.  A new family file needs only ``defprimitive`` and a public
@@ -149,5 +159,34 @@ def _install_operators() -> None:
 
 
 
+def _register_owner_operators() -> None:
+    """Python operators on storage owners and views run these ops (they borrow)."""
+    from tenferro_storage import _operators
+
+    ADD, SUB, MUL, DIV = (
+        elementwise.ADD, elementwise.SUB, elementwise.MUL, elementwise.DIV,
+    )
+    POW, MATMUL, NEG = elementwise.POW, linalg.MATMUL, elementwise.NEG
+    _operators.register_operators({
+        "add": lambda a, b: bind(ADD, a, b),
+        "sub": lambda a, b: bind(SUB, a, b),
+        "mul": lambda a, b: bind(MUL, a, b),
+        "truediv": lambda a, b: bind(DIV, a, b),
+        "pow": lambda a, b: bind(POW, a, b),
+        "matmul": lambda a, b: bind(MATMUL, a, b),
+        "neg": lambda a: bind(NEG, a),
+        "abs": abs,
+        "lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,
+        "getitem": getitem,
+    })
+
+
 _install_namespace()
 _install_operators()
+_register_owner_operators()
+
+
+# numpy-coverage families (import after the core: they derive from it) and numpy dispatch
+from . import _numpy_dispatch, fft, manip, math, products, scan, special  # noqa: E402
+
+_numpy_dispatch.install()

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+import tenferro_storage as ts
+
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive
@@ -274,9 +276,11 @@ def _freeze_key(key: Any) -> Any:
     items = key if isinstance(key, tuple) else (key,)
     out = []
     for k in items:
-        if isinstance(k, EagerTensor):
+        if isinstance(k, EagerTensor):  # the rule keeps the index: a recorded TRANSFER
             with k.value() as v:
                 k = v.to_numpy()
+        elif isinstance(k, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+            k = k.to_numpy()  # an owner used as an index: one recorded TRANSFER
         elif isinstance(k, list):
             k = np.asarray(k)
         out.append(k)

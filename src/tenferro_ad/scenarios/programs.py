@@ -90,7 +90,7 @@ def explicit_copies(x: Any, *, checkpoint: Any = None) -> Any:
     """The only copies a program makes are the ones it asks for: one explicit duplicate
     (``duplicate_value``) and one numpy constant imported (a recorded ``TRANSFER``)."""
     y = ad.sin(x)
-    frozen = y.duplicate_value()  # an owner: moved into the next op as a constant
+    frozen = y.duplicate_value()  # an owner: borrowed by the next op as a constant
     weights = np.linspace(0.5, 1.5, num=int(np.prod(x.shape))).reshape(x.shape)
     z = _maybe_checkpoint(lambda v: ad.exp(v) * weights, checkpoint)(y)
     return ad.sum(z * frozen)
