@@ -413,3 +413,22 @@ def test_detach_is_the_same_as_dropping_the_handle() -> None:
         with pytest.raises(UseAfterMoveError):
             handle.done()
         assert sim.drain(5) and sim.counters.records_released == 1
+
+
+def test_into_group_hands_back_the_whole_group_for_resubmission() -> None:
+    pkg, sx, sy = inputs()
+    out = rt.submit(rt.host_engine(), axpy_program(), pkg).wait()
+    assert isinstance(out, rt.Completed)
+    group, outputs = out.bundle.into_group()
+    with pytest.raises(UseAfterMoveError):
+        out.bundle.output(0)
+    fresh = outputs[0]
+    assert isinstance(fresh, ts.DescriptorSlot) and outputs[1] == sx
+    again = rt.submit(rt.host_engine(), axpy_program(), rt.ExecutionInputs(group, [fresh, sy]))
+    second = again.wait()
+    assert isinstance(second, rt.Completed)
+    view = second.bundle.output(0)
+    assert isinstance(view, ts.TensorView)
+    assert view.to_numpy().tolist() == [2.0, 5.0, 26.0]  # (x*x+y)^2 + y
+    view.release()
+    del out, second, group

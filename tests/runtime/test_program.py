@@ -154,3 +154,25 @@ def test_the_builder_refuses_foreign_values() -> None:
     b = rt.ProgramBuilder(1)
     with pytest.raises(rt.ProgramError):
         b.apply(np.negative, rt.Value(5))
+
+
+def test_constants_are_read_only_program_data_never_released_or_returned() -> None:
+    b = rt.ProgramBuilder(1, name="scale")
+    (x,) = b.inputs
+    two = b.constant([2.0, 2.0, 2.0])
+    p = b.build(b.apply(np.multiply, x, two))
+    assert p.constants[0].slot == two.index
+    assert all(two.index not in ins.release_after for ins in p.instructions)
+    assert "constant float64[3]" in str(p)
+    src = ts.arange(3.0)
+    with src.as_view() as v, ledger.capture() as rec:
+        out = rt.run_program(p, [ts.kernel.read_array(v)])
+    assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 1}
+    np.testing.assert_array_equal(out[p.outputs[0].value].to_numpy(), [0.0, 2.0, 4.0])  # type: ignore[index]
+    del out
+    with pytest.raises(ValueError, match="read-only"):
+        p.constants[0].value[0] = 1.0
+    b2 = rt.ProgramBuilder(0)
+    c = b2.constant(1.0)
+    with pytest.raises(rt.ProgramError, match="constant"):
+        b2.build(c)

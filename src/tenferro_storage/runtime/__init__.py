@@ -13,7 +13,10 @@ Program format (what traced AD compiles into)
     * ``n_inputs``: value slots ``0 .. n_inputs-1`` are the inputs, in binding order
       (detached: ``ExecutionInputs.bindings``; scoped: ``ScopedReadInputs.views``).
     * ``n_values``: total number of value slots; every slot ``>= n_inputs`` is defined by
-      exactly one instruction, before any instruction reads it.
+      exactly one instruction or one constant, before any instruction reads it.
+    * ``constants``: a tuple of :class:`Constant` ``(slot, value)``: program-owned
+      read-only numpy arrays or scalars (traced literals).  No ledger storage, never
+      released, never an output (return a copy made by an instruction instead).
     * ``instructions``: a tuple of :class:`Instruction` ``(kernel, inputs, outputs,
       params, release_after, name)``, executed in order.  The call is
       ``kernel(*arrays_of(inputs), **dict(params))``: positional read-only numpy arrays,
@@ -60,6 +63,7 @@ from ._engine import (
 )
 from ._program import (
     CompiledGraph,
+    Constant,
     Instruction,
     OutputKind,
     OutputMetadata,
@@ -107,6 +111,7 @@ __all__ = [
     "CompletionError",
     "CompletionErrorKind",
     "CompletionUnproven",
+    "Constant",
     "DiagnosticKey",
     "EngineId",
     "EngineInfo",

@@ -84,6 +84,18 @@ class ProgramOutput:
     metadata: OutputMetadata | None = None
 
 
+@attrs.frozen(eq=False)
+class Constant:
+    """A value slot bound to a program-owned, read-only constant (a traced literal).
+
+    ``value`` is a numpy array or scalar; kernels receive it read-only.  Constants hold
+    no ledger storage, are never released, and cannot be program outputs (copy one with
+    an instruction to return it)."""
+
+    slot: int
+    value: Any
+
+
 class ProgramError(ValueError):
     """A :class:`CompiledGraph` failed its construction-time validation."""
 
@@ -96,9 +108,15 @@ def _validate(g: CompiledGraph) -> None:
 
     if g.n_inputs < 0 or g.n_values < g.n_inputs:
         raise fail(f"n_inputs={g.n_inputs} and n_values={g.n_values} are inconsistent")
-    defined: list[int] = [-2] * g.n_values  # defining instruction (-1 for inputs)
+    defined: list[int] = [-2] * g.n_values  # defining instruction (-1 inputs/constants)
     for s in range(g.n_inputs):
         defined[s] = -1
+    constant_slots: set[int] = set()
+    for c in g.constants:
+        if not (g.n_inputs <= c.slot < g.n_values) or defined[c.slot] != -2:
+            raise fail(f"constant slot {c.slot} is out of range or defined twice")
+        defined[c.slot] = -1
+        constant_slots.add(c.slot)
     last_use: dict[int, int] = {}
     for i, ins in enumerate(g.instructions):
         if not callable(ins.kernel):
@@ -125,6 +143,8 @@ def _validate(g: CompiledGraph) -> None:
         v = out.value
         if v is None or not (0 <= v < g.n_values) or out.metadata is not None:
             raise fail(f"output {k}: a tensor output names one value slot")
+        if v in constant_slots:
+            raise fail(f"output {k} returns constant slot {v}; copy it with an instruction")
         expected = (
             OutputKind.REPEATED
             if v in seen
@@ -139,12 +159,12 @@ def _validate(g: CompiledGraph) -> None:
     released: set[int] = set()
     for i, ins in enumerate(g.instructions):
         for s in ins.release_after:
-            if s < g.n_inputs or s in output_values or s in released:
+            if s < g.n_inputs or s in output_values or s in released or s in constant_slots:
                 raise fail(f"instruction {i} releases value {s}, an input, output or released")
             if last_use.get(s, defined[s]) != i:
                 raise fail(f"instruction {i} releases value {s} before its last use")
             released.add(s)
-    dead = set(range(g.n_inputs, g.n_values)) - output_values - released
+    dead = set(range(g.n_inputs, g.n_values)) - output_values - released - constant_slots
     if dead:
         raise fail(f"intermediate values {sorted(dead)} are never released")
 
@@ -154,7 +174,7 @@ class CompiledGraph:
     """An executable program: ``n_inputs`` bindings, kernel instructions, outputs.
 
     Value slots ``0 .. n_inputs-1`` are the inputs (in binding order); every other slot
-    is defined by exactly one instruction.  Validated once at construction
+    is defined by exactly one instruction or one :class:`Constant`.  Validated once at construction
     (``ProgramError``): definitions before uses, output kinds consistent with their
     values, every intermediate released exactly once at its last use.  Immutable and
     shareable between threads; submitting it never re-validates it.
@@ -165,6 +185,7 @@ class CompiledGraph:
     instructions: tuple[Instruction, ...]
     outputs: tuple[ProgramOutput, ...]
     name: str = ""
+    constants: tuple[Constant, ...] = ()
 
     _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
 
@@ -180,6 +201,10 @@ class CompiledGraph:
     def __str__(self) -> str:
         params_in = ", ".join(f"v{i}" for i in range(self.n_inputs))
         lines = [f"program {self.name or '<anonymous>'}({params_in}):"]
+        for c in self.constants:
+            v = c.value
+            desc = f"{v.dtype}{list(v.shape)}" if isinstance(v, np.ndarray) else repr(v)
+            lines.append(f"  v{c.slot} = constant {desc}")
         for ins in self.instructions:
             outs = ", ".join(f"v{s}" for s in ins.outputs)
             args = ", ".join(f"v{s}" for s in ins.inputs)
@@ -221,6 +246,7 @@ class ProgramBuilder:
         self._n_values = n_inputs
         self._name = name
         self._instructions: list[_Pending] = []
+        self._constants: list[Constant] = []
 
     @property
     def inputs(self) -> tuple[Value, ...]:
@@ -247,6 +273,15 @@ class ProgramBuilder:
         )
         values = tuple(Value(s) for s in outs)
         return values[0] if n_outputs == 1 else values
+
+    def constant(self, value: Any) -> Value:
+        """A program-owned read-only constant (a numpy array or scalar, copied once here)."""
+        arr = np.array(value, copy=True)
+        arr.flags.writeable = False
+        slot = self._n_values
+        self._n_values += 1
+        self._constants.append(Constant(slot, arr))
+        return Value(slot)
 
     @staticmethod
     def metadata(value: Any) -> OutputMetadata:
@@ -278,14 +313,22 @@ class ProgramBuilder:
             for s in ins:
                 last[s] = i
         releases: dict[int, list[int]] = {}
+        constant_slots = {c.slot for c in self._constants}
         for s, i in last.items():
-            if s >= self._n_inputs and s not in seen:
+            if s >= self._n_inputs and s not in seen and s not in constant_slots:
                 releases.setdefault(i, []).append(s)
         instructions = tuple(
             Instruction(k, ins, outs, params, tuple(sorted(releases.get(i, ()))), label)
             for i, (k, ins, outs, params, label) in enumerate(self._instructions)
         )
-        return CompiledGraph(self._n_inputs, self._n_values, instructions, tuple(specs), self._name)
+        return CompiledGraph(
+            self._n_inputs,
+            self._n_values,
+            instructions,
+            tuple(specs),
+            self._name,
+            tuple(self._constants),
+        )
 
 
 class KernelOutputError(RuntimeError):
@@ -306,6 +349,8 @@ def run_program(
     """
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
+    for c in program.constants:
+        values[c.slot] = c.value
     owners: dict[int, Tensor[Any, Any]] = {}
     try:
         for ins in program.instructions:
