@@ -214,7 +214,8 @@ def test_draining_to_completed_returns_the_bundle_after_retirement(kind: str) ->
         assert bundle.kinds == axpy_program().output_kinds
         assert bundle.outputs[1] == sx and bundle.outputs[0] == bundle.outputs[2]
         assert rec.copies == {}
-        assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 2}
+        if sim is None:  # ledger captures see their own thread's events (the host engine's)
+            assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 2}
         first = bundle.output(0)
         assert isinstance(first, ts.TensorView)
         np.testing.assert_array_equal(first.to_numpy(), [1.0, 2.0, 5.0])
