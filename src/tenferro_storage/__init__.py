@@ -16,6 +16,7 @@ from ._access import (
     PreparedStridedRead,
     PreparedStridedWrite,
 )
+from ._borrow_arrays import borrow_arrays
 from ._creation import allocate_storage, arange, from_numpy, full, ones, zeros
 from ._descriptor import CheckedDescriptor
 from ._dtypes import (
@@ -92,6 +93,7 @@ __all__ = [
     "allocate_storage",
     "arange",
     "bool_",
+    "borrow_arrays",
     "complex64",
     "complex128",
     "dtype",

@@ -84,6 +84,7 @@ PUBLIC_SURFACE = (
     "allocate_storage",
     "arange",
     "bool_",
+    "borrow_arrays",
     "complex64",
     "complex128",
     "dtype",

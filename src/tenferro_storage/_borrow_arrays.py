@@ -1,0 +1,161 @@
+"""Read several owners as numpy arrays inside one borrow scope, without copying.
+
+``with borrow_arrays(tree) as arrays:`` takes one shared borrow per owner or view in
+``tree`` (an owner or view, or a tuple/list/dict of them, nested freely: the structure
+``tenferro_ad.grad`` returns), prepares host read access for each, and yields the same
+structure of read-only numpy arrays over the values.  The borrows are held until the
+block ends, so mutating or consuming one of the owners meanwhile raises ``BorrowError``
+naming ``borrow_arrays``.  No copy and no ledger event (logging gradients every step
+costs no ``TRANSFER``).  In borrow debug mode the arrays are staged and poisoned at the
+end of the block like every prepared access's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, NoReturn, TypeVar, overload
+
+import numpy as np
+
+from ._access import PreparedContiguousRead, PreparedStridedRead
+from ._linear import NoCopy
+from ._tensor import Tensor, TensorView, TensorViewMut
+
+T = TypeVar("T")
+K = TypeVar("K")
+
+_OP = "borrow_arrays"
+_Leaf = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
+
+
+class BorrowedArrays(NoCopy, Generic[T]):
+    """The context manager :func:`borrow_arrays` returns.  Move-only (no copy, no pickle).
+
+    Entering takes the borrows and returns the arrays; leaving releases every borrow
+    (in debug mode the arrays are poisoned then).  It can be entered again after it was
+    left, never while it is entered.
+    """
+
+    __slots__ = ("_accesses", "_tree")
+
+    _tree: Any
+    _accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]] | None
+
+    def __init__(self, tree: Any) -> None:
+        self._tree = tree
+        self._accesses = None
+
+    def __enter__(self) -> T:
+        if self._accesses is not None:
+            raise RuntimeError(f"{_OP}: this scope is already entered; leave it first")
+        accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]] = []
+        try:
+            arrays = _map(self._tree, accesses, "tree")
+        except BaseException:
+            for p in reversed(accesses):  # nothing stays borrowed after a refusal
+                p.release()
+            raise
+        self._accesses = accesses
+        return arrays  # type: ignore[no-any-return]
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Release every borrow of this scope now (idempotent). O(number of leaves)."""
+        accesses, self._accesses = self._accesses, None
+        if accesses:
+            for p in reversed(accesses):
+                p.release()
+
+    def __del__(self) -> None:
+        if getattr(self, "_accesses", None):
+            self.release()
+
+    def __repr__(self) -> str:
+        state = "entered" if self._accesses is not None else "not entered"
+        return f"BorrowedArrays({state})"
+
+
+def _refuse(path: str, leaf: object) -> NoReturn:
+    raise TypeError(
+        f"{_OP}: {path} is a {type(leaf).__name__}; expected a Tensor, TensorView or "
+        "TensorViewMut (or None), or a tuple/list/dict of them. Nothing was borrowed"
+    )
+
+
+def _borrow(leaf: _Leaf) -> TensorView[Any, Any]:
+    """A shared borrow of ``leaf`` named ``borrow_arrays``, as a view."""
+    if isinstance(leaf, Tensor):
+        desc = leaf._meta(_OP)
+        storage = leaf._storage
+        assert storage is not None  # _meta refused a consumed owner
+        leaf._borrow_shared(_OP, _OP)
+        return TensorView._make(leaf, storage, desc)  # type: ignore[no-any-return]
+    if isinstance(leaf, TensorViewMut):
+        desc = leaf._d(_OP)
+        leaf._borrow_shared(_OP, _OP)  # a shared reborrow: writes through it wait
+        return TensorView._make(leaf, leaf._storage, desc)  # type: ignore[no-any-return]
+    desc = leaf._d(_OP)
+    lender = leaf._lender
+    assert lender is not None  # _d refused a released view
+    lender._borrow_shared(_OP, _OP)
+    return TensorView._make(lender, leaf._storage, desc)  # type: ignore[no-any-return]
+
+
+def _map(
+    tree: Any,
+    accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]],
+    path: str,
+) -> Any:
+    if isinstance(tree, Tensor | TensorView | TensorViewMut):
+        view = _borrow(tree)
+        try:
+            p = view.prepare_host()
+        except BaseException:
+            view.release()
+            raise
+        accesses.append(p)
+        return p.as_array()
+    if tree is None:
+        return None
+    if isinstance(tree, dict):
+        return {k: _map(v, accesses, f"{path}[{k!r}]") for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [_map(v, accesses, f"{path}[{i}]") for i, v in enumerate(tree)]
+    if isinstance(tree, tuple):
+        items = [_map(v, accesses, f"{path}[{i}]") for i, v in enumerate(tree)]
+        if hasattr(tree, "_fields"):  # a namedtuple keeps its type
+            return type(tree)(*items)
+        return tuple(items)
+    _refuse(path, tree)
+
+
+@overload
+def borrow_arrays(tree: _Leaf) -> BorrowedArrays[np.ndarray[Any, Any]]: ...
+@overload
+def borrow_arrays(tree: dict[K, Any]) -> BorrowedArrays[dict[K, Any]]: ...
+@overload
+def borrow_arrays(tree: list[Any]) -> BorrowedArrays[list[Any]]: ...
+@overload
+def borrow_arrays(tree: tuple[Any, ...]) -> BorrowedArrays[tuple[Any, ...]]: ...
+@overload
+def borrow_arrays(tree: None) -> BorrowedArrays[None]: ...
+def borrow_arrays(tree: Any) -> BorrowedArrays[Any]:
+    """Zero-copy, read-only numpy arrays of several owners/views, for one ``with`` block.
+
+    ``tree`` is an owner or view (``Tensor``, ``TensorView``, ``TensorViewMut``), ``None``,
+    or a tuple/list/dict (namedtuples too) of those, nested freely; the block gets the
+    same structure with a read-only numpy array per owner/view (``None`` stays ``None``).
+
+    On entry each leaf gets a shared borrow named ``borrow_arrays`` (a mutable view is
+    reborrowed: writes through it wait), held until the block ends: meanwhile
+    ``as_view_mut()``, ``fill``, consuming calls etc. on those owners raise
+    ``BorrowError`` naming ``borrow_arrays`` and where the block began.  Entry refuses
+    (``BorrowError``/``UseAfterMoveError``/``ExpiredBorrowError`` for a mutably borrowed,
+    consumed or released leaf, ``TypeError`` for anything else) and then holds nothing.
+
+    Cost: O(number of leaves); no copy, no allocation, no ledger event (borrow debug mode
+    stages each array like any prepared access, and poisons it when the block ends).
+    The arrays must not be used after the block.
+    """
+    return BorrowedArrays(tree)
