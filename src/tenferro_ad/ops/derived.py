@@ -8,7 +8,7 @@ from .._handle import EagerTensor
 from .._state import no_grad
 from ._axes import axis_index
 from .elementwise import abs as eabs
-from .elementwise import exp, less, log, stop_gradient, sub, where
+from .elementwise import div, exp, less, log, stop_gradient, sub, where
 from .reduce import _axes, _shape_of
 from .reduce import max as rmax
 from .reduce import sum as rsum
@@ -30,13 +30,21 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 
 def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
-    """``x - logsumexp(x, axis, keepdims=True)`` (stable). Raises ``AxisError`` for an axis
-    out of range."""
+    """``x - logsumexp(x, axis)`` computed as JAX does: shifted by the stop-gradient max
+    (unguarded, so an infinite entry gives NaN like JAX).  Raises ``AxisError`` for an axis
+    out of range.  A few allocations."""
     axis_index("log_softmax", axis, len(_shape_of(x)))
-    return sub(x, logsumexp(x, axis=axis, keepdims=True))
+    with no_grad():
+        m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+    shifted = sub(x, m)
+    return sub(shifted, log(rsum(exp(shifted), axis=axis, keepdims=True)))
 
 
 def softmax(x: Any, axis: int = -1) -> EagerTensor:
-    """``exp(log_softmax(x))`` (stable). Raises ``AxisError`` for an axis out of range."""
+    """``exp(x) / sum(exp(x))`` computed as JAX does (shifted by the stop-gradient max).
+    Raises ``AxisError`` for an axis out of range.  A few allocations."""
     axis_index("softmax", axis, len(_shape_of(x)))
-    return exp(log_softmax(x, axis=axis))
+    with no_grad():
+        m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+    unnormalized = exp(sub(x, m))
+    return div(unnormalized, rsum(unnormalized, axis=axis, keepdims=True))

@@ -9,7 +9,7 @@ Dtypes follow JAX: rules keep the dtype of their arguments (Python scalars stay 
 typed, never 0-d float64 constants); the float-only ops (``exp``, ``log``, ``sin``, ``div``,
 ...) compute bool and int32 inputs in float32 and int64 inputs in float64, as JAX does.
 Edge points follow JAX too: ``abs'(0) = 1``; ``d/dy x**y`` is ``nan`` for ``x < 0`` and 0
-at ``x = 0``; ``d/dx x**0`` is 0.
+at ``x = 0``; ``d/dx x**y`` is ``y * x**(y-1)`` everywhere (``nan`` for ``x**0`` at 0).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tenferro_storage.errors import DTypeError
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 
 Array = Any
 
@@ -98,15 +98,11 @@ DIV = defprimitive(
 
 
 def _pow_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
-    # JAX: y * x**(y - 1), and 0 where y == 0.  A Python-scalar y stays a Python scalar
-    # (weakly typed): ``ops.sub(2.0, 1)`` would be a float64 numpy scalar and turn a
-    # float32 gradient into float64.
-    if isinstance(y, _PY_SCALARS):
-        if y == 0:
-            return ops.mul(g, 0)
-        return ops.mul(g, ops.mul(y, ops.apply(POW, x, y - 1)))
-    d = ops.mul(y, ops.apply(POW, x, ops.sub(y, 1)))
-    return ops.mul(g, ops.where(ops.eq(y, 0), 0, d))
+    # JAX: y * x**(y - 1) (so d/dx x**0 at x = 0 is 0 * inf = nan, as JAX).  A Python-scalar
+    # y stays a Python scalar (weakly typed): ``ops.sub(2.0, 1)`` would be a float64 numpy
+    # scalar and turn a float32 gradient into float64.
+    ym1 = y - 1 if isinstance(y, _PY_SCALARS) else ops.sub(y, 1)
+    return ops.mul(g, ops.mul(y, ops.apply(POW, x, ym1)))
 
 
 def _log_or_zero(ops: Any, x: Array) -> Array:
@@ -117,9 +113,24 @@ def _log_or_zero(ops: Any, x: Array) -> Array:
     return ops.log(ops.where(ops.eq(x, 0), 1, x))
 
 
+def _pow_impl(x: Any, y: Any) -> Any:
+    """``np.power`` with C99/XLA's values at ``x = -inf`` for non-integer ``y`` (numpy gives
+    nan; C, XLA and JAX give ``+inf`` for ``y > 0`` and ``+0`` for ``y < 0``)."""
+    try:
+        out = np.power(x, y)
+    except ValueError as e:  # integers to negative integer powers
+        raise ArgumentError(f"pow: {e}; use a floating-point base") from None
+    if np.any(np.isneginf(x)):
+        with np.errstate(invalid="ignore"):
+            fix = np.isneginf(x) & np.isnan(out) & ~np.isnan(y)
+        if np.any(fix):
+            out = np.where(fix, np.where(np.greater(y, 0), np.inf, 0.0), out).astype(out.dtype)
+    return out
+
+
 POW = defprimitive(
     "pow",
-    np.power,
+    _pow_impl,
     2,
     broadcasts=True,
     save_in=(0, 1),

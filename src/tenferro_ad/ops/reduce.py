@@ -1,6 +1,8 @@
 """Reductions over axes (``axis=None``: all; ``keepdims``).  ``max``/``min`` split the
-gradient evenly among ties (as JAX does); ``prod``'s rules are exact at zeros (the
-derivative is the product of the *other* entries, as JAX computes it).
+gradient evenly among ties (as JAX does); ``prod``'s first derivatives are exact at
+zeros, infinities and NaNs (the product of the *other* entries, computed from prefix and
+suffix products without division — JAX's values); its second derivatives are exact away
+from zeros.
 
 Axes follow numpy: an int, a numpy integer or a tuple of them in ``[-ndim, ndim)``; an axis
 out of range raises :class:`~tenferro_ad.errors.AxisError` before anything is computed."""
@@ -105,47 +107,59 @@ def _prod_impl(a: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
     return np.prod(a, axis=axes, keepdims=keepdims)
 
 
-def _exclusive(ops: Any, x: Array, axes: tuple[int, ...]) -> Array:
-    """For every entry of ``x``: the product of the *other* entries of its reduction group.
+def _others_impl(a: Array, *, axes: tuple[int, ...]) -> Array:
+    """For every entry: the product of the *other* entries of its reduction group, exactly
+    (prefix times suffix products, no division: right at zeros, infinities and NaNs)."""
+    a = np.asarray(a)
+    rest = [i for i in range(a.ndim) if i not in axes]
+    perm = (*rest, *axes)
+    moved = np.transpose(a, perm)
+    flat = moved.reshape((*moved.shape[: len(rest)], -1))
+    if flat.shape[-1] == 0 or flat.size == 0:
+        return np.ones(a.shape, a.dtype)
+    one = np.ones((*flat.shape[:-1], 1), flat.dtype)
+    pre = np.cumprod(np.concatenate([one, flat[..., :-1]], axis=-1), axis=-1)
+    suf = np.cumprod(np.concatenate([one, flat[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    inv = [0] * a.ndim
+    for k, p in enumerate(perm):
+        inv[p] = k
+    return np.ascontiguousarray(np.transpose((pre * suf).reshape(moved.shape), inv))
 
-    Exact at zeros (no division by a zero entry): with no zero in a group it is
-    ``prod / x``; with exactly one zero it is the product of the nonzero entries at the zero
-    and 0 elsewhere (written as ``zero_entry * prod_nonzero / x`` so a second derivative
-    still sees the zero entry); with two or more zeros it is 0 — JAX's values.
-    """
+
+def _others_vjp(ops: Any, g: Array, x: Array, *, axes: tuple[int, ...]) -> Array:
+    # d others_i / d x_j = prod_{k != i, j} x_k = others_i / x_j (j != i).  Second
+    # derivatives of prod are therefore exact away from zeros only.
     shape = tuple(x.shape)
-    is0 = ops.eq(x, 0)
-    safe = ops.where(is0, 1, x)
-    pnz = _expand(ops, ops.apply(PROD, safe, axes=axes, keepdims=True), shape, axes, True)
-    nz = _expand(
-        ops, ops.sum(ops.astype(is0, "float64"), axis=axes, keepdims=True), shape, axes, True
-    )
-    zero_entry = _expand(
-        ops, ops.sum(ops.where(is0, x, 0), axis=axes, keepdims=True), shape, axes, True
-    )
-    others_nz = ops.div(pnz, safe)
-    at_zero = ops.where(ops.eq(nz, 1), pnz, 0)
-    off_zero = ops.where(
-        ops.eq(nz, 0), others_nz, ops.where(ops.eq(nz, 1), ops.mul(zero_entry, others_nz), 0)
-    )
-    return ops.where(is0, at_zero, off_zero)
+    ge = ops.mul(g, ops.apply(PROD_OTHERS, x, axes=axes))
+    total = _expand(ops, ops.sum(ge, axis=axes, keepdims=True), shape, axes, True)
+    return ops.div(ops.sub(total, ge), x)
 
 
-def _prod_vjp(
-    ops: Any, g: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool
-) -> Array:
+def _others_jvp(ops: Any, t: Array, x: Array, *, axes: tuple[int, ...]) -> Array:
     shape = tuple(x.shape)
-    return ops.mul(_expand(ops, g, shape, axes, keepdims), _exclusive(ops, x, axes))
+    r = ops.div(t, x)
+    s = _expand(ops, ops.sum(r, axis=axes, keepdims=True), shape, axes, True)
+    return ops.mul(ops.apply(PROD_OTHERS, x, axes=axes), ops.sub(s, r))
 
 
-def _prod_jvp(
-    ops: Any, t: Array, x: Array, out: Array, *, axes: tuple[int, ...], keepdims: bool
-) -> Array:
-    return ops.sum(ops.mul(t, _exclusive(ops, x, axes)), axis=axes, keepdims=keepdims)
+PROD_OTHERS = defprimitive(
+    "prod_others", _others_impl, 1, save_in=(0,), vjp=(_others_vjp,), jvp=(_others_jvp,)
+)
+
+
+def _prod_vjp(ops: Any, g: Array, x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    shape = tuple(x.shape)
+    others = ops.apply(PROD_OTHERS, x, axes=axes)
+    return ops.mul(_expand(ops, g, shape, axes, keepdims), others)
+
+
+def _prod_jvp(ops: Any, t: Array, x: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
+    others = ops.apply(PROD_OTHERS, x, axes=axes)
+    return ops.sum(ops.mul(t, others), axis=axes, keepdims=keepdims)
 
 
 PROD = defprimitive(
-    "prod", _prod_impl, 1, save_in=(0,), save_out=True, vjp=(_prod_vjp,), jvp=(_prod_jvp,)
+    "prod", _prod_impl, 1, save_in=(0,), vjp=(_prod_vjp,), jvp=(_prod_jvp,)
 )
 
 
@@ -191,7 +205,6 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Product over ``axis``; derivatives exact at zeros (as JAX). Retains the input and
-    output."""
+    """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
     axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
     return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
