@@ -180,3 +180,29 @@ def test_scoped_inputs_accept_only_read_only_views() -> None:
     with pytest.raises(TypeError, match="scoped execution never writes"):
         rt.ScopedReadInputs([m])  # type: ignore[list-item]
     m.release()
+
+
+def test_an_interrupt_inside_a_scoped_kernel_leaves_no_borrowed_work_behind() -> None:
+    def interrupt(a: Any) -> Any:
+        raise KeyboardInterrupt
+
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    program = b.build(b.apply(interrupt, b.apply(np.negative, x)))
+    owner = ts.arange(3.0)
+    view = owner.as_view()
+    pkg = rt.ScopedReadInputs([view])
+    base = live_bytes()
+    with pytest.raises(KeyboardInterrupt):
+        rt.execute_scoped_read_only(rt.host_engine(), program, pkg)
+    assert live_bytes() == base  # the intermediate retired with the call
+    assert pkg.views[0] is view  # the package is usable again
+    view.release()
+    owner.as_view_mut().release()  # no borrow outlived the call
+
+
+def test_bundles_carry_no_extracted_state_flags() -> None:
+    """Consumption is the object's moved state, never a per-output flag."""
+    for cls in (rt.ExecutionBundle, rt.ScopedExecutionBundle):
+        slots = set(cls.__slots__)
+        assert slots <= {"_group", "_owned", "_outputs", "_kinds"}, slots

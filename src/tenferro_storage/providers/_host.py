@@ -158,6 +158,12 @@ class HostExecutionProvider(ExecutionProvider):
             where = program.name or "program"
             failure = execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc)
             return RetiredFailed(failure, inputs)
+        except BaseException:
+            # KeyboardInterrupt and friends: the work already retired (it ran in this
+            # thread); the package is the caller's again and the interrupt propagates.
+            arrays.clear()
+            inputs._moved_by = None
+            raise
         arrays.clear()
         return Completed(scoped_bundle(program, inputs, fresh))
 
