@@ -48,7 +48,9 @@ def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
     """Raise :class:`AliasedOutputError` if ``array`` is memory some value already holds.
 
     Two signs, both O(1) on the per-op path: the array (or its base chain) is a live
-    root's buffer, or the array is read-only (what ``kernel.read_array`` hands out).
+    root's buffer (what ``kernel.read_array`` hands out is a read-only view of one), or
+    it owns its memory but is read-only (nothing fresh from a kernel is).  Any other
+    view is left to :func:`adopt`'s plain ``LayoutError``.
     """
     alloc = owning_allocation(array)
     if alloc is not None:
@@ -62,10 +64,10 @@ def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
             shape=tuple(array.shape),
             dtype=str(array.dtype),
         )
-    if not array.flags.writeable:
+    if array.base is None and not array.flags.writeable:
         raise AliasedOutputError(
             operation,
-            "the array is read-only, as kernel.read_array hands out inputs: the kernel "
+            "the array is read-only, so it is not a fresh kernel result: the kernel "
             "returned an input (or another value's memory). Adopting it would make a second "
             "owner of those bytes. Return a fresh array, or call "
             "tenferro_storage.kernel.materialize_output() for a recorded MATERIALIZE copy",

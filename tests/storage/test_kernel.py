@@ -61,11 +61,13 @@ def test_a_read_only_fresh_array_is_refused() -> None:
     _refused_without_trace(arr, "read-only")
 
 
-def test_an_unrelated_view_is_still_a_layout_error() -> None:
+@pytest.mark.parametrize("make", ["strided", "broadcast"])
+def test_an_unrelated_view_is_still_a_layout_error(make: str) -> None:
     """A view of memory no owner holds keeps the plain LayoutError (not an alias error)."""
     base = np.zeros(6)
+    view = base[::2] if make == "strided" else np.broadcast_to(base, (2, 6))  # read-only
     with pytest.raises(LayoutError, match="fresh C-contiguous") as info:
-        kernel.adopt_output(base[::2])
+        kernel.adopt_output(view)
     assert not isinstance(info.value, AliasedOutputError)
 
 
