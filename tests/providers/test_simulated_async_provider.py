@@ -268,3 +268,18 @@ def test_raw_handles_cannot_mint_write_authority() -> None:
         providers.ProviderEvent(ctx).complete()
     assert rec.allocations == {}
     del x
+
+
+def test_a_closed_provider_rejects_before_admission_and_finishes_admitted_work() -> None:
+    with sim_provider() as sim:
+        pkg, _, _ = inputs()
+        with sim.hold():
+            handle = rt.submit(sim.engine, axpy_program(), pkg)  # type: ignore[arg-type]
+            sim.close(timeout=0)  # admitted work still reaches its outcome
+        assert isinstance(handle.wait(5), rt.Completed)
+        late, _, _ = inputs()
+        with pytest.raises(SubmitRejected) as err:
+            rt.submit(sim.engine, axpy_program(), late)  # type: ignore[arg-type]
+        assert err.value.value is late
+        assert err.value.cause.kind is rt.SubmitErrorKind.PROVIDER_REJECTED
+        del err

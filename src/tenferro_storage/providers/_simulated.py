@@ -234,20 +234,33 @@ class SimulatedAsyncProvider(ExecutionProvider):
             ctx.count(rejections=1)
             cause = SubmitError(SubmitErrorKind.BIND_FAILED, _SUBMIT, str(exc))
             raise SubmitRejected(cause, inputs) from None
-        event = ProviderEvent(ctx)
-        bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
-        record = RetirementRecord(ctx, event, bindings, package._roots())
         cell = OutcomeCell()
-        work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
-        with self._lock:
+        with self._lock:  # closing takes this lock too: no work can follow the stop marker
+            if self._closed:
+                for b in bound:
+                    b.release()
+                inputs._give_back(package)
+                ctx.count(rejections=1)
+                raise SubmitRejected(
+                    SubmitError(
+                        SubmitErrorKind.PROVIDER_REJECTED,
+                        _SUBMIT,
+                        f"{engine}: the provider is closed",
+                    ),
+                    inputs,
+                )
+            event = ProviderEvent(ctx)
+            bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
+            record = RetirementRecord(ctx, event, bindings, package._roots())
+            work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
             self._pending += 1
             if self._worker is None:
                 self._worker = threading.Thread(
                     target=self._run, name=f"{ctx.name}-worker", daemon=True
                 )
                 self._worker.start()
-        ctx.count(enqueues=1)
-        self._queue.put(work)  # the admission boundary: from here on, only outcomes
+            ctx.count(enqueues=1)
+            self._queue.put(work)  # the admission boundary: from here on, only outcomes
         return ExecutionHandle._make(engine, cell)
 
     def execute_scoped(
@@ -347,9 +360,10 @@ class SimulatedAsyncProvider(ExecutionProvider):
             self._closed = True
             worker = self._worker
             self._worker = None
+            if worker is not None:
+                self._queue.put(None)  # after every admitted work item
         self._gate.set()
         if worker is not None:
-            self._queue.put(None)
             worker.join(timeout)
 
     def __enter__(self) -> SimulatedAsyncProvider:
