@@ -99,3 +99,28 @@ def test_registering_twice_or_unregistering_an_unknown_engine_is_refused() -> No
 def test_engine_ids_print_as_kind_and_index() -> None:
     assert str(rt.EngineId("sim-async", 3)) == "sim-async:3"
     assert str(rt.AccessEndpoint("x")) == "x" and str(rt.AllocationDomainId("host")) == "host"
+
+
+class _ElsewhereProvider(HostExecutionProvider):
+    """A synchronous engine whose endpoint reaches only another allocation domain."""
+
+    def domains(self) -> frozenset[rt.AllocationDomainId]:
+        return frozenset({rt.AllocationDomainId("elsewhere")})
+
+
+def test_submission_routes_by_domain_and_refuses_unreachable_inputs() -> None:
+    engine = rt.register_engine(_ElsewhereProvider())
+    try:
+        assert rt.engine_info(engine).domains == {rt.AllocationDomainId("elsewhere")}
+        pkg, _, _ = inputs()
+        with pytest.raises(SubmitRejected) as err:
+            rt.submit(engine, axpy_program(), pkg)
+        cause, back = err.value.into_parts()
+        del err
+        assert back is pkg and cause.kind is rt.SubmitErrorKind.DOMAIN
+        assert "'host'" in cause.message and "elsewhere" in cause.message
+        # The same package runs on an engine whose endpoint reaches the host domain.
+        assert isinstance(rt.submit(rt.host_engine(), axpy_program(), back).wait(), rt.Completed)
+        del back
+    finally:
+        rt.unregister_engine(engine)
