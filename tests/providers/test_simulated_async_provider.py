@@ -283,3 +283,26 @@ def test_a_closed_provider_rejects_before_admission_and_finishes_admitted_work()
         assert err.value.value is late
         assert err.value.cause.kind is rt.SubmitErrorKind.PROVIDER_REJECTED
         del err
+
+
+def test_a_failure_of_the_reaper_itself_is_contained_as_completion_unproven(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Even a bug in the draining code cannot release owners early or hang a waiter."""
+    with sim_provider() as sim:
+        pkg, _, _ = inputs()
+
+        def broken(*args: object) -> None:
+            raise RuntimeError("reaper bug")
+
+        from tenferro_storage.providers import _simulated
+
+        monkeypatch.setattr(_simulated, "detached_bundle", broken)
+        out = rt.submit(sim.engine, axpy_program(), pkg).wait(5)  # type: ignore[arg-type]
+        assert isinstance(out, rt.CompletionUnproven)
+        assert "reaper bug" in out.cause.message
+        assert sim.drain(5)
+        # Completion had been proven and the record released before the failure; the
+        # outcome still claims nothing and no owner leaks out.
+        assert sim.counters.records_released == 1 and sim.retained_records == 0
+        del out, pkg

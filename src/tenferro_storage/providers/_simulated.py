@@ -279,11 +279,31 @@ class SimulatedAsyncProvider(ExecutionProvider):
             self._gate.wait()
             try:
                 self._process(work)
+            except BaseException as exc:
+                self._contain(work, exc)
             finally:
                 del work
                 with self._idle:
                     self._pending -= 1
                     self._idle.notify_all()
+
+    def _contain(self, work: _Work, exc: BaseException) -> None:
+        """The reaper itself failed: nothing about completion can be claimed any more, so
+        the record is retained for good and the observer (if any) gets CompletionUnproven."""
+        if work.record.state == "owned":
+            work.record.retain_permanently(work.package)
+        work.package = None
+        cell = work.cell
+        work.cell = None
+        if cell is not None and not cell._done.is_set():
+            cell.publish(
+                CompletionUnproven(
+                    CompletionError(
+                        CompletionErrorKind.PANIC, f"reaper failure: {type(exc).__name__}: {exc}"
+                    ),
+                    (DiagnosticKey("submission", str(work.submission)),),
+                )
+            )
 
     def _process(self, work: _Work) -> None:
         ctx = self.context
