@@ -30,9 +30,10 @@ then holds ``inf`` and derivatives that depend on the vectors come out ``inf``/`
 (never finite and wrong).  Derivatives through eigenvalues / singular values alone
 stay finite (their vector cotangents are symbolic zeros and the ``F`` term is skipped).
 A zero singular value of a non-square matrix makes the U (m>n) or V (m<n) derivative
-``inf``/``nan``, as in JAX.  ``det`` at an exactly singular matrix: JAX returns the
-adjugate via an LU cofactor expansion; we raise ``numpy.linalg.LinAlgError`` naming the
-op (the inverse does not exist) -- documented in ``tenferro_ad.linalg.det``.
+``inf``/``nan``, as in JAX.  ``det`` at an exactly singular matrix: its derivative is the
+adjugate (as JAX's), computed from an SVD when the inverse does not exist
+(:func:`np_adjugate`); only the second derivative there (under ``create_graph``) still
+needs an invertible matrix.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg as _sla  # type: ignore[import-untyped]
+import scipy.linalg as _sla
 
 Array = Any
 
@@ -80,6 +81,33 @@ def _np_tri_solve(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Ar
     return out
 
 
+def _batched(fn: Any, *xs: Array) -> Array:
+    """Apply a single-matrix scipy kernel over broadcast batch axes (one call per matrix)."""
+    batch = np.broadcast_shapes(*(x.shape[:-2] for x in xs))
+    if not batch:
+        return fn(*xs)
+    bs = [np.broadcast_to(x, (*batch, *x.shape[-2:])) for x in xs]
+    out: Array | None = None
+    for idx in np.ndindex(*batch):
+        r = fn(*(b[idx] for b in bs))
+        if out is None:
+            out = np.empty((*batch, *r.shape), r.dtype)
+        out[idx] = r
+    assert out is not None
+    return out
+
+
+def np_expm(a: Array) -> Array:
+    """Matrix exponential (scipy's scaling and squaring Pade), batched, dtype kept."""
+    return np.asarray(_sla.expm(a)).astype(np.result_type(a, np.float32), copy=False)
+
+
+def np_sylvester(a: Array, b: Array, c: Array) -> Array:
+    """X with ``a X + X b = c`` (Bartels-Stewart, ``scipy.linalg.solve_sylvester``), batched."""
+    dt = np.result_type(a, b, c, np.float32)
+    return _batched(_sla.solve_sylvester, a, b, c).astype(dt, copy=False)
+
+
 def _np_diag_embed(v: Array) -> Array:
     n = v.shape[-1]
     out = np.zeros((*v.shape, n), dtype=v.dtype)
@@ -115,6 +143,26 @@ class _NumpyBackend:
     @staticmethod
     def row(v: Array) -> Array:
         return v[..., None, :]
+
+    @staticmethod
+    def adjugate(a: Array, d: Array) -> Array:
+        return _np_adjugate_det(a, d)
+
+    @staticmethod
+    def colsum(x: Array) -> Array:
+        return np.sum(x, axis=-2)
+
+    @staticmethod
+    def concat_rows(a: Array, b: Array) -> Array:
+        return np.concatenate([a, b], axis=-2)
+
+    @staticmethod
+    def expm(a: Array) -> Array:
+        return np_expm(a)
+
+    @staticmethod
+    def sylvester(a: Array, b: Array, c: Array) -> Array:
+        return np_sylvester(a, b, c)
 
     @staticmethod
     def col(v: Array) -> Array:
@@ -242,14 +290,42 @@ def inv_vjp(B: Any, x: Array, ct: Array) -> Array:
     return -B.matmul(B.matmul(xt, ct), xt)
 
 
+def np_adjugate(a: Array) -> Array:
+    """The adjugate (classical adjoint) of (batches of) square matrices, also when singular.
+
+    From the SVD ``A = U S V^H``: ``adj A = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``
+    (``adj(XY) = adj(Y) adj(X)``, ``adj U = det(U) U^H`` for unitary ``U``).  Exclusive
+    products need no division, so a zero singular value is exact: rank n-1 gives the rank-1
+    adjugate, lower rank gives 0.  O(n^3).
+    """
+    u, s, vh = np.linalg.svd(a)
+    one = np.ones_like(s[..., :1])
+    left = np.cumprod(np.concatenate([one, s[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([one, s[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    ex = (left * right).astype(u.dtype)
+    ph = np.linalg.det(u) * np.linalg.det(vh)
+    v = np.conj(np.swapaxes(vh, -1, -2))
+    return ph[..., None, None] * ((v * ex[..., None, :]) @ np.conj(np.swapaxes(u, -1, -2)))
+
+
+def _np_adjugate_det(a: Array, d: Array) -> Array:
+    """``d A^-1`` when every matrix is invertible, else the SVD adjugate (JAX's value)."""
+    if np.all(d != 0):
+        try:
+            return np.asarray(d)[..., None, None] * np.linalg.inv(a)
+        except np.linalg.LinAlgError:
+            pass
+    return np_adjugate(a)
+
+
 def det_jvp(B: Any, a: Array, d: Array, da: Array) -> Array:
-    """d = det A:  dd = d tr(A^-1 dA)  (Jacobi's formula)."""
-    return d * B.trace(B.solve(a, da))
+    """d = det A:  dd = tr(adj(A) dA)  (Jacobi's formula; adj A = d A^-1 when invertible)."""
+    return B.trace(B.matmul(B.adjugate(a, d), da))
 
 
 def det_vjp(B: Any, a: Array, d: Array, ct: Array) -> Array:
-    """ct_A = (ct d)[..., None, None] A^-T."""
-    return B.col(B.col(ct * d)) * B.mT(B.inv(a))
+    """ct_A = ct[..., None, None] adj(A)^T -- the adjugate also at a singular A (as JAX)."""
+    return B.col(B.col(ct)) * B.mT(B.adjugate(a, d))
 
 
 def slogdet_jvp(B: Any, a: Array, sign: Array, da: Array) -> tuple[Array, Array]:
@@ -475,3 +551,127 @@ def svd_vjp(
     # dS = U^H dA V  ->  ct_dA = conj(U) ct_dS V^T
     main = B.matmul(B.matmul(_cj(B, u), ct_dS), B.mT(v))
     return main if ct_da is None else main + ct_da
+
+
+# --------------------------------------------------------------------------- expm / sqrtm
+
+
+def expm_frechet(B: Any, a: Array, e: Array) -> Array:
+    """The Frechet derivative L(A, E) of expm: the upper-right block of
+    ``expm([[A, E], [0, A]])`` (Najfeld and Havel 1995; Higham, *Functions of Matrices* 3.2).
+    The VJP of expm is ``G -> L(A^T, G)`` (its transpose under the bilinear pairing)."""
+    n = a.shape[-1]
+    z = B.zeros_like(a)
+    m = B.concat_rows(B.concat_last(a, e), B.concat_last(z, a))
+    return B.expm(m)[..., :n, n:]
+
+
+def sqrtm_jvp(B: Any, x: Array, da: Array) -> Array:
+    """X = sqrtm(A), X X = A:  X dX + dX X = dA, a Sylvester equation."""
+    return B.sylvester(x, x, da)
+
+
+def sqrtm_vjp(B: Any, x: Array, ct: Array) -> Array:
+    """Transpose of :func:`sqrtm_jvp`: solve ``X^T C + C X^T = ct``."""
+    xt = B.mT(x)
+    return B.sylvester(xt, xt, ct)
+
+
+def sylvester_jvp(
+    B: Any, a: Array, b: Array, x: Array, da: Array | None, db: Array | None, dc: Array | None
+) -> Array | None:
+    """a X + X b = c:  a dX + dX b = dc - da X - X db."""
+    rhs = dc
+    if da is not None:
+        rhs = _add(rhs, -B.matmul(da, x))
+    if db is not None:
+        rhs = _add(rhs, -B.matmul(x, db))
+    return None if rhs is None else B.sylvester(a, b, rhs)
+
+
+def sylvester_vjp(B: Any, a: Array, b: Array, x: Array, ct: Array) -> tuple[Array, Array, Array]:
+    """ct_c = syl(a^T, b^T, ct);  ct_a = -ct_c X^T;  ct_b = -X^T ct_c."""
+    cc = B.sylvester(B.mT(a), B.mT(b), ct)
+    return -B.matmul(cc, B.mT(x)), -B.matmul(B.mT(x), cc), cc
+
+
+# --------------------------------------------------------------------------- pinv
+
+
+def pinv_jvp(B: Any, a: Array, p: Array, da: Array) -> Array:
+    """P = A^+:  dP = -P dA P + P P^H dA^H (I - A P) + (I - P A) dA^H P^H P
+    (Golub and Pereyra 1973; JAX's ``_pinv_jvp``)."""
+    dah = _H(B, da)
+    ph = _H(B, p)
+    ap, pa = B.matmul(a, p), B.matmul(p, a)
+    i_ap = B.eye_like(ap) - ap
+    i_pa = B.eye_like(pa) - pa
+    return (
+        -B.matmul(B.matmul(p, da), p)
+        + B.matmul(B.matmul(B.matmul(p, ph), dah), i_ap)
+        + B.matmul(B.matmul(i_pa, dah), B.matmul(ph, p))
+    )
+
+
+def pinv_vjp(B: Any, a: Array, p: Array, ct: Array) -> Array:
+    """Transpose of :func:`pinv_jvp` under the bilinear pairing:
+    ``-P^T G P^T + conj((I - A P) G^T P P^H) + conj(P^H P G^T (I - P A))``."""
+    ph = _H(B, p)
+    ap, pa = B.matmul(a, p), B.matmul(p, a)
+    i_ap = B.eye_like(ap) - ap
+    i_pa = B.eye_like(pa) - pa
+    gt = B.mT(ct)
+    t2 = B.matmul(B.matmul(i_ap, gt), B.matmul(p, ph))
+    t3 = B.matmul(B.matmul(B.matmul(ph, p), gt), i_pa)
+    pt = B.mT(p)
+    return -B.matmul(B.matmul(pt, ct), pt) + _cj(B, t2 + t3)
+
+
+# --------------------------------------------------------------------------- eig (general)
+
+
+def _eig_mask(v: Array) -> Array:
+    """One-hot (over rows) of each eigenvector's largest-magnitude entry (LAPACK's real
+    component); a constant of the primal point, never differentiated."""
+    vv = np.asarray(v)
+    k = np.argmax(np.abs(vv), axis=-2)
+    return (np.arange(vv.shape[-2])[:, None] == k[..., None, :]).astype(vv.dtype)
+
+
+def eig_jvp(
+    B: Any, w: Array, v: Array, vnp: Array, da: Array, vectors: bool = True
+) -> tuple[Array, Array | None]:
+    """A V = V diag(w), LAPACK's normalization (unit 2-norm, largest entry real):
+    P = V^-1 dA V;  dw = diag P;  U = V (F o P);  dV = U + V diag(c) with
+    c_j = -Re(v_j^H u_j) - i Im(u_kj) / Re(v_kj)  (JAX's ``_eig_vec_jvp``; Giles 2008 3.1).
+    ``vnp``: V's values (numpy), for the constant argmax mask."""
+    p = B.matmul(B.solve(v, da), v)
+    dw = B.diagonal(p)
+    if not vectors:
+        return dw, None
+    u = B.matmul(v, _gap_inverse(B, w) * p)
+    mask = _eig_mask(vnp)
+    sv = B.colsum(B.conj(v) * u)
+    uk = B.colsum(u * mask)
+    r = B.real(B.colsum(v * mask))
+    c = -(sv + B.conj(sv)) * 0.5 - _iim(B, uk) / r
+    return dw, u + v * B.row(c)
+
+
+def eig_vjp(
+    B: Any, w: Array, v: Array, vnp: Array, cw: Array | None, cv: Array | None
+) -> Array:
+    """Transpose of :func:`eig_jvp` (``None``: a symbolic-zero cotangent block)."""
+    ct_p: Array | None = None if cw is None else B.diag_embed(cw)
+    if cv is not None:
+        mask = _eig_mask(vnp)
+        r = B.real(B.colsum(v * mask))
+        cc = B.colsum(v * cv)
+        ct_s = -(cc + B.conj(cc)) * 0.5
+        ct_uk = -_iim(B, cc) / r
+        ct_u = cv + B.conj(v) * B.row(ct_s) + mask * B.row(ct_uk)
+        ct_p = _add(ct_p, _gap_inverse(B, w) * B.matmul(B.mT(v), ct_u))
+    if ct_p is None:  # both blocks exactly zero
+        return B.zeros_like(v)
+    vt = B.mT(v)
+    return B.matmul(B.solve(vt, ct_p), vt)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg as _sla
 
 from .. import _linalg_math as L
 from .._dispatch import bind
@@ -162,6 +163,21 @@ class _OpsBackend:
 
     def zeros_like(self, x: Array) -> Array:
         return x * 0.0
+
+    def adjugate(self, a: Array, d: Array) -> Array:
+        return self.col(self.col(d)) * self.inv(a)
+
+    def colsum(self, x: Array) -> Array:
+        return self.ops.sum(x, axis=-2)
+
+    def concat_rows(self, a: Array, b: Array) -> Array:
+        return self.ops.concatenate([a, b], axis=-2)
+
+    def expm(self, a: Array) -> Array:
+        return self.ops.apply(EXPM, a)
+
+    def sylvester(self, a: Array, b: Array, c: Array) -> Array:
+        return self.ops.apply(SYLVESTER, a, b, c)
 
     def is_complex(self, x: Array) -> bool:
         return is_complex(x)
@@ -390,6 +406,117 @@ SVD = defprimitive(
 )
 
 
+# -- expm / sqrtm / sylvester -------------------------------------------------------------------
+EXPM = defprimitive(
+    "expm",
+    lambda a: L.np_expm(a),
+    1,
+    save_in=(0,),
+    vjp=(lambda ops, g, a: L.expm_frechet(_B(ops), _B(ops).mT(a), g),),
+    jvp=(lambda ops, t, a: L.expm_frechet(_B(ops), a, t),),
+)
+SYLVESTER = defprimitive(
+    "sylvester",
+    lambda a, b, c: _checked("sylvester", L.np_sylvester, a, b, c),
+    3,
+    save_in=(0, 1),
+    save_out=True,
+    vjp=(
+        lambda ops, g, a, b, x: L.sylvester_vjp(_B(ops), a, b, x, g)[0],
+        lambda ops, g, a, b, x: L.sylvester_vjp(_B(ops), a, b, x, g)[1],
+        lambda ops, g, a, b, x: _B(ops).sylvester(_B(ops).mT(a), _B(ops).mT(b), g),
+    ),
+    jvp=(
+        lambda ops, t, a, b, x: L.sylvester_jvp(_B(ops), a, b, x, t, None, None),
+        lambda ops, t, a, b, x: L.sylvester_jvp(_B(ops), a, b, x, None, t, None),
+        lambda ops, t, a, b, x: L.sylvester_jvp(_B(ops), a, b, x, None, None, t),
+    ),
+)
+
+
+def _sqrtm_one(a: Array) -> Array:
+    r = _sla.sqrtm(a)
+    return r[0] if isinstance(r, tuple) else r
+
+
+def _sqrtm_impl(a: Array) -> Array:
+    x = np.asarray(L._batched(_sqrtm_one, a))
+    if np.iscomplexobj(x) and not np.iscomplexobj(a) and not np.any(np.imag(x)):
+        x = np.real(x)
+    return x.astype(np.result_type(x.dtype, a.dtype, np.float32), copy=False)
+
+
+SQRTM = defprimitive(
+    "sqrtm",
+    _sqrtm_impl,
+    1,
+    save_out=True,
+    vjp=(lambda ops, g, x: L.sqrtm_vjp(_B(ops), x, g),),
+    jvp=(lambda ops, t, x: L.sqrtm_jvp(_B(ops), x, t),),
+)
+
+
+# -- pinv -----------------------------------------------------------------------------------------
+def _pinv_impl(a: Array, *, rtol: float | None) -> Array:
+    m, n = a.shape[-2], a.shape[-1]
+    eps = np.finfo(np.result_type(a, np.float32)).eps
+    r = 10.0 * max(m, n) * eps if rtol is None else rtol
+    p = np.linalg.pinv(a, rtol=r)
+    return p.astype(np.result_type(a, np.float32), copy=False)
+
+
+PINV = defprimitive(
+    "pinv",
+    _pinv_impl,
+    1,
+    save_in=(0,),
+    save_out=True,
+    vjp=(lambda ops, g, a, p, **kw: L.pinv_vjp(_B(ops), a, p, g),),
+    jvp=(lambda ops, t, a, p, **kw: L.pinv_jvp(_B(ops), a, p, t),),
+)
+
+
+# -- eig: packed [w; V] (rows 1 + n), always complex ---------------------------------------------
+_CPLX = {np.dtype(np.float32): np.complex64, np.dtype(np.complex64): np.complex64}
+
+
+def _eig_impl(a: Array) -> Array:
+    w, v = _checked("eig", np.linalg.eig, a)
+    cdt = _CPLX.get(np.dtype(a.dtype), np.complex128)
+    return np.concatenate([w[..., None, :], v], axis=-2).astype(cdt, copy=False)
+
+
+def _eig_vjp(ops: Any, g: Array, packed: Array) -> Array:
+    B = _B(ops)
+    w, v = packed[..., 0, :], packed[..., 1:, :]
+    return L.eig_vjp(B, w, v, _np(v), _nz(g[..., 0, :]), _nz(g[..., 1:, :]))
+
+
+def _eig_jvp(ops: Any, t: Array, packed: Array) -> Array:
+    B = _B(ops)
+    w, v = packed[..., 0, :], packed[..., 1:, :]
+    dw, dv = L.eig_jvp(B, w, v, _np(v), t)
+    return ops.concatenate([B.row(dw), dv], axis=-2)
+
+
+EIG = defprimitive("eig", _eig_impl, 1, save_out=True, vjp=(_eig_vjp,), jvp=(_eig_jvp,))
+
+
+# -- svd(full_matrices=True) of a non-square matrix: values only (as JAX) ------------------------
+def _svd_full_impl(a: Array) -> Array:
+    u, s, vh = _checked("svd", np.linalg.svd, a, True)
+    b = a.shape[:-2]
+    return np.concatenate(
+        [u.reshape((*b, -1)), s.astype(u.dtype), vh.reshape((*b, -1))], axis=-1
+    )
+
+
+# No rules: differentiating raises MissingRuleError, as jax.numpy.linalg.svd raises
+# NotImplementedError for full_matrices=True on non-square input (the complement columns
+# of U or V are not determined by the matrix, so neither is their derivative).
+SVD_FULL = defprimitive("svd_full_matrices", _svd_full_impl, 1)
+
+
 # -- public functions ---------------------------------------------------------------------------
 def _herm(a: Any) -> EagerTensor:
     return elementwise.mul(elementwise.add(a, bind(CONJ, shape.swapaxes(a, -1, -2))), 0.5)
@@ -460,9 +587,10 @@ def inv(a: Any) -> EagerTensor:
 
 
 def det(a: Any) -> EagerTensor:
-    """Determinant, batched; O(n^3).  Its derivative ``det(a) * inv(a)^T`` needs ``a``
-    invertible: at an exactly singular matrix the backward raises ``LinAlgError`` where
-    JAX returns the adjugate (documented difference)."""
+    """Determinant, batched; O(n^3).  Its derivative is the adjugate ``adj(a)^T``
+    (``det(a) inv(a)^T`` when invertible): at an exactly singular matrix it comes from an
+    SVD, as JAX's (which uses an LU cofactor expansion).  The second derivative at an
+    exactly singular matrix (``create_graph``) still raises ``LinAlgError``."""
     _square("det", a)
     return bind(DET, a)
 
@@ -502,38 +630,140 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
     return p[..., :m, :], shape.swapaxes(p[..., m:, :], -1, -2)
 
 
-def eigh(a: Any) -> tuple[EagerTensor, EagerTensor]:
+def _uplo_hermitian(a: Any, lower: bool) -> EagerTensor:
+    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view)."""
+    t = bind(TRIL, a, k=0) if lower else bind(TRIU, a, k=0)
+    s = bind(TRIL, a, k=-1) if lower else bind(TRIU, a, k=1)
+    return elementwise.add(t, bind(CONJ, shape.swapaxes(s, -1, -2)))
+
+
+def eigh(
+    a: Any, UPLO: str | None = None, *, symmetrize_input: bool = True
+) -> tuple[EagerTensor, EagerTensor]:
     """Eigenvalues (ascending, real) and eigenvectors of Hermitian matrices, batched; O(n^3).
 
-    Symmetrizes the input like ``jnp.linalg.eigh``.  At repeated eigenvalues the
-    eigenvector derivatives are ``inf``/``nan`` (as in JAX); losses of the eigenvalues
-    alone stay finite.  Eigenvector phases are LAPACK's: only gauge-invariant losses
-    are meaningful (as everywhere).
+    ``jnp.linalg.eigh``'s parameters: by default the input is symmetrized
+    (``(a + a^H)/2``) and ``UPLO`` does not matter.  With ``symmetrize_input=False`` only
+    the ``UPLO`` triangle (``"L"``, the default, or ``"U"``) is read, as by
+    ``numpy.linalg.eigh``, and the gradient lands in that triangle.  At repeated
+    eigenvalues the eigenvector derivatives are ``inf``/``nan`` (as in JAX); losses of the
+    eigenvalues alone stay finite.  Eigenvector phases are LAPACK's: only gauge-invariant
+    losses are meaningful.
     """
     _square("eigh", a)
-    p = bind(EIGH, _herm(a))
+    if UPLO not in (None, "L", "U"):
+        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    h = _herm(a) if symmetrize_input else _uplo_hermitian(a, UPLO != "U")
+    p = bind(EIGH, h)
     w = p[..., 0, :]
     return (bind(REAL, w) if is_complex(a) else w), p[..., 1:, :]
 
 
-def svd(a: Any) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
-    """Reduced SVD ``(u, s, vh)`` of ``(..., m, n)``; O(m n k).
+def svd(
+    a: Any, full_matrices: bool = False
+) -> tuple[EagerTensor, EagerTensor, EagerTensor]:
+    """SVD ``(u, s, vh)`` of ``(..., m, n)``; O(m n k).  Reduced by default (unlike numpy).
 
-    One packed allocation; the three results are metadata-only views of it.  At
+    Reduced: one packed allocation; the three results are metadata-only views of it.  At
     repeated (or, for non-square input, zero) singular values the singular-vector
     derivatives are ``inf``/``nan`` like JAX's; losses of ``s`` alone stay finite.
+    ``full_matrices=True`` gives ``u`` ``(m, m)`` and ``vh`` ``(n, n)``; for square input it
+    is the reduced SVD, for non-square input its values are numpy's and differentiating it
+    raises ``MissingRuleError`` (JAX raises ``NotImplementedError``: the complement columns
+    are not determined by ``a``).
     """
     sa = _shape(a)
     if len(sa) < 2:
         raise ValueError(f"svd: expected (..., m, n), got shape {sa}")
+    m, n = sa[-2], sa[-1]
+    if full_matrices and m != n:
+        p = bind(SVD_FULL, a)
+        k = min(m, n)
+        b = sa[:-2]
+        s = p[..., m * m : m * m + k]
+        return (
+            shape.reshape(p[..., : m * m], (*b, m, m)),
+            bind(REAL, s) if is_complex(a) else s,
+            shape.reshape(p[..., m * m + k :], (*b, n, n)),
+        )
     p = bind(SVD, a)
-    m = sa[-2]
     s = p[..., m, :]
     return (
         p[..., :m, :],
         bind(REAL, s) if is_complex(a) else s,
         shape.swapaxes(p[..., m + 1 :, :], -1, -2),
     )
+
+
+def eig(a: Any) -> tuple[EagerTensor, EagerTensor]:
+    """Eigenvalues and right eigenvectors of general square matrices, batched; O(n^3).
+
+    JAX's convention: both outputs are complex (complex64 for float32/complex64 input),
+    each eigenvector has unit 2-norm and a real largest-magnitude entry (LAPACK's
+    normalization), and the eigenvector derivative keeps that normalization
+    (``jax.lax.linalg.eig(..., enable_eigvec_derivs=True)``).  Eigenvector derivatives
+    assume distinct eigenvalues (``inf``/``nan`` otherwise); losses of the eigenvalues alone
+    stay finite.  One packed allocation ``[w; V]``; the results are views of it.
+    """
+    _square("eig", a)
+    p = bind(EIG, a)
+    return p[..., 0, :], p[..., 1:, :]
+
+
+def eigvals(a: Any) -> EagerTensor:
+    """Eigenvalues of general square matrices (complex, as :func:`eig`); O(n^3)."""
+    return eig(a)[0]
+
+
+def expm(a: Any) -> EagerTensor:
+    """Matrix exponential (``scipy.linalg.expm``: scaling and squaring, Pade), batched.
+
+    O(n^3) forward; the JVP and VJP are one ``expm`` of a ``2n x 2n`` block matrix each
+    (the Frechet derivative), so they compose to any order.  Saves ``a``.
+    """
+    _square("expm", a)
+    return bind(EXPM, a)
+
+
+def sqrtm(a: Any) -> EagerTensor:
+    """Principal matrix square root (``scipy.linalg.sqrtm``, Schur method), batched; O(n^3).
+
+    Real input gives a real result when scipy's root is real (e.g. positive definite
+    input), else complex.  Derivatives solve the Sylvester equation ``X dX + dX X = dA``
+    (``scipy.linalg.solve_sylvester``), differentiable again.  JAX's ``sqrtm`` has no
+    derivative; ours is checked against finite differences.  Saves the result.
+    """
+    _square("sqrtm", a)
+    return bind(SQRTM, a)
+
+
+def solve_sylvester(a: Any, b: Any, c: Any) -> EagerTensor:
+    """``X`` with ``a @ X + X @ b = c`` (``scipy.linalg.solve_sylvester``), batched; O(n^3).
+
+    Differentiable in all three arguments.  ``LinAlgError`` when ``a`` and ``-b`` share an
+    eigenvalue.  Saves ``a``, ``b`` and ``X``.
+    """
+    sa, sb, sc = _square("solve_sylvester", a), _square("solve_sylvester", b), _shape(c)
+    if sc[-2:] != (sa[-1], sb[-1]):
+        raise ValueError(f"solve_sylvester: c has shape {sc}, expected (..., {sa[-1]}, {sb[-1]})")
+    return bind(SYLVESTER, a, b, c)
+
+
+def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> EagerTensor:
+    """Moore-Penrose pseudo-inverse of ``(..., m, n)`` (SVD based), batched; O(m n k).
+
+    Singular values below ``rtol * max(s)`` are dropped; ``rtol`` defaults to JAX's
+    ``10 * max(m, n) * eps``.  ``hermitian=True`` symmetrizes the input first (as JAX).
+    Derivative: Golub and Pereyra's formula (JAX's), valid where the rank is locally
+    constant.  Saves ``a`` and the result.
+    """
+    sa = _shape(a)
+    if len(sa) < 2:
+        raise ValueError(f"pinv: expected (..., m, n), got shape {sa}")
+    if hermitian:
+        _square("pinv", a)
+        a = _herm(a)
+    return bind(PINV, a, rtol=None if rtol is None else float(rtol))
 
 
 def tril(x: Any, k: int = 0) -> EagerTensor:
@@ -562,7 +792,13 @@ __all__ = [
     "cholesky",
     "det",
     "diagonal",
+    "eig",
     "eigh",
+    "eigvals",
+    "expm",
+    "pinv",
+    "solve_sylvester",
+    "sqrtm",
     "inv",
     "matmul",
     "qr",
