@@ -14,7 +14,7 @@ The tape retains exactly what the rules' residual declarations name
 (``tape.retained()`` explains it); the ledgers (``tenferro_storage.ledger``) prove it.
 """
 
-from . import errors, extend, linalg, ops, optim, traced
+from . import errors, extend, fft, linalg, ops, optim, scipy, traced
 from ._checkpoint import (
     CheckpointPolicy,
     checkpoint,

@@ -21,7 +21,6 @@ the real part of its cotangent, as in JAX.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -78,8 +77,45 @@ EINSUM_BINARY = defbilinear(
 )
 
 
-def einsum(subscripts: str, *operands: Any) -> EagerTensor:
+def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+    """numpy's interleaved form ``einsum(op0, sub0, op1, sub1, ..., [out])`` as a
+    subscripts string and the operands; sublist entries are ints (any, mapped to letters)
+    or ``...``."""
+    args = tuple(args)
+    ops_ = args[0::2][: len(args) // 2]
+    subs = list(args[1::2])
+    out = args[-1] if len(args) % 2 == 1 else None
+    letters: dict[int, str] = {}
+    pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+    def conv(sub: Any) -> str:
+        parts = []
+        for s in sub:
+            if s is Ellipsis:
+                parts.append("...")
+                continue
+            if isinstance(s, bool) or not isinstance(s, int | np.integer):
+                raise E.EinsumError(
+                    f"einsum: a sublist entry must be an int or Ellipsis, got {s!r}"
+                )
+            k = int(s)
+            if k not in letters:
+                if len(letters) == len(pool):
+                    raise E.EinsumError("einsum: too many distinct sublist labels (max 52)")
+                letters[k] = pool[len(letters)]
+            parts.append(letters[k])
+        return "".join(parts)
+
+    ins = [conv(sb) for sb in subs]
+    spec = ",".join(ins) + ("" if out is None else "->" + conv(out))
+    return spec, ops_
+
+
+def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
     """Einstein summation with numpy's grammar, contracted pairwise along a good path.
+
+    Both of numpy's call forms: ``einsum("ij,jk->ik", a, b)`` and the interleaved
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` (integer labels, ``...`` allowed).
 
     Any explicit or implicit subscripts (traces ``"ii"``, diagonals ``"ii->i"``, batch
     labels, ``...``).  The path is opt_einsum's ``"auto"`` choice, cached per (subscripts,
@@ -92,6 +128,8 @@ def einsum(subscripts: str, *operands: Any) -> EagerTensor:
     when the subscripts do not fit the shapes; sizes must match exactly (no size-1
     broadcasting).
     """
+    if not isinstance(subscripts, str):
+        subscripts, operands = _interleaved((subscripts, *operands))
     shapes = tuple(_shape(o) for o in operands)
     p = E.plan(subscripts, shapes)
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
@@ -120,11 +158,39 @@ def einsum(subscripts: str, *operands: Any) -> EagerTensor:
     return res
 
 
-def tensordot(a: Any, b: Any, axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> EagerTensor:
-    """``numpy.tensordot`` as a differentiable :func:`einsum` (one GEMM). O(m*k*n)."""
-    sa, sb = _shape(a), _shape(b)
+def _tensordot_axes(axes: Any, ra: int, rb: int) -> int | tuple[list[int], list[int]]:
+    """numpy's accepted ``axes`` forms, validated: an int, ``(axes_a, axes_b)`` with each
+    an int or a sequence of ints (``[-1, 0]`` is one pair)."""
+    if isinstance(axes, int | np.integer) and not isinstance(axes, bool):
+        return int(axes)
     try:
-        sub = E.tensordot_subscripts(len(sa), len(sb), axes)
+        xa, xb = axes
+    except (TypeError, ValueError):
+        raise E.EinsumError(
+            f"tensordot: argument 'axes' must be an int or a pair of axis lists, got {axes!r}"
+        ) from None
+    la = [xa] if isinstance(xa, int | np.integer) else list(xa)
+    lb = [xb] if isinstance(xb, int | np.integer) else list(xb)
+    for lst, r, nm in ((la, ra, "a"), (lb, rb, "b")):
+        for v in lst:
+            if not -r <= int(v) < r:
+                raise E.EinsumError(
+                    f"tensordot: axis {int(v)} of argument 'axes' is out of range for {nm} "
+                    f"of rank {r}"
+                )
+    return [int(v) for v in la], [int(v) for v in lb]
+
+
+def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
+    """``numpy.tensordot`` as a differentiable :func:`einsum` (one GEMM). O(m*k*n).
+
+    ``axes``: an int (the last ``axes`` of ``a`` with the first of ``b``) or a pair
+    ``(axes_a, axes_b)``, each an int or a sequence of ints (``[-1, 0]``, ``([1], [0])``).
+    """
+    sa, sb = _shape(a), _shape(b)
+    ax = _tensordot_axes(axes, len(sa), len(sb))
+    try:
+        sub = E.tensordot_subscripts(len(sa), len(sb), ax)
     except IndexError as e:  # pragma: no cover - defensive
         raise E.EinsumError(f"tensordot: axes {axes} out of range for shapes {sa}, {sb}") from e
     return einsum(sub, a, b)

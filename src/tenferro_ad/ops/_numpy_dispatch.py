@@ -1,0 +1,350 @@
+"""numpy calls on handles run tenferro_ad's ops (NEP 13 / NEP 18 dispatch).
+
+Installed on :class:`~tenferro_ad.EagerTensor` at import:
+
+* ``__array_ufunc__``: ``np.sin(h)``, ``ndarray + h``, ``np.add.reduce(h)``,
+  ``np.add.accumulate(h)`` ... run the matching recorded op.  Argument order is kept
+  (``ndarray - h`` is ``sub(ndarray, h)``; the array is imported with a recorded
+  ``TRANSFER``).
+* ``__array_function__``: ``np.sum(h)``, ``np.concatenate([h, x])``, ``np.linalg.norm(h)``,
+  ``np.fft.fft(h)`` ... run ours (numpy's keyword names are accepted).
+* ndarray-style methods (``h.ravel()``, ``h.cumsum()``, ``h.var()``, ``h.real``...) and the
+  ``%``, ``//`` operators (reflected too).
+
+A numpy function or ufunc without a tenferro_ad implementation raises
+:class:`NumpyFunctionError` (a ``TypeError``) naming it; so do ``out=`` (handles are
+read-only) and a ``dtype=``/``where=`` this dispatch does not honour.  Dispatch costs one
+dict lookup per call.  ``float(h)``, ``int(h)`` and ``np.float64(h)`` read the single
+element (host reads, no tracking, like ``item()``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tenferro_storage.errors import TenferroError
+
+from .._handle import EagerTensor
+
+__all__ = ["HANDLED_FUNCTIONS", "HANDLED_UFUNCS", "NumpyFunctionError", "install"]
+
+
+class NumpyFunctionError(TenferroError, TypeError):
+    """A numpy function, ufunc method or keyword that tenferro_ad cannot run on handles.
+
+    The message names the numpy function and, when it is a keyword, the argument;
+    nothing is computed or recorded."""
+
+
+HANDLED_UFUNCS: dict[Any, Callable[..., Any]] = {}
+HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
+
+
+def _fname(f: Any) -> str:
+    mod = getattr(f, "__module__", "numpy") or "numpy"
+    mod = mod.replace("numpy._core.fromnumeric", "numpy").replace("numpy._core", "numpy")
+    name = getattr(f, "__name__", repr(f))
+    if mod.startswith("numpy.lib") or mod.startswith("numpy._"):
+        mod = "numpy"
+    return f"{mod}.{name}"
+
+
+def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Drop numpy keywords at their defaults; refuse ones we cannot honour."""
+    kw = dict(kwargs)
+    out = kw.pop("out", None)
+    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
+        raise NumpyFunctionError(
+            f"{name}: argument 'out' is not supported (EagerTensor values are read-only; "
+            "use the returned value)"
+        )
+    for k, default in (("where", True), ("casting", "same_kind"), ("order", "K"),
+                       ("subok", True), ("signature", None)):
+        if k in kw:
+            v = kw.pop(k)
+            if v is not default and not (isinstance(v, str) and v == default):
+                raise NumpyFunctionError(f"{name}: argument {k!r}={v!r} is not supported")
+    if "dtype" in kw and kw["dtype"] is None:
+        kw.pop("dtype")
+    return kw
+
+
+def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Honour ``dtype=`` by converting the result (``np.sum(h, dtype=np.float32)``)."""
+
+    def g(*args: Any, dtype: Any = None, **kw: Any) -> Any:
+        from .elementwise import astype
+
+        r = f(*args, **kw)
+        return r if dtype is None else astype(r, np.dtype(getattr(dtype, "numpy", dtype)))
+
+    return g
+
+
+def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    name = f"numpy.{ufunc.__name__}"
+    if method == "__call__":
+        impl = HANDLED_UFUNCS.get(ufunc)
+        if impl is None:
+            raise NumpyFunctionError(
+                f"{name}: this ufunc has no tenferro_ad implementation for EagerTensor "
+                "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
+            )
+        kw = _no_out(name, kwargs)
+        if kw.pop("dtype", None) is not None:
+            raise NumpyFunctionError(f"{name}: argument 'dtype' is not supported")
+        if kw:
+            raise NumpyFunctionError(f"{name}: argument {next(iter(kw))!r} is not supported")
+        return impl(*inputs)
+    if method in ("reduce", "accumulate"):
+        from . import reduce as rd
+        from . import scan
+
+        table: dict[Any, Callable[..., Any]] = (
+            {np.add: rd.sum, np.multiply: rd.prod, np.maximum: rd.max, np.minimum: rd.min}
+            if method == "reduce" else {np.add: scan.cumsum, np.multiply: scan.cumprod}
+        )
+        impl = table.get(ufunc)
+        if impl is None or len(inputs) != 1:
+            raise NumpyFunctionError(f"{name}.{method}: not supported for EagerTensor arguments")
+        kw = _no_out(f"{name}.{method}", kwargs)
+        axis = kw.pop("axis", 0)
+        if method == "reduce":
+            keepdims = kw.pop("keepdims", False)
+            kw.pop("initial", None) if kw.get("initial", None) is None else None
+            if kw:
+                raise NumpyFunctionError(
+                    f"{name}.{method}: argument {next(iter(kw))!r} is not supported"
+                )
+            return impl(inputs[0], axis=axis, keepdims=keepdims)
+        if kw:
+            raise NumpyFunctionError(
+                f"{name}.{method}: argument {next(iter(kw))!r} is not supported"
+            )
+        return impl(inputs[0], axis=axis)
+    raise NumpyFunctionError(f"{name}.{method}: not supported for EagerTensor arguments")
+
+
+def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    impl = HANDLED_FUNCTIONS.get(func)
+    name = _fname(func)
+    if impl is None:
+        raise NumpyFunctionError(
+            f"{name}: this numpy function has no tenferro_ad implementation for EagerTensor "
+            "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
+        )
+    return impl(*args, **_no_out(name, kwargs))
+
+
+def _fill_tables() -> None:
+    import tenferro_ad as ad
+
+    from . import complex as cx
+    from . import elementwise as ew
+    from . import fft as F
+    from . import manip as mp
+    from . import math as m
+    from . import products as pr
+    from . import reduce as rd
+    from . import scan as sc
+    from . import shape as sh
+    from .einsum import einsum, tensordot
+    from .linalg import matmul
+
+    HANDLED_UFUNCS.update({
+        np.add: ew.add, np.subtract: ew.sub, np.multiply: ew.mul, np.true_divide: ew.div,
+        np.negative: ew.neg, np.positive: lambda x: x, np.power: ew.pow,
+        np.float_power: ew.pow, np.exp: ew.exp, np.exp2: m.exp2, np.expm1: ew.expm1,
+        np.log: ew.log, np.log2: m.log2, np.log10: m.log10, np.log1p: ew.log1p,
+        np.sin: ew.sin, np.cos: ew.cos, np.tan: m.tan, np.arcsin: m.arcsin,
+        np.arccos: m.arccos, np.arctan: m.arctan, np.sinh: m.sinh, np.cosh: m.cosh,
+        np.tanh: ew.tanh, np.arcsinh: m.arcsinh, np.arccosh: m.arccosh,
+        np.arctanh: m.arctanh, np.arctan2: m.arctan2, np.hypot: m.hypot, np.sqrt: ew.sqrt,
+        np.square: m.square, np.reciprocal: m.reciprocal, np.cbrt: m.cbrt,
+        np.absolute: ew.abs, np.fabs: ew.abs, np.sign: ew.sign, np.floor: m.floor,
+        np.ceil: m.ceil, np.trunc: m.trunc, np.rint: m.rint, np.remainder: m.mod,
+        np.fmod: m.fmod, np.floor_divide: lambda x, y: m.floor(ew.div(x, y)),
+        np.maximum: ew.maximum, np.minimum: ew.minimum, np.fmax: m.fmax, np.fmin: m.fmin,
+        np.logaddexp: m.logaddexp, np.logaddexp2: m.logaddexp2, np.deg2rad: m.deg2rad,
+        np.rad2deg: m.rad2deg, np.degrees: m.rad2deg, np.radians: m.deg2rad,
+        np.isnan: m.isnan, np.isinf: m.isinf, np.isfinite: m.isfinite,
+        np.logical_and: m.logical_and, np.logical_or: m.logical_or,
+        np.logical_xor: m.logical_xor, np.logical_not: m.logical_not, np.equal: ew.equal,
+        np.not_equal: ew.not_equal, np.less: ew.less, np.less_equal: ew.less_equal,
+        np.greater: ew.greater, np.greater_equal: ew.greater_equal, np.matmul: matmul,
+        np.conjugate: cx.conj,
+    })
+
+    def _clip(a: Any, a_min: Any = None, a_max: Any = None, **kw: Any) -> Any:
+        lo = kw.pop("min", a_min)
+        hi = kw.pop("max", a_max)
+        out = a
+        if lo is not None:
+            out = ew.maximum(out, lo)
+        if hi is not None:
+            out = ew.minimum(out, hi)
+        return out
+
+    def _where(cond: Any, x: Any = None, y: Any = None) -> Any:
+        if x is None and y is None:
+            raise NumpyFunctionError("numpy.where: the one-argument form is not supported")
+        return ew.where(cond, x, y)
+
+    def _shape(a: Any) -> tuple[int, ...]:
+        return tuple(a.shape)
+
+    def _squeeze(a: Any, axis: Any = None) -> Any:
+        return mp.squeeze(a, axis)
+
+    def _transpose(a: Any, axes: Any = None) -> Any:
+        return sh.transpose(a) if axes is None else sh.transpose(a, tuple(axes))
+
+    def _reshape(a: Any, *args: Any, **kw: Any) -> Any:
+        shape = kw.pop("shape", kw.pop("newshape", args[0] if args else None))
+        if kw.pop("order", "C") != "C":
+            raise NumpyFunctionError("numpy.reshape: only order='C' is supported")
+        return sh.reshape(a, tuple(shape) if isinstance(shape, tuple | list) else (shape,))
+
+    def _linalg(name: str) -> Callable[..., Any]:
+        def f(*a: Any, **k: Any) -> Any:
+            return getattr(ad.linalg, name)(*a, **k)
+
+        return f
+
+    sum_ = _with_dtype(rd.sum)
+    mean_ = _with_dtype(rd.mean)
+    HANDLED_FUNCTIONS.update({
+        np.sum: sum_, np.mean: mean_, np.prod: _with_dtype(rd.prod), np.max: rd.max,
+        np.amax: rd.max, np.min: rd.min, np.amin: rd.min, np.var: _with_dtype(sc.var),
+        np.std: _with_dtype(sc.std), np.cumsum: _with_dtype(sc.cumsum),
+        np.cumprod: _with_dtype(sc.cumprod), np.diff: sc.diff, np.sort: sc.sort,
+        np.argsort: lambda a, axis=-1, kind=None, stable=None: sc.argsort(a, axis),
+        np.argmax: sc.argmax, np.argmin: sc.argmin, np.partition: sc.partition,
+        np.argpartition: sc.argpartition, np.take_along_axis: sc.take_along_axis,
+        np.linalg.norm: sc.norm, np.reshape: _reshape, np.transpose: _transpose,
+        np.swapaxes: sh.swapaxes, np.moveaxis: mp.moveaxis, np.rollaxis: mp.rollaxis,
+        np.squeeze: _squeeze, np.expand_dims: sh.expand_dims, np.ravel: mp.ravel,
+        np.repeat: mp.repeat, np.tile: mp.tile, np.roll: mp.roll, np.flip: mp.flip,
+        np.fliplr: mp.fliplr, np.flipud: mp.flipud, np.rot90: mp.rot90, np.pad: mp.pad,
+        np.split: mp.split, np.array_split: mp.array_split, np.vsplit: mp.vsplit,
+        np.hsplit: mp.hsplit, np.dsplit: mp.dsplit, np.concatenate: sh.concatenate,
+        np.stack: sh.stack, np.vstack: mp.vstack, np.hstack: mp.hstack,
+        np.dstack: mp.dstack, np.column_stack: mp.column_stack,
+        np.atleast_1d: mp.atleast_1d, np.atleast_2d: mp.atleast_2d,
+        np.atleast_3d: mp.atleast_3d, np.append: mp.append, np.diag: mp.diag,
+        np.diagflat: mp.diagflat, np.diagonal: mp.diagonal, np.trace: mp.trace,
+        np.tril: mp.tril, np.triu: mp.triu, np.zeros_like: mp.zeros_like,
+        np.ones_like: mp.ones_like, np.full_like: mp.full_like, np.where: _where,
+        np.clip: _clip, np.dot: pr.dot, np.vdot: pr.vdot, np.inner: pr.inner,
+        np.outer: pr.outer, np.kron: pr.kron, np.cross: pr.cross, np.tensordot: tensordot,
+        np.einsum: lambda *a, **k: einsum(*a), np.real: cx.real, np.imag: cx.imag,
+        np.conj: cx.conj, np.angle: lambda z, deg=False: cx.angle(z), np.sinc: m.sinc,
+        np.nan_to_num: m.nan_to_num, np.select: mp.select, np.broadcast_to: sh.broadcast_to,
+        np.round: m.round, np.around: m.round, np.linspace: mp.linspace, np.shape: _shape,
+        np.ndim: lambda a: len(a.shape), np.size: lambda a, axis=None: (
+            a.size if axis is None else a.shape[axis]
+        ),
+        np.fft.fft: F.fft, np.fft.ifft: F.ifft, np.fft.fft2: F.fft2, np.fft.ifft2: F.ifft2,
+        np.fft.fftn: F.fftn, np.fft.ifftn: F.ifftn, np.fft.rfft: F.rfft,
+        np.fft.irfft: F.irfft, np.fft.rfft2: F.rfft2, np.fft.irfft2: F.irfft2,
+        np.fft.rfftn: F.rfftn, np.fft.irfftn: F.irfftn, np.fft.fftshift: F.fftshift,
+        np.fft.ifftshift: F.ifftshift,
+        np.linalg.det: _linalg("det"), np.linalg.inv: _linalg("inv"),
+        np.linalg.solve: _linalg("solve"), np.linalg.cholesky: _linalg("cholesky"),
+        np.linalg.slogdet: _linalg("slogdet"), np.linalg.eigh: _linalg("eigh"),
+        np.linalg.qr: _linalg("qr"),
+    })
+
+
+def _methods() -> dict[str, Any]:
+    from . import complex as cx
+    from . import elementwise as ew
+    from . import manip as mp
+    from . import math as m
+    from . import products as pr
+    from . import reduce as rd
+    from . import scan as sc
+    from . import shape as sh
+
+    def _squeeze(self: Any, axis: Any = None) -> Any:
+        return mp.squeeze(self, axis)
+
+    def _clip(self: Any, min: Any = None, max: Any = None) -> Any:
+        out = self
+        if min is not None:
+            out = ew.maximum(out, min)
+        if max is not None:
+            out = ew.minimum(out, max)
+        return out
+
+    def _red(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                   keepdims: bool = False, **kw: Any) -> Any:
+            _no_out(f"EagerTensor.{name}", {"out": out, **kw})
+            return _with_dtype(f)(self, axis=axis, keepdims=keepdims, dtype=dtype)
+
+        return method
+
+    def _stat(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                   ddof: int = 0, keepdims: bool = False) -> Any:
+            _no_out(f"EagerTensor.{name}", {"out": out})
+            return _with_dtype(f)(self, axis=axis, ddof=ddof, keepdims=keepdims, dtype=dtype)
+
+        return method
+
+    def _scan(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+            _no_out(f"EagerTensor.{name}", {"out": out})
+            return _with_dtype(f)(self, axis=axis, dtype=dtype)
+
+        return method
+
+    return {
+        "__mod__": lambda self, other: m.mod(self, other),
+        "__rmod__": lambda self, other: m.mod(other, self),
+        "__floordiv__": lambda self, other: m.floor(ew.div(self, other)),
+        "__rfloordiv__": lambda self, other: m.floor(ew.div(other, self)),
+        "__pos__": lambda self: self,
+        "__round__": lambda self, ndigits=None: m.round(self, 0 if ndigits is None else ndigits),
+        "__array_ufunc__": _array_ufunc,
+        "__array_function__": _array_function,
+        "sum": _red(rd.sum, "sum"),
+        "mean": _red(rd.mean, "mean"),
+        "prod": _red(rd.prod, "prod"),
+        "max": lambda self, axis=None, out=None, keepdims=False: rd.max(self, axis, keepdims),
+        "min": lambda self, axis=None, out=None, keepdims=False: rd.min(self, axis, keepdims),
+        "var": _stat(sc.var, "var"),
+        "std": _stat(sc.std, "std"),
+        "cumsum": _scan(sc.cumsum, "cumsum"),
+        "cumprod": _scan(sc.cumprod, "cumprod"),
+        "argmax": lambda self, axis=None, keepdims=False: sc.argmax(self, axis, keepdims),
+        "argmin": lambda self, axis=None, keepdims=False: sc.argmin(self, axis, keepdims),
+        "argsort": lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
+        "ravel": lambda self, order="C": mp.ravel(self),
+        "flatten": lambda self, order="C": mp.flatten(self),
+        "squeeze": _squeeze,
+        "repeat": lambda self, repeats, axis=None: mp.repeat(self, repeats, axis),
+        "swapaxes": lambda self, a, b: sh.swapaxes(self, a, b),
+        "diagonal": lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(
+            self, offset, axis1, axis2
+        ),
+        "trace": lambda self, offset=0, axis1=0, axis2=1: mp.trace(self, offset, axis1, axis2),
+        "clip": _clip,
+        "dot": lambda self, b: pr.dot(self, b),
+        "conj": lambda self: cx.conj(self),
+        "conjugate": lambda self: cx.conj(self),
+        "real": property(lambda self: cx.real(self)),
+        "imag": property(lambda self: cx.imag(self)),
+        "round": lambda self, decimals=0: m.round(self, decimals),
+    }
+
+
+def install() -> None:
+    """Fill the dispatch tables and install the numpy protocols and methods. Idempotent."""
+    _fill_tables()
+    for k, v in _methods().items():
+        setattr(EagerTensor, k, v)

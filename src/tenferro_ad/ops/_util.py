@@ -1,0 +1,85 @@
+"""Small helpers shared by the op families added for numpy coverage (math, scan, manip,
+products, fft): shapes and dtypes of any argument, and axis normalization with numpy's
+semantics raising :class:`~tenferro_ad.errors.AxisError`.  All O(ndim), no allocation."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+
+from .._handle import EagerTensor
+from ..errors import ArgumentTypeError, AxisError
+
+
+def shape_of(x: Any) -> tuple[int, ...]:
+    """The shape of a handle, owner, numpy array or scalar (metadata only)."""
+    if isinstance(x, EagerTensor):
+        return tuple(x._r("shape").a.shape)
+    s = getattr(x, "shape", None)
+    return tuple(np.shape(x) if s is None else s)
+
+
+def dtype_of(x: Any) -> np.dtype[Any]:
+    """The numpy dtype of a handle, owner, numpy array or scalar."""
+    if isinstance(x, EagerTensor):
+        dt: np.dtype[Any] = x._r("dtype").a.dtype
+        return dt
+    d = getattr(x, "dtype", None)
+    if d is not None and hasattr(d, "numpy"):
+        nd: np.dtype[Any] = np.dtype(d.numpy)
+        return nd
+    return np.result_type(x)
+
+
+def axis(operation: str, ax: Any, ndim: int, what: str = "axis") -> int:
+    """One axis in ``[-ndim, ndim)`` as a non-negative int; ``AxisError`` otherwise."""
+    if isinstance(ax, bool | np.bool_):
+        raise ArgumentTypeError(f"{operation}: argument {what!r} must be an int, got {ax!r}")
+    try:
+        a = operator.index(ax)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{operation}: argument {what!r} must be an int, got {type(ax).__name__} {ax!r}"
+        ) from None
+    if not -ndim <= a < ndim:
+        raise AxisError(operation, a, ndim, what)
+    return a + ndim if a < 0 else a
+
+
+def axes(operation: str, ax: Any, ndim: int) -> tuple[int, ...]:
+    """``None`` (all), an int or a sequence of ints as sorted non-negative axes."""
+    if ax is None:
+        return tuple(range(ndim))
+    if isinstance(ax, tuple | list):
+        return tuple(sorted(axis(operation, a, ndim) for a in ax))
+    return (axis(operation, ax, ndim),)
+
+
+def promote(*args: Any) -> list[Any]:
+    """JAX's weak typing for derived formulas: Python scalars become 0-d arrays of the
+    floating dtype the array arguments share (float64 when there are none), so a float32
+    argument is not promoted by a scalar's derived ``log``/``gammaln``. O(1) per argument."""
+    arrays = [a for a in args if not isinstance(a, int | float | bool)]
+    dts = [dtype_of(a) for a in arrays]
+    dt = np.result_type(*dts) if dts else np.dtype(np.float64)
+    if dt.kind not in "fc":
+        dt = np.dtype(np.float64)
+    return [np.asarray(a, dtype=dt) if isinstance(a, int | float | bool) else a for a in args]
+
+
+def weak(*args: Any) -> list[Any]:
+    """JAX-style weak scalars for binary primitives: a Python scalar argument becomes a
+    numpy scalar of the floating dtype of the array arguments (no allocation, it stays a
+    parameter), so rules that apply ``log``/``exp`` to it do not promote float32 to
+    float64.  Arrays and handles pass through. O(1)."""
+    arrays = [a for a in args if not isinstance(a, int | float | complex)]
+    if not arrays or len(arrays) == len(args):
+        return list(args)
+    dt = np.result_type(*[dtype_of(a) for a in arrays])
+    if dt.kind not in "fc":
+        return list(args)
+    if dt.kind == "c":
+        return [dt.type(a) if isinstance(a, int | float | complex) else a for a in args]
+    return [dt.type(a) if isinstance(a, int | float) else a for a in args]

@@ -1,0 +1,409 @@
+"""Statistics, scans, sorting and norms.
+
+Primitives: ``cumsum`` (linear; its transpose is the reversed cumulative sum),
+``cumprod`` (VJP ``revcumsum(g * out) / x``: like ``prod``, it assumes nonzero inputs),
+and the non-differentiable index producers ``argsort``, ``argpartition``, ``argmax``,
+``argmin``.  Everything else is derived from existing primitives at no loss of speed or
+precision: ``sort``/``partition``/``take_along_axis`` are a gather by the (stable)
+argsort indices, so their VJP is a scatter-add as in JAX; ``var``/``std`` center first
+(two-pass, like numpy); ``diff`` is a difference of two slices; ``norm`` follows
+``numpy.linalg.norm``'s ``ord`` table; ``logsumexp`` is JAX's (``b=``, ``return_sign``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .._dispatch import bind
+from .._handle import EagerTensor
+from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
+from .._state import no_grad
+from ..errors import ArgumentError
+from . import elementwise as ew
+from . import reduce as rd
+from . import shape as sh
+from ._util import axes as _axes
+from ._util import axis as _axis
+from ._util import dtype_of, shape_of
+
+Array = Any
+
+__all__ = [
+    "argmax", "argmin", "argpartition", "argsort", "cumprod", "cumsum", "diff", "logsumexp",
+    "norm", "partition", "sort", "std", "take_along_axis", "var",
+]
+
+
+# -- cumsum (linear) ---
+def _cumsum_impl(x: Array, *, axis: int, reverse: bool) -> Array:
+    x = np.asarray(x)
+    if reverse:
+        return np.flip(np.cumsum(np.flip(x, axis), axis=axis), axis).copy()
+    return np.cumsum(x, axis=axis)
+
+
+CUMSUM: Primitive = deflinear(
+    defprimitive("cumsum", _cumsum_impl, 1),
+    lambda ops, g, *, axis, reverse: ops.apply(CUMSUM, g, axis=axis, reverse=not reverse),
+)
+
+
+# -- cumprod ---
+def _cumprod_vjp(ops: Any, g: Array, x: Array, out: Array, *, axis: int) -> Array:
+    return ops.div(ops.apply(CUMSUM, ops.mul(g, out), axis=axis, reverse=True), x)
+
+
+def _cumprod_jvp(ops: Any, t: Array, x: Array, out: Array, *, axis: int) -> Array:
+    return ops.mul(out, ops.apply(CUMSUM, ops.div(t, x), axis=axis, reverse=False))
+
+
+CUMPROD = defprimitive(
+    "cumprod",
+    lambda x, *, axis: np.cumprod(x, axis=axis),
+    1,
+    save_in=(0,),
+    save_out=True,
+    vjp=(_cumprod_vjp,),
+    jvp=(_cumprod_jvp,),
+)
+
+# -- index producers (non-differentiable) ---
+def _argsort_impl(x: Array, axis: int, descending: bool) -> Array:
+    x = np.asarray(x)
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    # stable descending order (JAX's): sort the negated keys stably
+    n = x.shape[axis]
+    idx = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+    return np.flip(n - 1 - idx, axis).copy()
+
+
+ARGSORT = nondifferentiable(
+    defprimitive(
+        "argsort", lambda x, *, axis, descending: _argsort_impl(x, axis, descending), 1
+    )
+)
+ARGPARTITION = nondifferentiable(
+    defprimitive(
+        "argpartition", lambda x, *, kth, axis: np.argpartition(x, kth, axis=axis), 1
+    )
+)
+ARGMAX = nondifferentiable(
+    defprimitive(
+        "argmax", lambda x, *, axis, keepdims: np.argmax(x, axis=axis, keepdims=keepdims), 1
+    )
+)
+ARGMIN = nondifferentiable(
+    defprimitive(
+        "argmin", lambda x, *, axis, keepdims: np.argmin(x, axis=axis, keepdims=keepdims), 1
+    )
+)
+
+
+def _index_array(x: Any, name: str) -> np.ndarray[Any, Any]:
+    if isinstance(x, EagerTensor):
+        return np.array(x._r(name).a)  # integer indices: host metadata for the gather key
+    return np.asarray(x)
+
+
+def _flat(x: Any) -> Any:
+    return sh.reshape(x, (-1,))
+
+
+# -- public functions ---
+def cumsum(x: Any, axis: int | None = None) -> EagerTensor:
+    """Cumulative sum along ``axis`` (``None``: of the flattened value). One allocation;
+    linear (retains nothing); the VJP is the reversed cumulative sum."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    ax = _axis("cumsum", axis, len(shape_of(x)))
+    return bind(CUMSUM, x, axis=ax, reverse=False)
+
+
+def cumprod(x: Any, axis: int | None = None) -> EagerTensor:
+    """Cumulative product along ``axis`` (``None``: flattened). One allocation; retains the
+    input and output; the derivative assumes nonzero inputs (as ``prod``)."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    ax = _axis("cumprod", axis, len(shape_of(x)))
+    return bind(CUMPROD, x, axis=ax)
+
+
+def argsort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
+    """Indices that sort ``x`` stably along ``axis`` (``None``: flattened); int64,
+    non-differentiable. One allocation."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    ax = _axis("argsort", axis, len(shape_of(x)))
+    return bind(ARGSORT, x, axis=ax, descending=bool(descending))
+
+
+def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTensor:
+    """Index of the first maximum (non-differentiable, int64). One allocation."""
+    ax = None if axis is None else _axis("argmax", axis, len(shape_of(x)))
+    return bind(ARGMAX, x, axis=ax, keepdims=keepdims)
+
+
+def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTensor:
+    """Index of the first minimum (non-differentiable, int64). One allocation."""
+    ax = None if axis is None else _axis("argmin", axis, len(shape_of(x)))
+    return bind(ARGMIN, x, axis=ax, keepdims=keepdims)
+
+
+def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
+    """``numpy.argpartition`` indices (non-differentiable). One allocation."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    ax = _axis("argpartition", axis, len(shape_of(x)))
+    return bind(ARGPARTITION, x, kth=kth, axis=ax)
+
+
+def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
+    """``numpy.take_along_axis``: a gather (one allocation); VJP scatter-adds."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    shape = shape_of(x)
+    ax = _axis("take_along_axis", axis, len(shape))
+    idx = _index_array(indices, "take_along_axis")
+    if idx.ndim != len(shape):
+        raise ArgumentError(
+            f"take_along_axis: argument 'indices' must have {len(shape)} dims, got {idx.ndim}"
+        )
+    key: list[Any] = []
+    for i, n in enumerate(shape):
+        if i == ax:
+            key.append(idx)
+        else:
+            sh_i = [1] * len(shape)
+            sh_i[i] = n
+            key.append(np.arange(n).reshape(sh_i))
+    return sh.gather(x, tuple(key))
+
+
+def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
+    """Sorted copy along ``axis`` (``None``: flattened): a gather by the stable argsort, so
+    the gradient routes each cotangent back to its source element (JAX's). One sort, one
+    gather allocation."""
+    if axis is None:
+        x, axis = _flat(x), 0
+    with no_grad():
+        idx = argsort(x, axis=axis, descending=descending)
+    return take_along_axis(x, idx, axis)
+
+
+def partition(x: Any, kth: int, axis: int = -1) -> EagerTensor:
+    """``numpy.partition``: element ``kth`` in sorted position, smaller before, larger after
+    (order within each side unspecified). A gather by ``argpartition``."""
+    with no_grad():
+        idx = argpartition(x, kth, axis=axis)
+    return take_along_axis(x, idx, axis)
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _abs2(x: Any) -> Any:
+    from .complex import conj, is_complex, real
+
+    if is_complex(x):
+        return real(ew.mul(x, conj(x)))
+    return ew.mul(x, x)
+
+
+def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> EagerTensor:
+    """Variance ``sum(|x - mean|^2) / (n - ddof)`` (two-pass; real for complex input).
+    A few allocations (derived)."""
+    shape = shape_of(x)
+    ax = _axes("var", axis, len(shape))
+    n = _count(shape, ax)
+    c = ew.sub(x, rd.mean(x, axis=ax, keepdims=True))
+    s = rd.sum(_abs2(c), axis=ax, keepdims=keepdims)
+    return ew.div(s, float(builtins.max(n - ddof, 0)))
+
+
+def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> EagerTensor:
+    """Standard deviation ``sqrt(var)`` (derived; the derivative at zero spread is inf,
+    as in JAX)."""
+    return ew.sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
+
+
+def diff(
+    x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
+) -> EagerTensor:
+    """``numpy.diff``: the ``n``-th discrete difference along ``axis`` (derived from two
+    slices and a subtraction per order; ``prepend``/``append`` are concatenated first)."""
+    shape = shape_of(x)
+    ax = _axis("diff", axis, len(shape))
+    if n < 0:
+        raise ArgumentError(f"diff: argument 'n' must be non-negative, got {n}")
+    parts = []
+    for extra, first in ((prepend, True), (append, False)):
+        if extra is None:
+            continue
+        es = shape_of(extra)
+        if len(es) == 0:
+            want = list(shape)
+            want[ax] = 1
+            extra = sh.broadcast_to(extra, tuple(want)) if isinstance(extra, EagerTensor) else (
+                np.broadcast_to(np.asarray(extra, dtype=dtype_of(x)), tuple(want)).copy()
+            )
+        parts.append((first, extra))
+    if parts:
+        xs = [e for f, e in parts if f] + [x] + [e for f, e in parts if not f]
+        x = sh.concatenate(xs, axis=ax)
+    out: EagerTensor = x
+    for _ in range(n):
+        m = shape_of(out)[ax]
+        lo = (slice(None),) * ax + (slice(1, m),)
+        hi = (slice(None),) * ax + (slice(0, m - 1),)
+        out = ew.sub(sh.getitem(out, lo), sh.getitem(out, hi))
+    if n == 0:
+        out = sh.getitem(out, (Ellipsis,))
+    return out
+
+
+def _vector_norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
+    if ord is None or ord == 2:
+        return ew.sqrt(rd.sum(_abs2(x), axis=axis, keepdims=keepdims))
+    if ord == np.inf:
+        return rd.max(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == -np.inf:
+        return rd.min(ew.abs(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        nz = ew.astype(ew.not_equal(x, 0), _real_dtype(x))
+        return rd.sum(nz, axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return rd.sum(ew.abs(x), axis=axis, keepdims=keepdims)
+    if isinstance(ord, str):
+        raise ArgumentError(f"norm: ord {ord!r} is not valid for a vector norm")
+    p = float(ord)
+    return ew.pow(rd.sum(ew.pow(ew.abs(x), p), axis=axis, keepdims=keepdims), 1.0 / p)
+
+
+def _real_dtype(x: Any) -> Any:
+    dt = dtype_of(x)
+    if dt.kind == "c":
+        return np.float32 if dt == np.complex64 else np.float64
+    return dt if dt.kind == "f" else np.float64
+
+
+def _matrix_norm(x: Any, ord: Any, ax: tuple[int, int], keepdims: bool) -> Any:
+    r, c = ax
+    if ord is None or ord == "fro":
+        out = ew.sqrt(rd.sum(_abs2(x), axis=ax, keepdims=keepdims))
+        return out
+    if ord in (1, -1, np.inf, -np.inf):
+        sum_axis, pick_axis = (r, c) if ord in (1, -1) else (c, r)
+        s = rd.sum(ew.abs(x), axis=sum_axis, keepdims=True)
+        pick = rd.max if ord in (1, np.inf) else rd.min
+        out = pick(s, axis=pick_axis, keepdims=True)
+        if not keepdims:
+            keep = [n for i, n in enumerate(shape_of(out)) if i not in ax]
+            out = sh.reshape(out, tuple(keep))
+        return out
+    if ord in (2, -2, "nuc"):
+        from .. import linalg
+
+        nd = len(shape_of(x))
+        perm = [i for i in range(nd) if i not in ax] + [r, c]
+        xm = sh.transpose(x, tuple(perm))
+        s = linalg.svd(xm, full_matrices=False)[1] if _svd_takes_full() else linalg.svd(xm)[1]
+        if ord == "nuc":
+            out = rd.sum(s, axis=-1)
+        else:
+            out = (rd.max if ord == 2 else rd.min)(s, axis=-1)
+        if keepdims:
+            want = list(shape_of(x))
+            want[r] = 1
+            want[c] = 1
+            out = sh.reshape(out, tuple(want))
+        return out
+    raise ArgumentError(f"norm: ord {ord!r} is not valid for a matrix norm")
+
+
+def _svd_takes_full() -> bool:
+    import inspect
+
+    from .. import linalg
+
+    return "full_matrices" in inspect.signature(linalg.svd).parameters
+
+
+def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """``numpy.linalg.norm``: vector norms (``ord`` ``None``/2, 1, inf, -inf, 0, any p) and
+    matrix norms (``None``/"fro", 1, -1, inf, -inf, 2, -2, "nuc"; the last three through
+    the SVD).  ``axis=None`` with ``ord=None`` is the 2-norm of all entries. Derived; the
+    derivative of the 2-norm at zero is NaN, as in JAX."""
+    shape = shape_of(x)
+    nd = len(shape)
+    if axis is None:
+        if ord is None:
+            out = ew.sqrt(rd.sum(_abs2(x)))
+            if keepdims:
+                out = sh.reshape(out, (1,) * nd)
+            return out
+        if nd == 1:
+            axis = 0
+        elif nd == 2:
+            axis = (0, 1)
+        else:
+            raise ArgumentError(f"norm: ord {ord!r} needs a 1-D or 2-D value or an axis")
+    if isinstance(axis, tuple | list):
+        if len(axis) == 1:
+            return _vector_norm(x, ord, _axis("norm", axis[0], nd), keepdims)
+        if len(axis) != 2:
+            raise ArgumentError(f"norm: argument 'axis' must have 1 or 2 entries, got {axis}")
+        a0, a1 = _axis("norm", axis[0], nd), _axis("norm", axis[1], nd)
+        if a0 == a1:
+            raise ArgumentError(f"norm: argument 'axis' repeats an axis: {axis}")
+        return _matrix_norm(x, ord, (a0, a1), keepdims)
+    return _vector_norm(x, ord, _axis("norm", axis, nd), keepdims)
+
+
+def logsumexp(
+    a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False
+) -> Any:
+    """``log(sum(b * exp(a)))`` over ``axis``, stable (JAX's ``logsumexp``): shifted by the
+    stop-gradient max; with ``b``, entries where ``b == 0`` are skipped; a negative sum gives
+    NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived."""
+    from .complex import is_complex
+
+    shape = shape_of(a)
+    ax = _axes("logsumexp", axis, len(shape))
+    if b is not None:
+        a = ew.where(ew.not_equal(b, 0), a, -np.inf)
+    with no_grad():
+        m = rd.max(a, axis=ax, keepdims=True)
+        m = ew.stop_gradient(ew.where(_isfinite(m), m, 0.0))
+    e = ew.exp(ew.sub(a, m))
+    if b is not None:
+        e = ew.mul(e, b)
+    s = rd.sum(e, axis=ax, keepdims=True)
+    with no_grad():
+        sign = ew.sign(s)
+    cplx = is_complex(s)
+    if return_sign or not cplx:
+        s = ew.abs(s)
+    out = ew.add(ew.log(s), m)
+    if not keepdims:
+        keep = tuple(n for i, n in enumerate(shape) if i not in ax)
+        out = sh.reshape(out, keep)
+        sign = sh.reshape(sign, keep)
+    if return_sign:
+        return out, sign
+    if b is not None and not cplx:
+        out = ew.where(ew.less(sign, 0), np.nan, out)
+    return out
+
+
+def _isfinite(x: Any) -> Any:
+    from .math import isfinite
+
+    return isfinite(x)

@@ -1,0 +1,217 @@
+"""One JAX cross-validation harness for the op-family suites (``test_ops_*.py``, fft, scipy).
+
+An :class:`Op` row names our function, JAX's, the argument shapes, the input domain and
+the dtypes to run.  :func:`check_first_order` compares value, VJP (random cotangent) and
+JVP (random tangent) with ``jax.vjp``/``jax.jvp`` and checks that dtypes are preserved
+(float32 stays float32 in outputs, cotangents and tangents); :func:`check_second_order`
+compares reverse-over-reverse (the gradient of ``<grad <f, ct>, v>``) on a random
+direction.  :func:`check_edges` compares elementwise values and derivatives at edge points
+(0, +-inf, NaN, domain ends), NaN-aware.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+
+Shapes = tuple[tuple[int, ...], ...]
+
+
+@dataclass(frozen=True)
+class Op:
+    """One row of an op table."""
+
+    name: str
+    ours: Callable[..., Any]
+    theirs: Callable[..., Any]
+    shapes: Sequence[Shapes] = (((2, 3),),)
+    domain: str | Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] = "any"
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    second: bool = True  # run the reverse-over-reverse check (float64)
+    rtol64: float = 1e-9
+    rtol32: float = 2e-4
+    kw: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def nargs(self) -> int:
+        return len(self.shapes[0])
+
+
+def _domain_values(
+    rng: np.random.Generator, shape: tuple[int, ...], domain: Any
+) -> np.ndarray:
+    if callable(domain):
+        return np.asarray(domain(rng, shape))
+    if domain == "positive":
+        return rng.uniform(0.5, 2.0, shape)
+    if domain == "unit":  # strictly inside (-1, 1)
+        return rng.uniform(-0.9, 0.9, shape)
+    if domain == "prob":  # strictly inside (0, 1)
+        return rng.uniform(0.1, 0.9, shape)
+    if domain == "gt1":
+        return rng.uniform(1.2, 3.0, shape)
+    x = rng.uniform(-2.0, 2.0, shape)
+    if domain == "away":  # |x| >= 0.3 and away from integers/ties for rounding-like ops
+        x = np.where(np.abs(x) < 0.3, 0.3 * np.sign(x + 1e-12) + x, x)
+    if domain == "distinct":  # well separated values (sort, max ...)
+        n = int(np.prod(shape)) if shape else 1
+        x = (rng.permutation(n).reshape(shape) + rng.uniform(0.1, 0.4, shape)) * 0.7
+    return np.asarray(x)
+
+
+def inputs(op: Op, bucket: int, dtype: str) -> tuple[list[np.ndarray], np.random.Generator]:
+    """Deterministic inputs for one (op, shape bucket, dtype)."""
+    rng = np.random.default_rng(zlib.crc32(f"{op.name}/{bucket}".encode()))
+    xs = []
+    for s in op.shapes[bucket]:
+        x = _domain_values(rng, s, op.domain)
+        if dtype.startswith("complex"):
+            x = x + 1j * _domain_values(rng, s, op.domain) * 0.5
+        xs.append(np.asarray(x).astype(dtype))
+    return xs, rng
+
+
+def _tol(op: Op, dtype: str) -> float:
+    return op.rtol32 if dtype in ("float32", "complex64") else op.rtol64
+
+
+def close(ours: Any, theirs: Any, tol: float, what: str) -> None:
+    a = np.asarray(ours)
+    b = np.asarray(theirs)
+    scale = max(1.0, float(np.max(np.abs(b[np.isfinite(b)]), initial=0.0)))
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=what)
+
+
+def _rand_like(rng: np.random.Generator, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    x = rng.normal(size=shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.normal(size=shape)
+    return np.asarray(x).astype(dtype)
+
+
+def check_first_order(op: Op, bucket: int, dtype: str) -> None:
+    """Value, VJP and JVP against JAX, and dtype preservation."""
+    xs, rng = inputs(op, bucket, dtype)
+    tol = _tol(op, dtype)
+    with np.errstate(all="ignore"):
+        ref_out, ref_vjp = jax.vjp(op.theirs, *[jnp.asarray(x) for x in xs])
+        ref_np = np.asarray(ref_out)
+        ct = _rand_like(rng, ref_np.shape, ref_np.dtype)
+        ref_cts = ref_vjp(jnp.asarray(ct))
+        tans = [_rand_like(rng, x.shape, x.dtype) for x in xs]
+        _, ref_tan = jax.jvp(
+            op.theirs, tuple(jnp.asarray(x) for x in xs), tuple(jnp.asarray(t) for t in tans)
+        )
+    out, vjp_fn = ad.vjp(op.ours, *[ts.from_numpy(x) for x in xs])
+    got = out.to_numpy()
+    assert got.shape == ref_np.shape, (got.shape, ref_np.shape)
+    assert got.dtype == ref_np.dtype, f"output dtype {got.dtype}, JAX {ref_np.dtype}"
+    close(got, ref_np, tol, "value")
+    cts = vjp_fn(ts.from_numpy(ct))
+    vjp_fn.release()
+    if not isinstance(cts, tuple):
+        cts = (cts,)
+    for i, (c, r) in enumerate(zip(cts, ref_cts, strict=True)):
+        cn = c.to_numpy()
+        assert cn.dtype == xs[i].dtype, f"cotangent {i} dtype {cn.dtype} for {xs[i].dtype}"
+        assert cn.shape == xs[i].shape
+        close(cn, r, tol, f"vjp arg {i}")
+    del out, cts
+    value, tangent = ad.jvp(
+        op.ours, [ts.from_numpy(x) for x in xs], [ts.from_numpy(t) for t in tans]
+    )
+    close(value.to_numpy(), ref_np, tol, "jvp primal")
+    tn = tangent.to_numpy()
+    assert tn.dtype == ref_np.dtype, f"tangent dtype {tn.dtype}, JAX {ref_np.dtype}"
+    close(tn, ref_tan, tol, "jvp tangent")
+
+
+def _real_part(x: Any) -> Any:
+    return ad.real(x) if ad.ops.complex.is_complex(x) else x
+
+
+def check_second_order(op: Op, bucket: int, dtype: str = "float64") -> None:
+    """Reverse-over-reverse on a random direction: d/dx <grad_x <f(x), ct>, v> vs JAX."""
+    xs, rng = inputs(op, bucket, dtype)
+    with np.errstate(all="ignore"):
+        out_shape = np.shape(np.asarray(op.theirs(*[jnp.asarray(x) for x in xs])))
+    ct = rng.normal(size=out_shape)
+    vs = [rng.normal(size=x.shape) for x in xs]
+    argnums = tuple(range(len(xs)))
+
+    def inner_ours(*ys: Any) -> Any:
+        return ad.sum(_real_part(op.ours(*ys)) * ct)
+
+    def outer_ours(*ys: Any) -> Any:
+        gs = ad.grad(inner_ours, argnums=argnums)(*ys)
+        total = ad.sum(_real_part(gs[0]) * vs[0])
+        for g, v in zip(gs[1:], vs[1:], strict=True):
+            total = total + ad.sum(_real_part(g) * v)
+        return total
+
+    def inner_theirs(*ys: Any) -> Any:
+        return jnp.sum(jnp.real(op.theirs(*ys)) * ct)
+
+    def outer_theirs(*ys: Any) -> Any:
+        gs = jax.grad(inner_theirs, argnums=argnums)(*ys)
+        return sum(jnp.sum(jnp.real(g) * v) for g, v in zip(gs, vs, strict=True))
+
+    with np.errstate(all="ignore"):
+        ref = jax.grad(outer_theirs, argnums=argnums)(*[jnp.asarray(x) for x in xs])
+    got = ad.grad(outer_ours, argnums=argnums)(*[ts.from_numpy(x) for x in xs])
+    for i, (g, r) in enumerate(zip(got, ref, strict=True)):
+        close(np.asarray(g.to_numpy() if hasattr(g, "to_numpy") else ts.kernel.read_array(g)),
+              r, max(_tol(op, dtype) * 100, 1e-7), f"second order arg {i}")
+
+
+def check_edges(
+    ours: Callable[..., Any], theirs: Callable[..., Any], points: Sequence[Sequence[float]],
+    dtype: str = "float64",
+) -> None:
+    """Elementwise value and partial derivatives at edge points (NaN compares equal)."""
+    cols = [np.asarray(c, dtype=dtype) for c in zip(*points, strict=True)]
+    n = len(cols)
+    with np.errstate(all="ignore"):
+        ref_val = np.asarray(theirs(*[jnp.asarray(c) for c in cols]))
+        ref_grads = [
+            np.asarray(jax.vmap(jax.grad(theirs, argnums=i))(*[jnp.asarray(c) for c in cols]))
+            for i in range(n)
+        ]
+        out, vjp_fn = ad.vjp(ours, *[ts.from_numpy(c) for c in cols])
+        cts = vjp_fn(ts.from_numpy(np.ones(cols[0].shape, dtype)))
+        vjp_fn.release()
+    if not isinstance(cts, tuple):
+        cts = (cts,)
+    np.testing.assert_allclose(out.to_numpy(), ref_val, rtol=1e-12, equal_nan=True,
+                               err_msg=f"edge values at {points}")
+    for i in range(n):
+        np.testing.assert_allclose(cts[i].to_numpy(), ref_grads[i], rtol=1e-9, atol=1e-12,
+                                   equal_nan=True, err_msg=f"edge d/darg{i} at {points}")
+
+
+def cases(table: Sequence[Op]) -> list[Any]:
+    """pytest params: one per (op, shape bucket, dtype)."""
+    import pytest
+
+    out = []
+    for op in table:
+        for b in range(len(op.shapes)):
+            for dt in op.dtypes:
+                out.append(pytest.param(op, b, dt, id=f"{op.name}-{b}-{dt}"))
+    return out
+
+
+def second_cases(table: Sequence[Op]) -> list[Any]:
+    """pytest params for the second-order check: one per op (bucket 0, float64)."""
+    import pytest
+
+    return [pytest.param(op, id=op.name) for op in table if op.second]
