@@ -15,6 +15,7 @@ The tape retains exactly what the rules' residual declarations name
 """
 
 from . import errors, extend, fft, linalg, ops, optim, scipy, traced
+from ._batching import vmap
 from ._checkpoint import (
     CheckpointPolicy,
     checkpoint,
@@ -27,12 +28,11 @@ from ._checkpoint import (
 from ._functional import VjpFunction, constant, grad, jvp, value_and_grad, vjp
 from ._gradients import Gradients
 from ._handle import EagerTensor, ValueGuard
+from ._jit import jit
 from ._primitive import Primitive, Zero
 from ._retention import AdValueRecord, RetentionContainer
-from ._batching import vmap
 from ._state import allocation_reason, no_grad
 from ._tape import RetainedEntry, Tape, current_tape
-from ._trace import trace
 from .errors import IntoValueError, MissingRuleError, NotUnique
 from .ops import (
     abs,
@@ -83,76 +83,6 @@ from .ops import (
 )
 from .ops.complex import angle, complex, conj, imag, real, view_as_complex, view_as_real
 from .ops.einsum import einsum, tensordot
-from .ops.math import (
-    arccos,
-    arccosh,
-    arcsin,
-    arcsinh,
-    arctan,
-    arctan2,
-    arctanh,
-    cbrt,
-    ceil,
-    cosh,
-    deg2rad,
-    degrees,
-    elu,
-    exp2,
-    fix,
-    floor,
-    fmax,
-    fmin,
-    fmod,
-    gelu,
-    hypot,
-    isfinite,
-    isinf,
-    isnan,
-    leaky_relu,
-    log10,
-    log2,
-    log_sigmoid,
-    logaddexp,
-    logaddexp2,
-    logical_and,
-    logical_not,
-    logical_or,
-    logical_xor,
-    mod,
-    nan_to_num,
-    rad2deg,
-    radians,
-    reciprocal,
-    relu,
-    remainder,
-    rint,
-    round,
-    sigmoid,
-    silu,
-    sinc,
-    sinh,
-    softplus,
-    square,
-    swish,
-    tan,
-    trunc,
-)
-from .ops.scan import (
-    argmax,
-    argmin,
-    argpartition,
-    argsort,
-    cumprod,
-    cumsum,
-    diff,
-    logsumexp,
-    norm,
-    partition,
-    sort,
-    std,
-    take_along_axis,
-    var,
-)
 from .ops.manip import (
     append,
     array_split,
@@ -193,6 +123,60 @@ from .ops.manip import (
     vstack,
     zeros_like,
 )
+from .ops.math import (
+    arccos,
+    arccosh,
+    arcsin,
+    arcsinh,
+    arctan,
+    arctan2,
+    arctanh,
+    cbrt,
+    ceil,
+    cosh,
+    deg2rad,
+    degrees,
+    elu,
+    exp2,
+    fix,
+    floor,
+    fmax,
+    fmin,
+    fmod,
+    gelu,
+    hypot,
+    isfinite,
+    isinf,
+    isnan,
+    leaky_relu,
+    log2,
+    log10,
+    log_sigmoid,
+    logaddexp,
+    logaddexp2,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    mod,
+    nan_to_num,
+    rad2deg,
+    radians,
+    reciprocal,
+    relu,
+    remainder,
+    rint,
+    round,
+    sigmoid,
+    silu,
+    sinc,
+    sinh,
+    softplus,
+    square,
+    swish,
+    tan,
+    trunc,
+)
 from .ops.products import (
     cross,
     dot,
@@ -200,6 +184,22 @@ from .ops.products import (
     kron,
     outer,
     vdot,
+)
+from .ops.scan import (
+    argmax,
+    argmin,
+    argpartition,
+    argsort,
+    cumprod,
+    cumsum,
+    diff,
+    logsumexp,
+    norm,
+    partition,
+    sort,
+    std,
+    take_along_axis,
+    var,
 )
 
 __all__ = [
@@ -299,6 +299,7 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "jit",
     "jvp",
     "kron",
     "leaky_relu",

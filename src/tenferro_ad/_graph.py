@@ -89,6 +89,11 @@ class Lit:
         raise AttributeError(f"Lit is immutable (tried to set {name!r})")
 
     @property
+    def size(self) -> int:
+        """Number of elements. O(rank)."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
     def is_scalar(self) -> bool:
         """True for a scalar literal (a parameter-like argument, as in eager mode)."""
         return not isinstance(self.value, np.ndarray)

@@ -109,6 +109,11 @@ class Builder:
                     "at trace time (data-dependent indexing or shapes cannot be traced)"
                 )
         atoms = tuple(self.atom(a, prim.name) for a in args)
+        lits = [a for a in atoms if isinstance(a, Lit)]
+        if len(lits) == len(atoms) and all(a.size <= _FOLD for a in lits):
+            folded = _fold(prim, lits, params)  # constants in, a small constant out
+            if folded is not None:
+                return Tracer(self, folded)
         shape, dtype = abstract_eval(prim, atoms, params)
         out = Var(shape, dtype)
         self.eqns.append(Eqn(prim, atoms, params, out=out))
@@ -118,6 +123,15 @@ class Builder:
         """The graph with these output leaves (tracers or constants)."""
         atoms = tuple(self.atom(o, "trace (output)") for o in outs)
         return Graph(tuple(self.invars), tuple(self.eqns), atoms, in_tree, out_tree)
+
+
+_FOLD = 16  # elements: equations on literals this small are evaluated at trace time
+
+
+def _fold(prim: Primitive, atoms: Sequence[Lit], params: dict[str, Any]) -> Lit | None:
+    with np.errstate(all="ignore"):
+        r = np.asarray(prim.impl(*[a.value for a in atoms], **params))
+    return Lit(np.array(r)) if r.size <= _FOLD else None
 
 
 def constant_array(a: Any, operation: str) -> np.ndarray[Any, Any]:

@@ -55,6 +55,7 @@ PINNED_AD = (
     "greater",
     "greater_equal",
     "imag",
+    "jit",
     "jvp",
     "less",
     "less_equal",
@@ -95,11 +96,13 @@ PINNED_AD = (
     "swapaxes",
     "tanh",
     "tensordot",
+    "traced",
     "transpose",
     "value_and_grad",
     "view_as_complex",
     "view_as_real",
     "vjp",
+    "vmap",
     "where",
 )
 PINNED_LINALG = (

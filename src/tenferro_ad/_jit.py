@@ -1,0 +1,173 @@
+"""``jit``: trace once per input signature, compile to a runtime program, run it on an engine.
+
+A signature is the arguments' structure plus every leaf's shape and dtype (Python
+scalars are 0-d inputs, so new scalar values do not retrace).  The first call with a
+signature traces ``f`` and compiles the graph (``_compile.py``); later calls only run.
+
+How a call runs depends on what it is given:
+
+* **owners or views** (borrowed, never consumed): *scoped read-only execution* on a
+  synchronous engine — the runtime reads the caller's storage under shared borrows;
+* **numpy arrays / scalars only**: they are imported (one recorded ``TRANSFER`` each, as
+  everywhere in tenferro), moved into an ``AllocationGroup`` and submitted *detached*
+  (``runtime.submit``) to the engine, which may be asynchronous; the call waits;
+* **handles**: the graph's equations are bound eagerly, so the call records on the
+  current tape — ``tenferro_ad.grad(jit(f))`` works;
+* **tracers**: ``f`` itself is called, so a jitted function inlines into a trace.
+
+Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
+gives up only one owned output without a copy, so a scoped call with several outputs
+returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+
+import tenferro_storage as ts
+from tenferro_storage import runtime as rt
+from tenferro_storage.errors import TenferroError
+
+from ._compile import compile_graph
+from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
+from ._handle import EagerTensor
+from ._trace import Tracer, aval_of, run_bound, trace_flat
+
+_SCALARS = (bool, int, float, complex)
+_STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
+
+
+class ExecutionFailed(TenferroError, RuntimeError):
+    """A jitted program failed on its engine after admission (``RetiredFailed``) or its
+    completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
+    error value; the caller's arguments are unchanged."""
+
+    def __init__(self, message: str, cause: Any) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
+@attrs.frozen(eq=False)
+class Compiled:
+    """One cache entry: the traced graph, its runtime program and the seconds spent
+    tracing and compiling it."""
+
+    graph: Graph
+    program: rt.CompiledGraph
+    compile_seconds: float
+
+
+class Jitted:
+    """A jitted function (see the module docstring). ``cache_size``: signatures compiled."""
+
+    def __init__(self, f: Callable[..., Any], engine: rt.EngineId | None) -> None:
+        self.f = f
+        self.engine = engine
+        self._cache: dict[Any, Compiled] = {}
+        functools.update_wrapper(self, f)
+
+    @property
+    def cache_size(self) -> int:
+        """How many signatures have been traced and compiled. O(1)."""
+        return len(self._cache)
+
+    def lower(self, *args: Any) -> Compiled:
+        """Trace and compile for ``args``' signature (cached) without running anything."""
+        leaves, tree = tree_flatten(args)
+        return self._entry(leaves, tree)
+
+    def _entry(self, leaves: Sequence[Any], tree: TreeDef) -> Compiled:
+        avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
+        key = (tree, tuple((s, d.str) for s, d in avals))
+        hit = self._cache.get(key)
+        if hit is None:
+            t0 = time.perf_counter()
+            graph = trace_flat(self.f, avals, tree)
+            program = compile_graph(graph, getattr(self.f, "__name__", "jit"))
+            hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
+        return hit
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, tree = tree_flatten(args)
+        if any(type(x) is Tracer for x in leaves):
+            return self.f(*args)
+        entry = self._entry(leaves, tree)
+        if any(isinstance(x, EagerTensor) for x in leaves):
+            return tree_unflatten(entry.graph.out_tree, run_bound(entry.graph, leaves))
+        engine = self.engine if self.engine is not None else rt.host_engine()
+        if any(isinstance(x, _STORAGE) for x in leaves):
+            outs = _scoped(engine, entry, leaves)
+        else:
+            outs = _detached(engine, entry, leaves)
+        return tree_unflatten(entry.graph.out_tree, outs)
+
+
+def _imported(x: Any, dtype: np.dtype[Any]) -> ts.Tensor[Any, Any]:
+    return ts.from_numpy(np.asarray(x, dtype=dtype) if isinstance(x, _SCALARS) else x)
+
+
+def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
+    group = ts.AllocationGroup()
+    slots = [group.insert(_imported(x, v.dtype)) for x, v in zip(leaves, entry.graph.invars,
+                                                                  strict=True)]
+    outcome = rt.submit(engine, entry.program, rt.ExecutionInputs(group, slots)).wait()
+    if not isinstance(outcome, rt.Completed):
+        raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
+                              outcome.cause)
+    bundle = outcome.bundle
+    group = bundle.group
+    taken: dict[Any, ts.Tensor[Any, Any]] = {}
+    outs: list[Any] = []
+    for out, kind in zip(bundle.outputs, bundle.kinds, strict=True):
+        if kind is rt.OutputKind.REPEATED:  # the same value twice: an explicit copy
+            outs.append(taken[out].duplicate())
+        else:
+            assert isinstance(out, ts.DescriptorSlot)  # programs from graphs have no metadata
+            taken[out] = group.try_extract(out)
+            outs.append(taken[out])
+    return outs
+
+
+def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
+    views, imported = [], []
+    try:
+        for x, v in zip(leaves, entry.graph.invars, strict=True):
+            if not isinstance(x, _STORAGE):
+                x = _imported(x, v.dtype)
+                imported.append(x)
+            views.append(x.as_view())
+        outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
+        if not isinstance(outcome, rt.Completed):
+            raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
+                                  outcome.cause)
+        bundle = outcome.bundle
+        kinds = bundle.kinds
+        if len(kinds) == 1 and kinds[0] is rt.OutputKind.FRESH:
+            return [bundle.into_owned_output(0)]
+        outs = []
+        for i in range(len(kinds)):
+            view = bundle.output(i)
+            assert isinstance(view, ts.TensorView)
+            outs.append(view.duplicate())
+            view.release()
+        bundle.release()
+        return outs
+    finally:
+        for view in views:
+            view.release()
+        imported.clear()
+
+
+def jit(f: Callable[..., Any], *, engine: rt.EngineId | None = None) -> Jitted:
+    """Compile ``f`` per input signature and run it through the runtime on ``engine``
+    (default: the host engine).  See the module docstring for how arguments are treated;
+    results are fresh owners with the structure ``f`` returns.  First call per signature:
+    trace + compile (``Jitted.lower(*args).compile_seconds``); later calls: the program's
+    kernels plus O(#instructions) runtime bookkeeping."""
+    return Jitted(f, engine)
