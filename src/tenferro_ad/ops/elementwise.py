@@ -14,6 +14,8 @@ at ``x = 0``; ``d/dx x**y`` is ``y * x**(y-1)`` everywhere (``nan`` for ``x**0``
 
 from __future__ import annotations
 
+import cmath
+import math
 from typing import Any
 
 import numpy as np
@@ -108,8 +110,12 @@ def _pow_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
 def _log_or_zero(ops: Any, x: Array) -> Array:
     """``log(x)`` with ``log(0)`` replaced by 0 (JAX's ``_replace_zero``): ``nan`` for
     ``x < 0``, so ``d/dy (-2)**y`` is ``nan`` as in JAX."""
-    if isinstance(x, _PY_SCALARS):
-        return 0 if x == 0 else ops.log(x)
+    if isinstance(x, _PY_SCALARS):  # stays a Python scalar: weakly typed, keeps g's dtype
+        if x == 0:
+            return 0
+        if isinstance(x, complex):
+            return cmath.log(x)
+        return math.log(x) if x > 0 else math.nan
     return ops.log(ops.where(ops.eq(x, 0), 1, x))
 
 
@@ -120,7 +126,7 @@ def _pow_impl(x: Any, y: Any) -> Any:
         out = np.power(x, y)
     except ValueError as e:  # integers to negative integer powers
         raise ArgumentError(f"pow: {e}; use a floating-point base") from None
-    if np.any(np.isneginf(x)):
+    if np.result_type(x).kind == "f" and np.any(np.isneginf(x)):
         with np.errstate(invalid="ignore"):
             fix = np.isneginf(x) & np.isnan(out) & ~np.isnan(y)
         if np.any(fix):
