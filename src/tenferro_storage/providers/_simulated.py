@@ -182,7 +182,8 @@ class SimulatedAsyncProvider(ExecutionProvider):
             self._gate.set()
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every admitted submission reached its terminal outcome."""
+        """Wait until every admitted submission reached its terminal outcome and the worker
+        has dropped its own references to it (``wait()`` may return a moment earlier)."""
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
