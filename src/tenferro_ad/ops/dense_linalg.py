@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import scipy.linalg as _sla
 
+import tenferro_storage as ts
+
 from .. import _linalg_math as L
 from .._dispatch import bind
 from .._handle import EagerTensor
@@ -36,11 +38,18 @@ Array = Any
 
 
 def _np(x: Any) -> Array:
-    return x._r("linalg").a if isinstance(x, EagerTensor) else np.asarray(x)
+    """The values of a handle, owner or array-like, read in place (O(1), no copy)."""
+    if isinstance(x, EagerTensor):
+        return x._r("linalg").a
+    if isinstance(x, ts.Tensor):
+        return ts.kernel.read_array(x)
+    return np.asarray(x)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    return tuple(_np(x).shape)
+    if isinstance(x, EagerTensor):
+        return tuple(x.shape)
+    return tuple(np.shape(_np(x)))
 
 
 def _square(op: str, a: Any) -> tuple[int, ...]:
