@@ -146,12 +146,15 @@ def vmap(
     """``vmap(f)(*args)``: ``f`` mapped over a batch axis of its arguments, vectorized.
 
     ``in_axes``: the batch axis of every argument (an int or ``None``), or one entry per
-    argument; ``out_axes``: where the outputs carry it.  ``f`` is traced once per call at
-    the per-example types, the graph is batched with the primitives' batching rules
-    (:data:`RULES`; a loop over the batch for primitives without one) and evaluated like
+    argument; ``out_axes``: where the outputs carry it.  ``f`` is traced once per input
+    signature (structure, shapes, dtypes; cached) at the per-example types, the graph is
+    batched with the primitives' batching rules (:data:`RULES`; a loop over the batch for
+    primitives without one) and evaluated like
     ``traced.eval_graph``: owners in, fresh owners out (borrowed, not consumed); handles in,
     handles out (recorded on the current tape, so ``grad(vmap(f))`` works); tracers in,
     equations out (so ``trace(vmap(f))`` works)."""
+
+    cache: dict[Any, Graph] = {}
 
     def batched(*args: Any) -> Any:
         leaves, tree = tree_flatten(args)
@@ -169,7 +172,11 @@ def vmap(
                 "vmap: " + ("no argument is batched (every in_axes entry is None)" if not sizes
                             else f"batched arguments disagree on the batch size: {sorted(sizes)}")
             )
-        graph = vmap_graph(trace_flat(f, avals, tree), sizes.pop(), in_axes, out_axes)
+        size = sizes.pop()
+        key = (tree, tuple((sh, dt.str) for sh, dt in avals), size)
+        graph = cache.get(key)
+        if graph is None:  # trace and batch once per signature
+            graph = cache[key] = vmap_graph(trace_flat(f, avals, tree), size, in_axes, out_axes)
         return eval_graph(graph, *args)
 
     return batched

@@ -41,21 +41,26 @@ class EqnKernel:
     slot array, a literal, or a view chain applied to a slot array; the result is
     returned fresh and C-contiguous (a view is laid out afresh: a kernel write)."""
 
-    __slots__ = ("__name__", "impl", "pattern")
+    __slots__ = ("__name__", "direct", "impl", "pattern")
 
     def __init__(self, name: str, impl: Any, pattern: Sequence[Any]) -> None:
         self.__name__ = name
         self.impl = impl
         self.pattern = tuple(pattern)
+        # the common case: the arguments are exactly the slot arrays, in order
+        self.direct = all(p[0] == "slot" and p[1] == i for i, p in enumerate(self.pattern))
 
     def __call__(self, *arrays: Any, **params: Any) -> Any:
-        args = [_arg(p, arrays) for p in self.pattern]
+        args = arrays if self.direct else [_arg(p, arrays) for p in self.pattern]
         r = self.impl(*args, **params)
         if type(r) is not np.ndarray:
             return np.asarray(r)
-        if r.base is not None or not r.flags.carray or any(r is a for a in args):
-            return np.array(r, order="C")
-        return r
+        if r.base is None and r.flags.carray:
+            for a in args:
+                if r is a:  # an input handed back: lay it out afresh
+                    return np.array(r, order="C")
+            return r
+        return np.array(r, order="C")
 
     def __repr__(self) -> str:
         return f"EqnKernel({self.__name__})"
