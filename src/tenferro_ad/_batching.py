@@ -300,6 +300,38 @@ def _matmul(args: list[Any], batched: list[bool], size: int) -> tuple[Any, bool]
     return out, True
 
 
+def _fresh_label(subscripts: str) -> str | None:
+    if "." in subscripts:
+        return None
+    return next((c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in subscripts), None)
+
+
+def _einsum_binary(
+    args: list[Any], batched: list[bool], size: int, *, subscripts: str
+) -> tuple[Any, bool]:
+    """A fresh batch label on the batched operands and the output: one batched GEMM."""
+    z = _fresh_label(subscripts)
+    if z is None:
+        return loop_fallback(REGISTRY["einsum_binary"], args, batched, size,
+                             {"subscripts": subscripts}), True
+    ins, out = subscripts.split("->")
+    a, b = ins.split(",")
+    sub = f"{z + a if batched[0] else a},{z + b if batched[1] else b}->{z + out}"
+    return _emit("einsum_binary", *args, subscripts=sub), True
+
+
+def _einsum_unary(
+    args: list[Any], batched: list[bool], size: int, *, subscripts: str, shape: Any, src: Any
+) -> tuple[Any, bool]:
+    z = _fresh_label(subscripts)
+    if z is None:
+        return loop_fallback(REGISTRY["einsum_unary"], args, batched, size,
+                             {"subscripts": subscripts, "shape": shape, "src": src}), True
+    ins, out = subscripts.split("->")
+    return _emit("einsum_unary", args[0], subscripts=f"{z + ins}->{z + out}",
+                 shape=(size, *shape), src=(size, *src)), True
+
+
 for _n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "where", "lt", "le", "gt",
            "ge", "eq", "ne"):
     RULES[_n] = _elementwise(_n)
@@ -317,3 +349,7 @@ RULES["transpose"] = _transpose
 RULES["broadcast_to"] = _broadcast_to
 RULES["concatenate"] = _concatenate
 RULES["matmul"] = _matmul
+RULES["einsum_binary"] = _einsum_binary
+RULES["einsum_unary"] = _einsum_unary
+for _n in ("tril", "triu"):  # act on the two trailing axes: the batch axis rides along
+    RULES[_n] = _leading(_n)
