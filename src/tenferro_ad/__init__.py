@@ -25,6 +25,7 @@ from ._checkpoint import (
     save_named,
     save_nothing,
 )
+from ._custom import custom_jvp, custom_vjp
 from ._functional import VjpFunction, constant, grad, jvp, value_and_grad, vjp
 from ._gradients import Gradients
 from ._handle import EagerTensor, ValueGuard
@@ -33,6 +34,7 @@ from ._primitive import Primitive, Zero
 from ._retention import AdValueRecord, RetentionContainer
 from ._state import allocation_reason, no_grad
 from ._tape import RetainedEntry, Tape, current_tape
+from ._transforms import elementwise_grad, hessian, hvp, jacfwd, jacobian, jacrev, linearize
 from .errors import IntoValueError, MissingRuleError, NotUnique
 from .ops import (
     abs,
@@ -254,6 +256,8 @@ __all__ = [
     "cumprod",
     "cumsum",
     "current_tape",
+    "custom_jvp",
+    "custom_vjp",
     "deg2rad",
     "degrees",
     "diag",
@@ -265,6 +269,7 @@ __all__ = [
     "dsplit",
     "dstack",
     "einsum",
+    "elementwise_grad",
     "elu",
     "equal",
     "errors",
@@ -291,14 +296,19 @@ __all__ = [
     "grad",
     "greater",
     "greater_equal",
+    "hessian",
     "hsplit",
     "hstack",
+    "hvp",
     "hypot",
     "imag",
     "inner",
     "isfinite",
     "isinf",
     "isnan",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
     "jit",
     "jvp",
     "kron",
@@ -306,6 +316,7 @@ __all__ = [
     "less",
     "less_equal",
     "linalg",
+    "linearize",
     "linspace",
     "log",
     "log10",

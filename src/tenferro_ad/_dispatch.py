@@ -33,7 +33,7 @@ from typing import Any, Final
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import LayoutError, UseAfterMoveError
+from tenferro_storage.errors import AliasedOutputError, LayoutError, UseAfterMoveError
 
 from ._handle import EagerTensor
 from ._primitive import Primitive, RealTarget
@@ -104,18 +104,22 @@ def _target(v: Any, odt: np.dtype[Any]) -> tuple[int, ...]:
     return v.shape  # type: ignore[no-any-return]
 
 
-def _fresh(out: Any, vals: list[Any], name: str) -> tuple[Any, Any]:
-    """Adopt a kernel result (the slow path: non-ndarray, non-contiguous, or a base)."""
+def _fresh(out: Any, name: str) -> tuple[Any, Any]:
+    """Own a kernel result that ``adopt_output`` refused (the slow path).
+
+    Memory an existing value holds (the kernel returned an input, or a view of one) is
+    copied into a fresh owner with a recorded ``MATERIALIZE`` copy; a view of kernel
+    scratch or a non-contiguous result is laid out afresh (a kernel write)."""
     if type(out) is not np.ndarray:
         out = np.asarray(out)
-    for v in vals:
-        if out is v or (type(v) is np.ndarray and np.may_share_memory(out, v)):
-            # the kernel handed back (part of) an input: a byte-preserving copy, recorded
-            t = ts.kernel.materialize_output(out, STATE.reason, name)
-            return t, ts.kernel.read_array(t)
-    if out.base is not None or not out.flags.c_contiguous:
-        out = np.ascontiguousarray(out) if out.base is None else np.array(out, order="C")
-    return _adopt(out, STATE.reason, name), out
+    try:
+        return _adopt(out, STATE.reason, name), out
+    except AliasedOutputError:
+        t = ts.kernel.materialize_output(out, STATE.reason, name)
+        return t, ts.kernel.read_array(t)
+    except LayoutError:
+        out = np.array(out, order="C")
+        return _adopt(out, STATE.reason, name), out
 
 
 def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int]:
@@ -197,7 +201,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         try:  # refuses views and memory an existing value holds (-> _fresh)
             tensor = _adopt(out, STATE.reason, name)
         except LayoutError:
-            tensor, out = _fresh(out, vals, name)
+            tensor, out = _fresh(out, name)
         if type(out) is not np.ndarray:  # rank-0 numpy scalar: read the owner's array
             out = ts.kernel.read_array(tensor)
         c = _RC.__new__(_RC)

@@ -40,7 +40,7 @@ from ._handle import EagerTensor, make_handle
 from ._jvp import JvpContext
 from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
-from ._retention import AdValueRecord, record_borrow
+from ._retention import AdValueRecord, record_borrow, record_owner
 from ._state import STATE, no_grad
 from ._tape import Tape, check_cotangent
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
@@ -96,6 +96,9 @@ class _Call(NoCopy):
     ) -> None:
         outer = STATE.tape
         self.nested = outer is not None
+        # results are handles when an enclosing transform must see the computation: a
+        # recording tape (reverse over reverse) or a forward-mode context (jvp of grad)
+        self.handles = self.nested or STATE.jvp is not None
         self.tape: Tape = outer if self.nested else Tape(f"{what}({fname})")
         self.what = what
         self.borrowed: list[AdValueRecord] = []
@@ -161,14 +164,14 @@ class _Call(NoCopy):
 
         tape = self.tape
         wids = [h._id for h in self.watched]
-        if self.nested:
+        if self.handles:
             cts = {}
             if seeds:
                 with _recording_on(tape):
                     cts = tape.sweep(seeds, None, wids, HANDLE_NS, True)
-            given = {id(v) for v in seeds.values()}
+            seed_ids = {id(v) for v in seeds.values()}
             return [
-                _fresh_handle(cts[w], given) if w in cts else _zeros_handle(h)
+                _fresh_handle(cts[w], seed_ids) if w in cts else _zeros_handle(h)
                 for w, h in zip(wids, self.watched, strict=True)
             ]
         cts = tape.sweep(seeds, None, wids, NUMPY_NS, False) if seeds else {}
@@ -280,14 +283,6 @@ def _owner_of(out: EagerTensor) -> Any:
         return e.value.duplicate_value()
 
 
-def _check_jvp_free() -> None:
-    if STATE.jvp is not None:
-        raise NotImplementedError(
-            "grad/vjp inside jvp (forward-over-reverse) is not supported yet; compute "
-            "Hessian-vector products as grad of (grad(f)(x) * v).sum()"
-        )
-
-
 def value_and_grad(
     f: Callable[..., Any],
     argnums: int | tuple[int, ...] = 0,
@@ -306,7 +301,6 @@ def value_and_grad(
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        _check_jvp_free()
         nums = _argnums(argnums, len(args), "grad")
         call = _Call(args, nums, "grad", fname)
         try:
@@ -326,7 +320,7 @@ def value_and_grad(
                 out, aux = res, None
             out = _scalar_output(out, call, holomorphic)
             seed: Any
-            if call.nested:
+            if call.handles:
                 seed = _ones_handle(out)
             else:
                 a = out._r("grad").a
@@ -335,7 +329,7 @@ def value_and_grad(
             flat = call.results({out._id: seed} if tracked else {}, given=False)
             value: Any = out
             call.release()
-            if not call.nested:
+            if not call.handles:
                 value = _owner_of(out)
             grads = call.pack(flat, argnums)
             return ((value, aux), grads) if has_aux else (value, grads)
@@ -453,7 +447,7 @@ class VjpFunction(NoCopy):
         seeds: dict[int, Any] = {}
         tape = call.tape
         checked = [
-            check_cotangent(ct, _leaf_array(o, what), what, k, call.nested)
+            check_cotangent(ct, _leaf_array(o, what), what, k, call.handles)
             for k, (ct, o) in enumerate(zip(cts, outs, strict=True))
         ]
         for ct, o in zip(checked, outs, strict=True):
@@ -489,7 +483,6 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     """
     if not callable(f):
         raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
-    _check_jvp_free()
     argnums = tuple(range(len(primals)))
     call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
     try:
@@ -536,10 +529,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             "primal, with the same structure"
         )
     if STATE.jvp is not None or STATE.tape is not None:
-        raise NotImplementedError(
-            "jvp inside another transform (jvp of jvp, grad of jvp, jvp of grad) is not "
-            "supported in eager mode yet; compose grad with grad instead"
-        )
+        return _jvp_nested(f, primals, tangents)
     ctx = JvpContext()
     borrowed: list[AdValueRecord] = []
     args: list[Any] = []
@@ -604,3 +594,75 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
     finally:
         for rec in borrowed:
             rec.container.release_borrow()
+
+
+def _jvp_nested(
+    f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]
+) -> tuple[Any, Any]:
+    """Forward mode inside another transform, by transposing reverse mode.
+
+    ``u -> J^T u`` is linear in ``u``; its own VJP at cotangent ``t`` is ``J t``.  Both
+    sweeps run through recorded ops on the enclosing tape (or a private one under an
+    enclosing ``jvp``), so the result is a handle that every outer level differentiates
+    again: jvp of jvp, grad of jvp, jvp of grad compose at any depth.  Cost: one forward
+    and two reverse sweeps.  Returns handles in ``f``'s output structure.
+    """
+    from .ops._ns import HANDLE_NS
+
+    argnums = tuple(range(len(primals)))
+    call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"))
+    try:
+        # check every tangent against its primal before anything runs
+        tans: list[Any] = []
+        j = 0
+        for k, t in enumerate(tangents):
+            tl, _ = tree_flatten(t)
+            n = call.counts[k]
+            if len(tl) != n:
+                raise ArgumentError(f"jvp: primal {k} has {n} leaves but its tangent has {len(tl)}")
+            for tan in tl:
+                like = call.watched[j]._r("jvp").a
+                tans.append(check_cotangent(tan, like, "jvp (tangent)", k, True))
+                j += 1
+        tape = call.tape
+        if call.nested:
+            res = f(*call.args)
+        else:
+            with call.tape:
+                res = f(*call.args)
+        leaves, rebuild = _output_leaves(res, "jvp")
+        seeds: dict[int, Any] = {}
+        us: list[Any] = []
+        for leaf in leaves:
+            u = None
+            if isinstance(leaf, EagerTensor) and leaf._tape is tape.key and leaf._id >= 0:
+                a = leaf._r("jvp").a
+                zeros = ts.kernel.adopt_output(np.zeros(a.shape, a.dtype), STATE.reason, "jvp")
+                vid = len(tape.nodes)
+                tape.nodes.append(None)
+                urec = record_owner(zeros, ts.kernel.read_array(zeros), "jvp")
+                u = make_handle(urec, tape.key, vid)
+                prev = seeds.get(leaf._id)
+                with _recording_on(tape):
+                    seeds[leaf._id] = u if prev is None else prev + u
+            us.append(u)
+        wids = [h._id for h in call.watched]
+        with _recording_on(tape):
+            gs = tape.sweep(seeds, None, wids, HANDLE_NS, True) if seeds else {}
+            back: dict[int, Any] = {}
+            for w, t in zip(wids, tans, strict=True):
+                g = gs.get(w)
+                if g is not None and g._tape is tape.key and g._id >= 0:
+                    prev = back.get(g._id)
+                    back[g._id] = t if prev is None else prev + t
+            uids = [u._id for u in us if u is not None]
+            jt = tape.sweep(back, None, uids, HANDLE_NS, True) if back and uids else {}
+        outs_t = [
+            _zeros_handle(leaf if isinstance(leaf, EagerTensor) else constant(leaf))
+            if u is None or u._id not in jt
+            else _fresh_handle(jt[u._id], {id(t) for t in tans})
+            for leaf, u in zip(leaves, us, strict=True)
+        ]
+        return rebuild(list(leaves)), rebuild(outs_t)
+    finally:
+        call.release()

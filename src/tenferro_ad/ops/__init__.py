@@ -161,13 +161,13 @@ def _install_operators() -> None:
 
 def _register_owner_operators() -> None:
     """Python operators on storage owners and views run these ops (they borrow)."""
-    from tenferro_storage import _operators
+    import tenferro_storage as ts
 
     ADD, SUB, MUL, DIV = (
         elementwise.ADD, elementwise.SUB, elementwise.MUL, elementwise.DIV,
     )
     POW, MATMUL, NEG = elementwise.POW, linalg.MATMUL, elementwise.NEG
-    _operators.register_operators({
+    ts.kernel.register_operators({
         "add": lambda a, b: bind(ADD, a, b),
         "sub": lambda a, b: bind(SUB, a, b),
         "mul": lambda a, b: bind(MUL, a, b),

@@ -75,7 +75,7 @@ class _NumpyNS:
         gs = np.shape(g)
         r = g if gs == shape else np.reshape(np.sum(g, axis=_unbroadcast_axes(gs, shape)), shape)
         if type(shape) is RealTarget and np.iscomplexobj(r):
-            r = np.ascontiguousarray(np.real(r))  # a fresh real cotangent (kernel scratch)
+            r = np.array(np.real(r), order="C")  # a fresh real cotangent, rank kept (scratch)
         return r
 
     @staticmethod

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Final
 
+from .._ledger import attributed_to
 from .._root import RootResource
 from .._tensor import TensorView
 from ..errors import AccessError, BindError, SubmitRejected
@@ -93,7 +94,7 @@ _SUBMISSIONS: Final = itertools.count(1)
 
 
 class _Work:
-    __slots__ = ("cell", "fault", "package", "program", "record", "submission")
+    __slots__ = ("cell", "fault", "package", "program", "record", "submission", "thread")
 
     def __init__(
         self,
@@ -110,6 +111,7 @@ class _Work:
         self.cell: OutcomeCell | None = cell
         self.fault = fault
         self.submission = submission
+        self.thread = threading.get_ident()  # the submitter: its captures see this work
 
 
 class SimulatedAsyncProvider(ExecutionProvider):
@@ -279,7 +281,8 @@ class SimulatedAsyncProvider(ExecutionProvider):
                 return
             self._gate.wait()
             try:
-                self._process(work)
+                with attributed_to(work.thread):
+                    self._process(work)
             except BaseException as exc:
                 self._contain(work, exc)
             finally:

@@ -1,0 +1,193 @@
+"""Derived transforms: Jacobians, Hessians, Hessian-vector products, linearization.
+
+Everything here is a composition of the functional API (``grad``, ``vjp``, ``jvp``), so it
+nests with them and with itself at any depth, exactly as they do: called inside another
+transform the results are handles the outer level differentiates again; at the top level
+they are fresh owners.
+
+Costs: ``jacrev`` runs one forward and one reverse sweep per output element; ``jacfwd``
+one forward-mode pass per input element; ``hessian`` is ``jacfwd(jacrev(f))``; ``hvp`` is
+forward-over-reverse (one forward-mode pass through the gradient).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import tenferro_storage as ts
+
+from ._functional import jvp, vjp
+from ._handle import EagerTensor
+from ._state import STATE
+from .errors import ArgumentError, ArgumentTypeError
+from .ops import reshape, stack
+
+__all__ = ["elementwise_grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "linearize"]
+
+
+def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
+    raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
+    try:
+        nums = tuple(int(operator.index(k)) for k in raw)
+    except TypeError:
+        raise ArgumentTypeError(f"{what}: argnums must be an int or a tuple of ints") from None
+    for k in nums:
+        if not -nargs <= k < nargs:
+            raise ArgumentError(
+                f"{what}: argnums names argument {k}, but the function was called with "
+                f"{nargs} positional argument(s)"
+            )
+    return tuple(k % nargs for k in nums)
+
+
+def _shape_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    if isinstance(x, EagerTensor):
+        a = x._r(what).a
+        return tuple(a.shape), a.dtype
+    if isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        a = ts.kernel.read_array(x)
+        return tuple(a.shape), a.dtype
+    if isinstance(x, np.ndarray | np.generic | float | complex):
+        a = np.asarray(x)
+        return tuple(a.shape), a.dtype
+    raise ArgumentTypeError(
+        f"{what}: arguments to differentiate must be arrays, owners, handles or floats, got "
+        f"{type(x).__name__}"
+    )
+
+
+def _finish(parts: list[Any], shape: tuple[int, ...], what: str) -> Any:
+    """Stack per-element results into one value of ``shape``: a handle inside another
+    transform, a fresh owner at the top level."""
+    h = reshape(stack(parts), shape)
+    if STATE.tape is not None or STATE.jvp is not None:
+        return h
+    try:
+        return h.into_value()
+    except Exception:  # an alias of a part still held elsewhere: an explicit duplicate
+        return h.duplicate_value()
+
+
+def _basis(shape: tuple[int, ...], dt: np.dtype[Any]) -> list[np.ndarray[Any, Any]]:
+    n = int(np.prod(shape, dtype=np.int64))
+    out = []
+    for k in range(n):
+        e = np.zeros(n, dt)
+        e[k] = 1
+        out.append(e.reshape(shape))
+    return out
+
+
+def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` by reverse mode: shape ``out.shape + arg.shape`` (a tuple of
+    them for a tuple ``argnums``).  One reverse sweep per output element."""
+
+    def jac(*args: Any) -> Any:
+        nums = _nums(argnums, len(args), "jacrev")
+
+        def g(*diff: Any) -> Any:
+            full = list(args)
+            for k, d in zip(nums, diff, strict=True):
+                full[k] = d
+            return f(*full)
+
+        out, fn = vjp(g, *[args[k] for k in nums])
+        if not isinstance(out, EagerTensor | ts.Tensor | np.ndarray | float):
+            raise ArgumentTypeError("jacrev: f must return a single array value")
+        oshape, odt = _shape_dtype(out, "jacrev")
+        rows = [fn(e) for e in _basis(oshape, odt)]
+        fn.release()
+        res = []
+        for j, k in enumerate(nums):
+            ishape, _ = _shape_dtype(args[k], "jacrev")
+            parts = [r[j] for r in rows]
+            if not parts:
+                res.append(ts.zeros(oshape + ishape))
+                continue
+            res.append(_finish(parts, oshape + ishape, "jacrev"))
+        return res[0] if isinstance(argnums, int | np.integer) else tuple(res)
+
+    return jac
+
+
+jacobian = jacrev
+
+
+def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``f`` by forward mode: shape ``out.shape + arg.shape`` (a tuple of
+    them for a tuple ``argnums``).  One forward-mode pass per input element."""
+
+    def jac(*args: Any) -> Any:
+        nums = _nums(argnums, len(args), "jacfwd")
+        res = []
+        for k in nums:
+            ishape, idt = _shape_dtype(args[k], "jacfwd")
+
+            def g(d: Any, k: int = k) -> Any:
+                full = list(args)
+                full[k] = d
+                return f(*full)
+
+            cols = [jvp(g, (args[k],), (e,))[1] for e in _basis(ishape, idt)]
+            if not cols:
+                res.append(ts.zeros(ishape))
+                continue
+            oshape, _ = _shape_dtype(cols[0], "jacfwd")
+            h = stack(cols, axis=-1)  # out.shape + (n_in,)
+            res.append(_finish([h], oshape + ishape, "jacfwd"))
+        return res[0] if isinstance(argnums, int | np.integer) else tuple(res)
+
+    return jac
+
+
+def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
+    """The Hessian of scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse)."""
+    return jacfwd(jacrev(f, argnums), argnums)
+
+
+def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
+    """The Hessian-vector product ``H(primals) @ tangents`` of scalar ``f``, by
+    forward-over-reverse (``jvp`` of ``grad``): one gradient evaluation pushed through
+    forward mode, never the full Hessian."""
+    from ._functional import grad
+
+    nums = tuple(range(len(tuple(primals))))
+    _, t = jvp(grad(f, nums), tuple(primals), tuple(tangents))
+    return t[0] if len(nums) == 1 else t
+
+
+def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """autograd's ``elementwise_grad``: the VJP of ``f`` with a cotangent of ones — the
+    derivative of each output element for elementwise ``f`` (its diagonal Jacobian)."""
+
+    def eg(*args: Any) -> Any:
+        k = _nums(argnums, len(args), "elementwise_grad")[0]
+
+        def g(d: Any) -> Any:
+            full = list(args)
+            full[k] = d
+            return f(*full)
+
+        out, fn = vjp(g, args[k])
+        shape, dt = _shape_dtype(out, "elementwise_grad")
+        (ct,) = fn(np.ones(shape, dt))
+        fn.release()
+        return ct
+
+    return eg
+
+
+def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
+    """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
+    ``primals`` (each call runs one forward-mode pass; the primals stay borrowed only
+    during calls)."""
+    out = f(*primals)
+
+    def f_jvp(*tangents: Any) -> Any:
+        return jvp(f, primals, tangents)[1]
+
+    return out, f_jvp
