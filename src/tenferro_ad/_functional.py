@@ -106,48 +106,57 @@ class _Call(NoCopy):
         self.rebuild: dict[int, Callable[[list[Any]], Any]] = {}
         self.counts: dict[int, int] = {}
         new_args = list(args)
-        for i in argnums:
-            leaves, rb = tree_flatten(args[i])
-            wrapped = [self.wrap(leaf, i) for leaf in leaves]
-            self.watched.extend(wrapped)
-            self.rebuild[i] = rb
-            self.counts[i] = len(wrapped)
-            new_args[i] = rb(wrapped)
+        flat = {i: tree_flatten(args[i]) for i in argnums}
+        for i in argnums:  # every leaf is checked before anything is watched or borrowed
+            for leaf in flat[i][0]:
+                _check_leaf(leaf, i, what)
+        n0 = len(self.tape.nodes)
+        try:
+            for i in argnums:
+                leaves, rb = flat[i]
+                wrapped = [self.wrap(leaf, i) for leaf in leaves]
+                self.watched.extend(wrapped)
+                self.rebuild[i] = rb
+                self.counts[i] = len(wrapped)
+                new_args[i] = rb(wrapped)
+        except BaseException:  # e.g. a borrow refused: undo what was watched or borrowed
+            self.watched = []
+            for rec in self.borrowed:
+                rec.container.release_borrow()
+            self.borrowed = []
+            for node in self.tape.nodes[n0:]:
+                if node is not None and node.res:
+                    for r in node.res:
+                        if type(r) is AdValueRecord:
+                            r.count -= 1
+            del self.tape.nodes[n0:]
+            raise
         self.args = new_args  # arguments that are not differentiated reach f unchanged
         self.order = argnums
 
     def wrap(self, leaf: Leaf, argnum: int) -> Any:
+        """Watch one checked leaf on the call's tape (a borrow for owners). O(1)."""
         tape = self.tape
         if isinstance(leaf, EagerTensor):
             rec = leaf._r(self.what)
-            _check_float(rec.a.dtype, self.what, argnum)
             if self.nested:
                 with _recording_on(tape):
                     return bind(IDENTITY, leaf)
             return tape.watch(leaf)
         if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            _check_float(ts.kernel.read_array(leaf).dtype, self.what, argnum)
             rec = record_borrow(leaf, "argument", f"{tape.name}: argument {argnum}")
             self.borrowed.append(rec)
-        elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
-            leaf, bool | np.bool_
-        ):
-            _check_float(np.asarray(leaf).dtype, self.what, argnum)
-            rec = constant_record(leaf, "argument")
-        elif isinstance(leaf, int) and not isinstance(leaf, bool):
-            raise ArgumentTypeError(
-                f"{self.what}: argument {argnum} is the Python int {leaf!r}; differentiation "
-                "needs floating-point inputs (pass a float, as JAX requires)"
-            )
         else:
-            raise ArgumentTypeError(
-                f"{self.what}: argument {argnum} is a {type(leaf).__name__}, which cannot be "
-                "differentiated; pass a float, a numpy array, a Tensor owner or an "
-                "EagerTensor (or leave it out of argnums)"
-            )
+            rec = constant_record(leaf, "argument")
         vid = len(tape.nodes)
         tape.nodes.append(None)
         return make_handle(rec, tape.key, vid)
+
+    def discard(self, n0: int) -> None:
+        """The call raised: on an enclosing tape, what it recorded from ``n0`` on is
+        discarded (a private tape goes with ``release``)."""
+        if self.nested:
+            self.tape._discard_from(n0)
 
     def release(self) -> None:
         for rec in self.borrowed:
@@ -195,6 +204,29 @@ class _Call(NoCopy):
             out.append(self.rebuild[k](flat[i : i + n]))
             i += n
         return out[0] if isinstance(argnums, int) else tuple(out)
+
+
+def _check_leaf(leaf: Leaf, argnum: int, what: str) -> None:
+    """Refuse a leaf that cannot be differentiated (before anything changes)."""
+    if isinstance(leaf, EagerTensor):
+        _check_float(leaf._r(what).a.dtype, what, argnum)
+    elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        _check_float(ts.kernel.read_array(leaf).dtype, what, argnum)
+    elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
+        leaf, bool | np.bool_
+    ):
+        _check_float(np.asarray(leaf).dtype, what, argnum)
+    elif isinstance(leaf, int) and not isinstance(leaf, bool):
+        raise ArgumentTypeError(
+            f"{what}: argument {argnum} is the Python int {leaf!r}; differentiation needs "
+            "floating-point inputs (pass a float, as JAX requires)"
+        )
+    else:
+        raise ArgumentTypeError(
+            f"{what}: argument {argnum} is a {type(leaf).__name__}, which cannot be "
+            "differentiated; pass a float, a numpy array, a Tensor owner or an EagerTensor "
+            "(or leave it out of argnums)"
+        )
 
 
 def _check_float(dt: np.dtype[Any], what: str, argnum: int) -> None:
@@ -303,6 +335,7 @@ def value_and_grad(
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
         call = _Call(args, nums, "grad", fname)
+        n0 = len(call.tape.nodes)
         try:
             if call.nested:
                 res = f(*call.args, **kwargs)
@@ -333,6 +366,9 @@ def value_and_grad(
                 value = _owner_of(out)
             grads = call.pack(flat, argnums)
             return ((value, aux), grads) if has_aux else (value, grads)
+        except BaseException:
+            call.discard(n0)
+            raise
         finally:
             call.release()
 
@@ -485,6 +521,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
         raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
     argnums = tuple(range(len(primals)))
     call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
+    n0 = len(call.tape.nodes)
     try:
         if call.nested:
             res = f(*call.args)
@@ -501,6 +538,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
             out, aux = res, None
         outs, _ = _output_leaves(out, "vjp")
     except BaseException:
+        call.discard(n0)
         call.release()
         raise
     fn = VjpFunction(call, outs, argnums)
@@ -611,6 +649,7 @@ def _jvp_nested(
 
     argnums = tuple(range(len(primals)))
     call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"))
+    n0 = len(call.tape.nodes)
     try:
         # check every tangent against its primal before anything runs
         tans: list[Any] = []
@@ -664,5 +703,8 @@ def _jvp_nested(
             for leaf, u in zip(leaves, us, strict=True)
         ]
         return rebuild(list(leaves)), rebuild(outs_t)
+    except BaseException:
+        call.discard(n0)
+        raise
     finally:
         call.release()

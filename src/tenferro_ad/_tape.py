@@ -56,6 +56,10 @@ class TapeNode:
     shapes: list[tuple[int, ...]] | None  # argument shapes, kept only when they broadcast
 
 
+_FAILED: Any = TapeNode.__new__(TapeNode)  # the entry of a value whose call raised
+_FAILED.res = None
+
+
 @attrs.frozen
 class RetainedEntry:
     """One value the tape retains: who produced it, which rules need it, its bytes."""
@@ -173,6 +177,20 @@ class Tape(NoCopy):
             for r, rules in needs.values()
         ]
 
+    def _discard_from(self, n0: int) -> None:
+        """Discard what a failed call recorded from value id ``n0`` on: residuals are
+        released at once and the entries become markers (ids are never reused, so a
+        handle that outlived the failure can never alias a later value). O(nodes)."""
+        nodes = self.nodes
+        for vid in range(n0, len(nodes)):
+            node = nodes[vid]
+            if node is not None and node is not _FAILED and node.res:
+                for r in node.res:
+                    if type(r) is AdValueRecord:
+                        r.count -= 1
+                node.res = None
+            nodes[vid] = _FAILED
+
     def _release(self) -> None:
         for node in self.nodes:
             if node is not None and node.res is not None:
@@ -229,6 +247,11 @@ class Tape(NoCopy):
             node = nodes[vid]
             if node is None:
                 continue
+            if node is _FAILED:
+                raise BackwardError(
+                    f"Tape.backward: value {vid} of {self.name} was computed inside a call that "
+                    "raised (its recording was discarded); it has no gradient"
+                )
             res = node.res
             if res is None:
                 raise BackwardError(

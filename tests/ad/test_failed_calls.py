@@ -313,12 +313,6 @@ def test_failed_pullback_call_changes_nothing_and_the_pullback_stays_usable(name
     del out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lead: grad/vjp nested in a recording tape wrap (watch) each differentiated leaf "
-    "on the outer tape before checking the next one; a refused later leaf leaves the "
-    "earlier leaves' nodes on the outer tape (_functional._Call.__init__)",
-)
 @pytest.mark.parametrize("bad", ["integer owner", "python int"])
 def test_nested_grad_with_a_refused_argument_leaves_no_node_on_the_enclosing_tape(
     bad: str,
