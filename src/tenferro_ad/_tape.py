@@ -304,11 +304,13 @@ class Tape(NoCopy):
 
         ``wrt``: handles (default: every watched value).  ``cotangent``: the seed (default:
         ones; same shape and dtype as the loss, checked before anything changes; a
-        handle, scalar, owner (borrowed) or numpy array).  Releases the residuals afterwards unless ``keep``
-        (a second backward then raises ``BackwardError``).  ``create_graph=True`` records
-        the backward itself on this tape (gradients are also available as handles with
-        ``grads.handle(x)``).  Cost: one VJP-rule call per needed (node, argument); the
-        only ledger allocations are the delivered gradients (``OPERATION_OUTPUT``).
+        handle, scalar, owner (borrowed) or numpy array).  Releases the residuals
+        afterwards unless ``keep`` (a second backward then raises ``BackwardError``).
+        ``create_graph=True`` records the backward itself on this tape (gradients are
+        also available as handles with ``grads.handle(x)``).  Cost: one VJP-rule call
+        per needed (node, argument); the only ledger allocations are the delivered
+        gradients (``OPERATION_OUTPUT``; ``MATERIALIZE`` copies for a gradient that
+        would share the caller's cotangent or a residual).
         """
         from ._gradients import Gradients, foreign_roots
         from .ops._ns import HANDLE_NS, NUMPY_NS
