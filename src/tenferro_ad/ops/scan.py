@@ -378,6 +378,7 @@ def logsumexp(
     shape = shape_of(a)
     ax = _axes("logsumexp", axis, len(shape))
     if b is not None:
+        a, b = _promote_pair(a, b)
         a = ew.where(ew.not_equal(b, 0), a, -np.inf)
     with no_grad():
         m = rd.max(a, axis=ax, keepdims=True)
@@ -401,6 +402,20 @@ def logsumexp(
     if b is not None and not cplx:
         out = ew.where(ew.less(sign, 0), np.nan, out)
     return out
+
+
+def _promote_pair(a: Any, b: Any) -> tuple[Any, Any]:
+    """JAX's ``promote_args``: both to their common dtype, through ``astype`` for handles
+    (whose VJP casts the cotangent back to the argument's own dtype)."""
+    if isinstance(b, int | float):
+        return a, b
+    da, db = dtype_of(a), dtype_of(b)
+    dt = np.result_type(da, db)
+    if da != dt:
+        a = ew.astype(a, dt) if isinstance(a, EagerTensor) else np.asarray(a, dtype=dt)
+    if db != dt:
+        b = ew.astype(b, dt) if isinstance(b, EagerTensor) else np.asarray(b, dtype=dt)
+    return a, b
 
 
 def _isfinite(x: Any) -> Any:
