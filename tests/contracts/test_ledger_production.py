@@ -39,6 +39,11 @@ ACTIVE_IDS = {
     "p1-element-access-baseline",
     "p2-root-claims",
     "p2-root-import-boundary",
+    "p0-engine-identity",
+    "p4-access-retirement",
+    "p4-event-retirement",
+    "p4-prepared-access-api",
+    "p4-traversal-resolution-counts",
 }
 
 
@@ -82,8 +87,12 @@ def test_lifecycle_state_is_the_contractual_one(production: dict[str, Any]) -> N
     assert units == [f"P{i}" for i in range(13)] + ["P13-A", "P13-B"]
     by_unit = {u: [r for r in rows if r["unit"] == u] for u in units}
     assert all(by_unit.values()), "every unit owns at least one obligation"
-    # Engine identity stays deferred until its real evidence lands; root claims are active.
-    assert all(r["state"]["kind"] == "deferred" for r in by_unit["P0"])
+    # Engine identity is active (its runtime evidence landed); its discovery docs row waits
+    # for the docs checker. Root claims are active.
+    assert {r["id"]: r["state"]["kind"] for r in by_unit["P0"]} == {
+        "p0-engine-discovery-docs": "deferred",
+        "p0-engine-identity": "active",
+    }
     assert all(r["state"]["kind"] == "active" for r in by_unit["P2"])
     assert production["registry"]["cohorts"][0]["members"] == ["P3", "P9"]
     assert [g["id"] for g in production["registry"]["gates"]] == [f"G{i}" for i in range(1, 8)]
