@@ -21,6 +21,7 @@ The compiler knows no ops: it reads ``prim.impl``, ``prim.alias`` and the equati
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,8 @@ from ._primitive import Primitive
 # A view: its base (a slot index or a literal) and the metadata-only steps applied to it.
 _Step = tuple[Primitive, tuple[Any, ...], tuple[tuple[str, Any], ...]]
 _Chain = tuple[int | Lit, tuple[_Step, ...]]
+# (label, kernel, slots read, params, slots written)
+_Pending = tuple[str, Any, list[int], tuple[tuple[str, Any], ...], tuple[int, ...]]
 
 
 class EqnKernel:
@@ -104,12 +107,18 @@ def _layout(a: Any) -> Any:
     return np.array(a, order="C")
 
 
-def compile_graph(graph: Graph, name: str = "") -> CompiledGraph:
-    """The runtime program of ``graph`` (see the module docstring). O(size of the graph)."""
+def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> CompiledGraph:
+    """The runtime program of ``graph`` (see the module docstring). O(size of the graph).
+
+    ``scratch_bytes > 0`` fuses runs of consecutive instructions whose values are at most
+    that many bytes into one :class:`FusedKernel` (their intermediates become numpy scratch
+    instead of ledger allocations: less bookkeeping per op for small arrays, at the price
+    of not seeing those allocations in the ledger).  ``0`` (the default) fuses nothing."""
     n_in = len(graph.invars)
     slot: dict[Var, int] = {v: i for i, v in enumerate(graph.invars)}
     views: dict[Var, _Chain] = {}
-    pending: list[tuple[str, Any, list[Any], tuple[tuple[str, Any], ...], int]] = []
+    pending: list[_Pending] = []
+    nbytes: dict[int, int] = {}
     n_values = n_in
 
     def source(a: Any) -> tuple[Any, int | None]:
@@ -146,7 +155,8 @@ def compile_graph(graph: Graph, name: str = "") -> CompiledGraph:
         label = _label(e.prim.name, pattern)
         kernel = EqnKernel(label, e.prim.impl, pattern)
         slot[e.out] = n_values
-        pending.append((label, kernel, reads, tuple(sorted(e.params.items())), n_values))
+        nbytes[n_values] = int(np.prod(e.out.shape, dtype=np.int64)) * e.out.dtype.itemsize
+        pending.append((label, kernel, reads, tuple(sorted(e.params.items())), (n_values,)))
         n_values += 1
     outputs: list[ProgramOutput] = []
     seen: set[int] = set()
@@ -156,7 +166,7 @@ def compile_graph(graph: Graph, name: str = "") -> CompiledGraph:
             reads = [] if s is None else [s]
             if s is not None:
                 p = (p[0], 0, *p[2:])
-            pending.append(("layout", EqnKernel("layout", _layout, [p]), reads, (), n_values))
+            pending.append(("layout", EqnKernel("layout", _layout, [p]), reads, (), (n_values,)))
             v = n_values
             n_values += 1
         else:
@@ -165,17 +175,118 @@ def compile_graph(graph: Graph, name: str = "") -> CompiledGraph:
                 else OutputKind.IDENTITY if v < n_in else OutputKind.FRESH)
         seen.add(v)
         outputs.append(ProgramOutput(kind, value=v))
+    if scratch_bytes > 0:  # fuse, then number the remaining values densely again
+        pending = _fuse(pending, nbytes, scratch_bytes, seen)
+        remap = {s: i for i, s in enumerate([*range(n_in), *(s for e in pending for s in e[4])])}
+        pending = [(nm, k, [remap[s] for s in r], p, tuple(remap[s] for s in o))
+                   for nm, k, r, p, o in pending]
+        outputs = [ProgramOutput(o.kind, value=remap[o.value]) for o in outputs
+                   if o.value is not None]
+        seen = {remap[s] for s in seen}
+        n_values = len(remap)
     last: dict[int, int] = {}
-    for i, (_n, _k, reads, _p, out) in enumerate(pending):
-        last[out] = i
-        for s in reads:
+    for i, (_n, _k, reads, _p, outs) in enumerate(pending):
+        for s in (*outs, *reads):
             last[s] = i
     releases: dict[int, list[int]] = {}
     for s, i in last.items():
         if s >= n_in and s not in seen:
             releases.setdefault(i, []).append(s)
     instructions = tuple(
-        Instruction(kernel, tuple(reads), (out,), params, tuple(sorted(releases.get(i, ()))), nm)
-        for i, (nm, kernel, reads, params, out) in enumerate(pending)
+        Instruction(kernel, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm)
+        for i, (nm, kernel, reads, params, outs) in enumerate(pending)
     )
     return CompiledGraph(n_in, n_values, instructions, tuple(outputs), name)
+
+
+# -- fusion: small intermediates become kernel scratch -----------------------------------------
+class FusedKernel:
+    """Consecutive instructions run as one generated Python function: values only they read
+    are locals (numpy scratch, deleted at their last use, never ledger allocations); the
+    values read later are returned fresh (a tuple when more than one).  ``source`` is the
+    generated code (printable); the call costs what the hand-written numpy calls cost
+    plus one ``functools.partial`` per parameterized step."""
+
+    __slots__ = ("__name__", "fn", "source")
+
+    def __init__(self, name: str, steps: list[Any], n_ext: int, exports: list[int]) -> None:
+        self.__name__ = name
+        ns: dict[str, Any] = {"_fresh": _fresh_out}
+        lines = [f"def fused({', '.join(f'v{i}' for i in range(n_ext))}):"]
+        for k, (kernel, params, reads, out, free) in enumerate(steps):
+            args = []
+            for j, p in enumerate(kernel.pattern):
+                if p[0] == "slot":
+                    args.append(f"v{reads[p[1]]}")
+                elif p[0] == "lit":
+                    ns[f"L{k}_{j}"] = p[1]
+                    args.append(f"L{k}_{j}")
+                else:  # a view chain, over a slot or a literal
+                    entry = (p[0], 0, *p[2:]) if p[0] == "view" else p
+                    ns[f"W{k}_{j}"] = functools.partial(_arg, entry)
+                    src = f"v{reads[p[1]]}" if p[0] == "view" else "None"
+                    args.append(f"W{k}_{j}(({src},))")
+            ns[f"F{k}"] = functools.partial(kernel.impl, **params) if params else kernel.impl
+            lines.append(f"    v{out} = F{k}({', '.join(args)})")
+            lines.extend(f"    del v{f}" for f in free)
+        ins = ", ".join(f"v{i}" for i in range(n_ext))
+        rets = [f"_fresh(v{e}, ({ins}{',' if n_ext == 1 else ''}))" for e in exports]
+        lines.append(f"    return {rets[0] if len(rets) == 1 else '(' + ', '.join(rets) + ',)'}")
+        self.source = "\n".join(lines)
+        exec(compile(self.source, f"<fused {name}>", "exec"), ns)  # our own generated code
+        self.fn = ns["fused"]
+
+    def __call__(self, *arrays: Any) -> Any:
+        return self.fn(*arrays)
+
+    def __repr__(self) -> str:
+        return f"FusedKernel({self.__name__})"
+
+
+def _fresh_out(r: Any, inputs: tuple[Any, ...]) -> Any:
+    if type(r) is not np.ndarray:
+        return np.asarray(r)
+    if r.base is None and r.flags.carray and not any(r is a for a in inputs):
+        return r
+    return np.array(r, order="C")
+
+
+def _fuse(
+    pending: list[_Pending], nbytes: dict[int, int], limit: int, outputs: set[int]
+) -> list[_Pending]:
+    """Group consecutive instructions while each one's value is at most ``limit`` bytes and
+    not a program output; a group's values read after it are its (fresh) outputs."""
+    groups: list[list[_Pending]] = [[]]
+    for entry in pending:
+        groups[-1].append(entry)
+        out = entry[4][0]
+        if entry[0] == "layout" or out in outputs or nbytes.get(out, limit + 1) > limit:
+            groups.append([])
+    readers: dict[int, int] = {}  # slot -> index of the last group reading it
+    for gi, g in enumerate(groups):
+        for entry in g:
+            for s in entry[2]:
+                readers[s] = gi
+    fused: list[_Pending] = []
+    for gi, g in enumerate(groups):
+        if len(g) <= 1:
+            fused.extend(g)
+            continue
+        produced = [e[4][0] for e in g]
+        ext = list(dict.fromkeys(s for e in g for s in e[2] if s not in produced))
+        local = {s: i for i, s in enumerate([*ext, *produced])}
+        last_local: dict[int, int] = {}
+        for k, e in enumerate(g):
+            for s in e[2]:
+                last_local[local[s]] = k
+        exports = [s for s in produced if s in outputs or readers.get(s, -1) > gi]
+        slots_of = [*ext, *produced]
+        steps = []
+        for k, (_n, kernel, reads, params, outs) in enumerate(g):
+            free = [i for i, at in last_local.items()
+                    if at == k and i >= len(ext) and slots_of[i] not in exports]
+            steps.append((kernel, dict(params), [local[s] for s in reads], local[outs[0]], free))
+        name = f"fused[{g[0][0]}..{g[-1][0]}]({len(g)})"
+        kernel = FusedKernel(name, steps, len(ext), [local[s] for s in exports])
+        fused.append((name, kernel, ext, (), tuple(exports)))
+    return fused

@@ -66,9 +66,12 @@ class Compiled:
 class Jitted:
     """A jitted function (see the module docstring). ``cache_size``: signatures compiled."""
 
-    def __init__(self, f: Callable[..., Any], engine: rt.EngineId | None) -> None:
+    def __init__(
+        self, f: Callable[..., Any], engine: rt.EngineId | None, scratch_bytes: int = 0
+    ) -> None:
         self.f = f
         self.engine = engine
+        self.scratch_bytes = scratch_bytes
         self._cache: dict[Any, Compiled] = {}
         functools.update_wrapper(self, f)
 
@@ -89,7 +92,8 @@ class Jitted:
         if hit is None:
             t0 = time.perf_counter()
             graph = trace_flat(self.f, avals, tree)
-            program = compile_graph(graph, getattr(self.f, "__name__", "jit"))
+            program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
+                                    scratch_bytes=self.scratch_bytes)
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
@@ -164,10 +168,17 @@ def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list
         imported.clear()
 
 
-def jit(f: Callable[..., Any], *, engine: rt.EngineId | None = None) -> Jitted:
+def jit(
+    f: Callable[..., Any], *, engine: rt.EngineId | None = None, scratch_bytes: int = 0
+) -> Jitted:
     """Compile ``f`` per input signature and run it through the runtime on ``engine``
     (default: the host engine).  See the module docstring for how arguments are treated;
     results are fresh owners with the structure ``f`` returns.  First call per signature:
     trace + compile (``Jitted.lower(*args).compile_seconds``); later calls: the program's
-    kernels plus O(#instructions) runtime bookkeeping."""
-    return Jitted(f, engine)
+    kernels plus O(#instructions) runtime bookkeeping.
+
+    ``scratch_bytes``: intermediates up to this size that only feed the next kernels are
+    fused into one instruction as numpy scratch (fewer runtime owners per op; those
+    intermediates are then not ledger allocations).  Default 0: every intermediate is an
+    owner the ledger sees, released at its last use."""
+    return Jitted(f, engine, scratch_bytes)

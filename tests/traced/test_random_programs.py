@@ -158,3 +158,22 @@ def test_finite_differences_back_up_the_traced_gradient() -> None:
         minus = [*xs[:k], x - eps * d, *xs[k + 1:]]
         fd = (traced.eval_graph(g, *plus).item() - traced.eval_graph(g, *minus).item()) / (2 * eps)
         np.testing.assert_allclose(np.sum(grads[k].to_numpy() * d), fd, rtol=1e-5, atol=1e-7)
+
+
+@settings(deadline=None)
+@given(steps=programs, seed=st.integers(0, 2**16), scratch=st.sampled_from([0, 48, 1 << 20]))
+def test_random_program_compiled_value_and_grad_match_jax(
+    steps: list[Step], seed: int, scratch: int
+) -> None:
+    """The compiled program (unfused, partly fused, fully fused) and its compiled gradient
+    graph agree with JAX."""
+    xs = _inputs(seed)
+    jl = lambda *a: loss(jnp, steps, *a)  # noqa: E731
+    close(ad.jit(lambda *a: run(ad, steps, *a), scratch_bytes=scratch)(*xs),
+          run(jnp, steps, *xs))
+    gg = traced.grad(traced.trace(lambda *a: loss(ad, steps, *a))(*xs), argnums=(0, 1, 2))
+    got = ad.jit(lambda *a: traced.eval_graph(gg, *a), scratch_bytes=scratch)(
+        *[ts.from_numpy(x) for x in xs]
+    )
+    for a, b in zip(got, jax.grad(jl, argnums=(0, 1, 2))(*xs), strict=True):
+        close(a, b)
