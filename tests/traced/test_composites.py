@@ -163,3 +163,27 @@ def test_tracing_a_vmapped_function_inlines_the_batched_graph() -> None:
     traced.check(g)
     close(traced.eval_graph(traced.grad(g), xb),
           jax.grad(lambda b: jnp.sum(jax.vmap(lambda x: _smooth(jnp, x))(b)))(xb))
+
+
+def test_complex_program_grad_jvp_and_vmap_match_jax() -> None:
+    """Complex values meeting real ones: the real argument gets a real cotangent (as JAX)."""
+    z = RNG.normal(size=(3,)) + 1j * RNG.normal(size=(3,))
+    x = RNG.normal(size=(3,))
+
+    def f(m: Any, a: Any, b: Any) -> Any:
+        w = a * b + m.conj(a) * 2.0
+        return m.sum(m.real(w * m.conj(w))) + m.sum(m.imag(m.exp(a)) * b)
+
+    g = traced.trace(lambda a, b: f(ad, a, b))(z, x)
+    got = traced.eval_graph(traced.grad(g, argnums=(0, 1)), z, x)
+    want = jax.grad(lambda a, b: f(jnp, a, b), argnums=(0, 1))(z, x)
+    assert got[1].dtype == ts.dtype("float64")
+    for a, b in zip(got, want, strict=True):
+        close(a.to_numpy().real, np.real(b))
+        close(a.to_numpy().imag, np.imag(b))
+    tz, tx = RNG.normal(size=3) + 1j * RNG.normal(size=3), RNG.normal(size=3)
+    _, t = traced.eval_graph(traced.jvp(g), z, x, tz, tx)
+    close(t, jax.jvp(lambda a, b: f(jnp, a, b), (z, x), (tz, tx))[1])
+    zb = np.stack([z, 2 * z])
+    close(ad.vmap(lambda a, b: f(ad, a, b), in_axes=(0, None))(zb, x),
+          jax.vmap(lambda a: f(jnp, a, x))(zb))
