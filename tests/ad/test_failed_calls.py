@@ -57,6 +57,20 @@ def _can_borrow_mut(t: ts.Tensor[Any, Any]) -> bool:
     return True
 
 
+def _entries(tape: ad.Tape) -> int:
+    return len(tape.nodes)
+
+
+def _live_entries(tape: ad.Tape) -> int:
+    """Entries that are leaves (``None``) or recorded ops (a discarded entry is a marker
+    node without a primitive)."""
+    return sum(1 for n in tape.nodes if n is None or hasattr(n, "prim"))
+
+
+def _retained(tape: ad.Tape) -> list[tuple[Any, ...]]:
+    return sorted((e.producer, e.needed_by, e.shape) for e in tape.retained())
+
+
 class World:
     """A recording tape with a watched value, a borrowed residual owner and a loss; free
     owners of several shapes; and a second tape with a handle of its own."""
@@ -87,12 +101,19 @@ class World:
     def handles(self) -> dict[str, ad.EagerTensor]:
         return {k: v for k, v in vars(self).items() if isinstance(v, ad.EagerTensor)}
 
-    def snapshot(self) -> dict[str, Any]:
-        """Everything a failed call must leave as it was (reads make no ledger event)."""
+    def snapshot(self, discarded_ok: bool = False) -> dict[str, Any]:
+        """Everything a failed call must leave as it was (reads make no ledger event).
+
+        ``discarded_ok``: a nested grad/vjp/jvp whose function ran and then raised may
+        leave *discarded* entries (ids are never reused; they hold nothing and backward
+        through them raises): count only the live entries then, and compare what the tape
+        retains."""
         gc.collect()
+        count: Callable[[ad.Tape], int] = _live_entries if discarded_ok else _entries
         snap: dict[str, Any] = {
-            "nodes": len(self.tape.nodes),
-            "other nodes": len(self.other.nodes),
+            "nodes": count(self.tape),
+            "other nodes": count(self.other),
+            "retained": _retained(self.tape),
             "live bytes": ledger.live_bytes(),
             "live allocations": ledger.live_allocations(),
         }
@@ -105,8 +126,8 @@ class World:
             snap[f"handle {k} tracked"] = h.is_tracked
         return snap
 
-    def assert_unchanged(self, before: dict[str, Any]) -> None:
-        after = self.snapshot()
+    def assert_unchanged(self, before: dict[str, Any], discarded_ok: bool = False) -> None:
+        after = self.snapshot(discarded_ok)
         assert after.keys() == before.keys()
         for k in before:
             if isinstance(before[k], np.ndarray):
@@ -234,16 +255,18 @@ FUNCTIONAL_FAILURES: dict[str, Case] = {
 }
 
 
-def _check_failure(w: World, case: Case, recording: bool) -> None:
+def _check_failure(
+    w: World, case: Case, recording: bool, discarded_ok: bool = False
+) -> None:
     fn, exc = case
-    before = w.snapshot()
+    before = w.snapshot(discarded_ok)
     if recording:
         with w.tape, pytest.raises(exc):
             fn(w)
     else:
         with pytest.raises(exc):
             fn(w)
-    w.assert_unchanged(before)
+    w.assert_unchanged(before, discarded_ok)
     w.assert_tape_usable()
 
 
@@ -260,6 +283,44 @@ def test_failed_backward_changes_nothing_and_the_tape_stays_usable(name: str) ->
 @pytest.mark.parametrize("name", sorted(FUNCTIONAL_FAILURES))
 def test_failed_functional_call_changes_nothing(name: str) -> None:
     _check_failure(World(), FUNCTIONAL_FAILURES[name], recording=False)
+
+
+_STRAY_LEAF = pytest.mark.xfail(
+    strict=True,
+    reason="lead: a nested grad/vjp/jvp that fails after watching its argument (the function "
+    "raised, a bad output or tangent) leaves the argument's watch entry (None) on the "
+    "enclosing tape: tape.backward(loss) then reports one more watched value "
+    "('1 of 2 values have a gradient'); _discard_from starts after the watch",
+)
+_RAN_THEN_FAILED = {
+    "grad of a non-scalar output",
+    "grad whose function raises",
+    "jvp owner tangent of the wrong dtype",
+    "jvp tangent of shape (1,) for a (3,) primal",
+    "value_and_grad has_aux without a pair",
+    "vjp whose function raises",
+}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=_STRAY_LEAF) if n in _RAN_THEN_FAILED else n
+        for n in sorted(FUNCTIONAL_FAILURES)
+    ],
+)
+def test_failed_functional_call_nested_in_a_recording_tape_leaves_it_unchanged(name: str) -> None:
+    """Called while a tape records, grad/vjp/jvp run on that tape; when they refuse (or
+    the function raises) the enclosing tape gets no node and keeps working."""
+    w = World()
+    try:
+        _check_failure(w, FUNCTIONAL_FAILURES[name], recording=True, discarded_ok=True)
+    except AssertionError as e:
+        problem = str(e)
+    else:
+        problem = ""
+    del w  # nothing stays alive (for the leak check) if the assertion below fails
+    assert not problem, problem
 
 
 def test_softmax_logsumexp_log_softmax_on_owners_leave_them_readable() -> None:
@@ -287,7 +348,9 @@ def _vjp_world() -> tuple[World, Any, Any]:
     return w, out, fn
 
 
-VJP_FN_FAILURES: dict[str, Case] = {
+PullbackCase = tuple[Callable[[Any], Any], type[BaseException]]
+
+VJP_FN_FAILURES: dict[str, PullbackCase] = {
     "wrong shape": (lambda fn: fn(np.ones(4)), ArgumentError),
     "None": (lambda fn: fn(None), ArgumentTypeError),
     "wrong dtype": (lambda fn: fn(np.ones(3, np.complex128)), ArgumentTypeError),
