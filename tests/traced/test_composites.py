@@ -187,3 +187,38 @@ def test_complex_program_grad_jvp_and_vmap_match_jax() -> None:
     zb = np.stack([z, 2 * z])
     close(ad.vmap(lambda a, b: f(ad, a, b), in_axes=(0, None))(zb, x),
           jax.vmap(lambda a: f(jnp, a, x))(zb))
+
+
+def _mps_norm(ts_: list[Any], einsum: Any, conj: Any) -> Any:
+    env = einsum("apb,cpd->bd", ts_[0], conj(ts_[0]))
+    for t in ts_[1:]:
+        env = einsum("ac,apb,cpd->bd", env, t, conj(t))
+    return env
+
+
+def test_complex_mps_norm_gradient_hvp_and_batched_norms_match_jax() -> None:
+    """The eager suite's tensor network: a complex MPS norm through einsum paths — grad of
+    every site, forward-over-reverse HVP, and norms of a batch of MPS (einsum batching)."""
+    shapes = [(1, 2, 3), (3, 2, 3), (3, 2, 3), (3, 2, 1)]
+    sites = [RNG.normal(size=s) + 1j * RNG.normal(size=s) for s in shapes]
+
+    def f(m: Any, *t: Any) -> Any:
+        ein = ad.einsum if m is ad else jnp.einsum
+        return m.sum(m.real(_mps_norm(list(t), ein, m.conj)))
+
+    g = traced.trace(lambda *t: f(ad, *t))(*sites)
+    nums = tuple(range(4))
+    got = traced.eval_graph(traced.grad(g, argnums=nums), *sites)
+    for a, b in zip(got, jax.grad(lambda *t: f(jnp, *t), argnums=nums)(*sites), strict=True):
+        close(a.to_numpy().real, np.real(b))
+        close(a.to_numpy().imag, np.imag(b))
+    v = RNG.normal(size=shapes[1]) + 1j * RNG.normal(size=shapes[1])
+    one = traced.trace(lambda t1: f(ad, sites[0], t1, *sites[2:]))(sites[1])
+    _, hv = traced.eval_graph(traced.jvp(traced.grad(one)), sites[1], v)
+    _, jhv = jax.jvp(jax.grad(lambda t1: f(jnp, sites[0], t1, *sites[2:])), (sites[1],), (v,))
+    close(hv.to_numpy().real, np.real(jhv))
+    close(hv.to_numpy().imag, np.imag(jhv))
+    batch = [np.stack([s, 0.5 * s]) for s in sites]
+    bg = traced.vmap(g, 2)
+    assert "concatenate" not in {e.prim.name for e in bg.eqns}
+    close(traced.eval_graph(bg, *batch), jax.vmap(lambda *t: f(jnp, *t))(*batch))
