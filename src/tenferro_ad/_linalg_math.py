@@ -49,35 +49,99 @@ Array = Any
 # --------------------------------------------------------------------------- numpy backend
 
 
+def _blas_dtype(*xs: Array) -> Any:
+    return np.result_type(*(x.dtype for x in xs), np.float32)
+
+
+def _trsm(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Array:
+    """One matrix: op(a) X = b through BLAS ``?trsm``, reading both operands in place.
+
+    BLAS wants Fortran order.  A C-ordered array is the Fortran-ordered transpose, so a
+    C-ordered ``b`` is solved from the right (``X^T op(a)^T = b^T``) and a Fortran-ordered
+    one from the left; ``a`` is used as ``a`` or as ``a^T`` (triangle flipped), whichever
+    its layout gives, and copied only when the needed op is a bare conjugate (complex
+    ``a`` whose layout does not match).  The output is the only allocation.  O(n^2 k).
+    """
+    dt = _blas_dtype(a, b)
+    if a.dtype != dt:
+        a = a.astype(dt)
+    if b.dtype != dt:
+        b = b.astype(dt)
+    if not unit and a.shape[-1] and not np.all(np.diagonal(a)):
+        i = int(np.argmin(np.abs(np.diagonal(a)) != 0))
+        raise np.linalg.LinAlgError(f"singular matrix: zero diagonal entry {i + 1}")
+    right = not b.flags.f_contiguous
+    if right:
+        b = np.ascontiguousarray(b)
+    if not (a.flags.c_contiguous or a.flags.f_contiguous):
+        a = np.ascontiguousarray(a)
+    a_is_t = not a.flags.f_contiguous  # BLAS sees M = a^T
+    # op needed on M: left solves op(a); right solves op(a)^T.  Express it through M.
+    need_t = (trans != 0) != right  # is a transpose of a needed (before conj)?
+    conj = trans == 2
+    t_on_m = need_t != a_is_t
+    if conj and not t_on_m:  # conj(M) alone is not a BLAS op: use the other layout
+        a = np.asfortranarray(a) if a_is_t else np.ascontiguousarray(a)
+        a_is_t = not a_is_t
+        t_on_m = True
+    op = (2 if conj else 1) if t_on_m else 0
+    m = a.T if a_is_t else a
+    (trsm,) = _sla.blas.get_blas_funcs(("trsm",), (m, b))
+    low = int(lower != a_is_t)
+    if right:
+        return np.asarray(trsm(1.0, m, b.T, side=1, lower=low, trans_a=op, diag=int(unit))).T
+    return np.asarray(trsm(1.0, m, b, side=0, lower=low, trans_a=op, diag=int(unit)))
+
+
 def _np_tri_solve(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Array:
     """Left triangular solve op(A) X = B with op in {N, T, C}; only A's triangle is read.
 
-    LAPACK ``?trtrs`` through ``scipy.linalg.solve_triangular``: O(n^2 k) per matrix, no
-    factorization.  Batch axes broadcast (numpy rules).  A single matrix against a batch
-    of right-hand sides is one solve with the batch folded into the columns; otherwise
-    one solve per batch element.  Raises ``LinAlgError`` for a zero diagonal entry.
+    BLAS ``?trsm`` (:func:`_trsm`): O(n^2 k) per matrix, no factorization, no layout
+    copies.  Batch axes broadcast (numpy rules).  A single matrix against a batch of
+    right-hand sides is one solve with the batch folded into the columns; otherwise one
+    solve per batch element.  Raises ``LinAlgError`` for a zero diagonal entry.
     """
     n = a.shape[-1]
-    kw = {"lower": lower, "trans": trans, "unit_diagonal": unit, "check_finite": False}
     if a.ndim == 2 and b.ndim == 2:
-        return _sla.solve_triangular(a, b, **kw)
+        return _trsm(a, b, lower, trans, unit)
     if a.ndim == 2:
         k = b.shape[-1]
         cols = np.moveaxis(b, -2, 0).reshape(n, -1)
-        x = _sla.solve_triangular(a, cols, **kw)
+        x = _trsm(a, cols, lower, trans, unit)
         return np.moveaxis(x.reshape((n, *b.shape[:-2], k)), 0, -2)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     ab = np.broadcast_to(a, (*batch, n, n))
     bb = np.broadcast_to(b, (*batch, *b.shape[-2:]))
-    out: Array | None = None
+    out = np.empty((*batch, *b.shape[-2:]), _blas_dtype(a, b))
     for idx in np.ndindex(*batch):
-        x = _sla.solve_triangular(ab[idx], bb[idx], **kw)
-        if out is None:
-            out = np.empty((*batch, *x.shape), x.dtype)
-        out[idx] = x
-    if out is None:  # an empty batch
-        dt = np.result_type(a.dtype, b.dtype, np.float32)
-        out = np.empty((*batch, *b.shape[-2:]), dt)
+        out[idx] = _trsm(ab[idx], bb[idx], lower, trans, unit)
+    return out
+
+
+def np_cholesky(h: Array) -> Array:
+    """Lower Cholesky factor of Hermitian positive-definite (batches of) matrices.
+
+    LAPACK ``?potrf`` on the Fortran view of the C-ordered input (``h^T = conj(h)``: its
+    upper factor ``U`` gives ``L = U^T``), so no layout copy; the other triangle is zeroed.
+    Raises ``LinAlgError`` when a matrix is not positive definite.  O(n^3 / 3).
+    """
+    dt = _blas_dtype(h)
+    h = np.ascontiguousarray(h, dtype=dt)
+    (potrf,) = _sla.lapack.get_lapack_funcs(("potrf",), (h,))
+
+    def one(m: Array) -> Array:
+        u, info = potrf(m.T, lower=0, clean=1)
+        if info > 0:
+            raise np.linalg.LinAlgError("Matrix is not positive definite")
+        if info < 0:  # pragma: no cover - an invalid argument is a bug here
+            raise ValueError(f"potrf: illegal argument {-info}")
+        return np.asarray(u).T
+
+    if h.ndim == 2:
+        return one(h)
+    out = np.empty(h.shape, dt)
+    for idx in np.ndindex(*h.shape[:-2]):
+        out[idx] = one(h[idx])
     return out
 
 
