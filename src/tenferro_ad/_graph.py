@@ -238,6 +238,8 @@ def abstract_eval(
     arr = np.asarray(out)
     aval = (tuple(int(s) for s in arr.shape), arr.dtype)
     if key is not None:
+        if len(_AVAL_CACHE) >= 8192:  # bounded: a long-running process sees many shapes
+            _AVAL_CACHE.clear()
         _AVAL_CACHE[key] = aval
     return aval
 
