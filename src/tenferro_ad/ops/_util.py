@@ -58,15 +58,31 @@ def axes(operation: str, ax: Any, ndim: int) -> tuple[int, ...]:
 
 
 def promote(*args: Any) -> list[Any]:
-    """JAX's weak typing for derived formulas: Python scalars become 0-d arrays of the
-    floating dtype the array arguments share (float64 when there are none), so a float32
-    argument is not promoted by a scalar's derived ``log``/``gammaln``. O(1) per argument."""
+    """JAX's ``promote_args_inexact`` for derived formulas: every argument is brought to the
+    common inexact dtype of the array arguments (Python scalars are weakly typed and do not
+    take part; float64 when there are no arrays).  Python scalars and numpy arrays become
+    numpy arrays of that dtype; a handle of another dtype goes through ``astype`` (whose
+    VJP casts the cotangent back, as JAX's ``convert_element_type`` does)."""
     arrays = [a for a in args if not isinstance(a, int | float | bool)]
     dts = [dtype_of(a) for a in arrays]
     dt = np.result_type(*dts) if dts else np.dtype(np.float64)
     if dt.kind not in "fc":
         dt = np.dtype(np.float64)
-    return [np.asarray(a, dtype=dt) if isinstance(a, int | float | bool) else a for a in args]
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, int | float | bool):
+            out.append(np.asarray(a, dtype=dt))
+        elif isinstance(a, EagerTensor):
+            if dtype_of(a) != dt:
+                from .elementwise import astype
+
+                a = astype(a, dt)
+            out.append(a)
+        elif isinstance(a, np.ndarray | np.generic | list | tuple):
+            out.append(np.asarray(a, dtype=dt))
+        else:
+            out.append(a)
+    return out
 
 
 def weak(*args: Any) -> list[Any]:

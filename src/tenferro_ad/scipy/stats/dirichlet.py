@@ -11,13 +11,14 @@ from ...ops import elementwise as ew
 from ...ops import reduce as rd
 from ...ops import shape as sh
 from ...ops import special as sp
-from ...ops._util import shape_of
+from ...ops._util import promote, shape_of
 
 __all__ = ["logpdf", "pdf"]
 
 
 def logpdf(x: Any, alpha: Any) -> Any:
     """``sum(xlogy(alpha - 1, x), axis=0) - (sum(gammaln(alpha)) - gammaln(sum(alpha)))``."""
+    x, alpha = promote(x, alpha)
     xs = shape_of(x)
     a = alpha
     if len(xs) > 1:

@@ -10,7 +10,7 @@ from ... import linalg
 from ...ops import elementwise as ew
 from ...ops import reduce as rd
 from ...ops import shape as sh
-from ...ops._util import shape_of
+from ...ops._util import promote, shape_of
 
 __all__ = ["logpdf", "pdf"]
 
@@ -18,6 +18,7 @@ __all__ = ["logpdf", "pdf"]
 def logpdf(x: Any, mean: Any, cov: Any) -> Any:
     """``-|L^-1 (x - mean)|^2 / 2 - n log(2 pi)/2 - sum log diag L`` with ``L L^T = cov``;
     ``x`` is ``(..., n)``."""
+    x, mean, cov = promote(x, mean, cov)
     n = shape_of(cov)[-1]
     L = linalg.cholesky(cov)
     d = ew.sub(x, mean)
