@@ -179,6 +179,12 @@ class _OpsBackend:
     def colsum(self, x: Array) -> Array:
         return self.ops.sum(x, axis=-2)
 
+    def lower_t_matmul(self, lo: Array, x: Array) -> Array:
+        return self.matmul(self.mT(lo), x)
+
+    def phi(self, x: Array) -> Array:
+        return L._phi(self, x)
+
     def concat_rows(self, a: Array, b: Array) -> Array:
         return self.ops.concatenate([a, b], axis=-2)
 
