@@ -35,6 +35,15 @@ def torch_or_none() -> Any:
     return torch
 
 
+def autograd_or_none() -> Any:
+    """HIPS ``autograd``, or ``None`` when it is not installed."""
+    try:
+        import autograd  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return autograd
+
+
 def jax_or_none() -> Any:
     """``jax`` (x64 enabled, CPU), or ``None`` when it is not installed."""
     try:

@@ -9,8 +9,8 @@ in 2-d; one step computes the NLL and its gradient with respect to the three par
 
 The same work for every framework: tenferro (``ad.value_and_grad``), a hand-written
 numpy/scipy step (the closed-form gradient ``(K^-1 - alpha alpha^T) / 2`` against
-``dK``), and when installed PyTorch eager and JAX (jit).  Single-threaded, interleaved
-rounds, medians (see ``_harness``).
+``dK``), and when installed PyTorch eager, HIPS autograd and JAX (jit).
+Single-threaded, interleaved rounds, medians (see ``_harness``).
 
     python bench/gp.py [--rounds 7] [--number 5]
 """
@@ -112,6 +112,26 @@ def torch_case(torch: Any) -> Callable[[], Any]:
     return step
 
 
+def autograd_case(autograd: Any) -> Callable[[], Any]:
+    import autograd.numpy as anp  # type: ignore[import-untyped]
+    import autograd.scipy.linalg as asl  # type: ignore[import-untyped]
+
+    d, y, p = data()
+    ycol = y[:, None]
+    eye = np.eye(N)
+
+    def nll(q: list[Any]) -> Any:
+        ls2, sf2, sn2 = (anp.exp(2 * t) for t in q)
+        k = sf2 * anp.exp(d / ls2) + sn2 * eye
+        lo = anp.linalg.cholesky(k)
+        z = asl.solve_triangular(lo, ycol, lower=True)
+        alpha = asl.solve_triangular(lo, z, lower=True, trans=1)
+        return 0.5 * anp.sum(ycol * alpha) + anp.sum(anp.log(anp.diag(lo))) + 0.5 * N * LOG2PI
+
+    vg = autograd.value_and_grad(nll)
+    return lambda: vg(p)
+
+
 def jax_case(jax: Any) -> Callable[[], Any]:
     import jax.numpy as jnp
     from jax.scipy.linalg import solve_triangular
@@ -143,6 +163,9 @@ def cases() -> dict[str, Callable[[], Any]]:
     torch = H.torch_or_none()
     if torch is not None:
         out["PyTorch eager"] = torch_case(torch)
+    autograd = H.autograd_or_none()
+    if autograd is not None:
+        out["HIPS autograd"] = autograd_case(autograd)
     jax = H.jax_or_none()
     if jax is not None:
         out["JAX (jit)"] = jax_case(jax)

@@ -5,8 +5,8 @@ One step = loss + the gradients of all six parameters *read out as numpy arrays*
 tenferro: ``to_numpy()`` on the returned owners, one copy each until a zero-copy read
 path exists; PyTorch ``.grad.numpy()`` and JAX ``np.asarray`` share memory).  The row
 "tenferro (grads not read)" leaves the owners unread.  Frameworks: hand-written numpy
-(the reference), tenferro (``ad.value_and_grad``), PyTorch eager and JAX (jit) when
-installed.  Single-threaded, interleaved rounds, medians (see ``_harness``).
+(the reference), tenferro (``ad.value_and_grad``), PyTorch eager, HIPS autograd and
+JAX (jit) when installed.  Single-threaded, interleaved rounds, medians (see ``_harness``).
 
     python bench/mlp_classifier.py [--rounds 7] [--number 5]
 """
@@ -111,6 +111,28 @@ def torch_case(torch: Any) -> Callable[[], Any]:
     return step
 
 
+def autograd_case(autograd: Any) -> Callable[[], Any]:
+    import autograd.numpy as anp  # type: ignore[import-untyped]
+    from autograd.scipy.special import logsumexp  # type: ignore[import-untyped]
+
+    p, x, labels = data()
+    rows = np.arange(BATCH)
+
+    def loss(q: list[Any]) -> Any:
+        h = anp.maximum(x @ q[0] + q[1], 0.0)
+        h = anp.maximum(h @ q[2] + q[3], 0.0)
+        o = h @ q[4] + q[5]
+        return anp.mean(logsumexp(o, axis=1) - o[rows, labels])
+
+    vg = autograd.value_and_grad(loss)
+
+    def step() -> Any:
+        v, g = vg(p)
+        return float(v), g
+
+    return step
+
+
 def jax_case(jax: Any) -> Callable[[], Any]:
     import jax.numpy as jnp
 
@@ -138,6 +160,9 @@ def cases() -> dict[str, Callable[[], Any]]:
     torch = H.torch_or_none()
     if torch is not None:
         out["PyTorch eager"] = torch_case(torch)
+    autograd = H.autograd_or_none()
+    if autograd is not None:
+        out["HIPS autograd"] = autograd_case(autograd)
     jax = H.jax_or_none()
     if jax is not None:
         out["JAX (jit)"] = jax_case(jax)

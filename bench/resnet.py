@@ -4,8 +4,9 @@ Block ``i``: ``h <- h + tanh(h @ W_i + b_i)``; loss ``mean(h^2)`` after 50 block
 = loss + the gradients of all 100 parameters.  "checkpointed" wraps every block in the
 framework's checkpoint (tenferro ``ad.checkpoint``, ``torch.utils.checkpoint``,
 ``jax.checkpoint``): the interior (``h @ W + b``, ``tanh``) is recomputed in backward.
-Frameworks: hand-written numpy (plain only; the reference), tenferro, PyTorch eager and
-JAX (jit) when installed.  Single-threaded, interleaved rounds, medians (``_harness``).
+Frameworks: hand-written numpy (plain only; the reference), tenferro, PyTorch eager, HIPS
+autograd (plain) and JAX (jit) when installed.  Single-threaded, interleaved rounds,
+medians (``_harness``).
 
     python bench/resnet.py [--rounds 7] [--number 3]
 """
@@ -119,6 +120,26 @@ def torch_cases(torch: Any) -> dict[str, Callable[[], Any]]:
     return {"PyTorch eager": make(False), "PyTorch checkpointed": make(True)}
 
 
+def autograd_case(autograd: Any) -> Callable[[], Any]:
+    import autograd.numpy as anp  # type: ignore[import-untyped]
+
+    p, x = data()
+
+    def loss(q: list[Any]) -> Any:
+        h = x
+        for i in range(BLOCKS):
+            h = h + anp.tanh(h @ q[2 * i] + q[2 * i + 1])
+        return anp.mean(h * h)
+
+    vg = autograd.value_and_grad(loss)
+
+    def step() -> Any:
+        v, g = vg(p)
+        return float(v), g
+
+    return step
+
+
 def jax_cases(jax: Any) -> dict[str, Callable[[], Any]]:
     import jax.numpy as jnp
 
@@ -152,6 +173,9 @@ def cases() -> dict[str, Callable[[], Any]]:
     torch = H.torch_or_none()
     if torch is not None:
         out.update(torch_cases(torch))
+    autograd = H.autograd_or_none()
+    if autograd is not None:
+        out["HIPS autograd"] = autograd_case(autograd)
     jax = H.jax_or_none()
     if jax is not None:
         out.update(jax_cases(jax))
