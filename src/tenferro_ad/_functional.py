@@ -35,7 +35,7 @@ import numpy as np
 import tenferro_storage as ts
 
 from ._dispatch import bind, constant_record
-from ._gradients import _root, deliver, foreign_roots
+from ._gradients import foreign_roots, own
 from ._handle import EagerTensor, make_handle
 from ._jvp import JvpContext
 from ._nocopy import NoCopy
@@ -184,7 +184,7 @@ class _Call(NoCopy):
                 for w, h in zip(wids, self.watched, strict=True)
             ]
         cts = tape.sweep(seeds, None, wids, NUMPY_NS, False) if seeds else {}
-        foreign = foreign_roots(tape, seeds.values() if given else ())
+        foreign = foreign_roots(seeds.values() if given else ())
         owners: list[Any] = []
         for w, h in zip(wids, self.watched, strict=True):
             ct = cts.get(w)
@@ -193,7 +193,7 @@ class _Call(NoCopy):
                 arr = np.zeros(a.shape, a.dtype)
                 owners.append(ts.kernel.adopt_output(arr, STATE.reason, self.what))
             else:
-                owners.append(deliver(ct, foreign, self.what))
+                owners.append(own(ct, foreign, self.what))
         return owners
 
     def pack(self, flat: list[Any], argnums: int | tuple[int, ...]) -> Any:
@@ -204,6 +204,12 @@ class _Call(NoCopy):
             out.append(self.rebuild[k](flat[i : i + n]))
             i += n
         return out[0] if isinstance(argnums, int) else tuple(out)
+
+
+def _tape_length() -> int:
+    """How many entries the recording tape has (0 when none records)."""
+    tape = STATE.tape
+    return 0 if tape is None else len(tape.nodes)
 
 
 def _check_leaf(leaf: Leaf, argnum: int, what: str) -> None:
@@ -334,8 +340,8 @@ def value_and_grad(
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
+        n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
-        n0 = len(call.tape.nodes)
         try:
             if call.nested:
                 res = f(*call.args, **kwargs)
@@ -520,8 +526,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     if not callable(f):
         raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
     argnums = tuple(range(len(primals)))
+    n0 = _tape_length()
     call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
-    n0 = len(call.tape.nodes)
     try:
         if call.nested:
             res = f(*call.args)
@@ -608,7 +614,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             leaves, rebuild = _output_leaves(out, "jvp")
             values: list[Any] = []
             tans: list[Any] = []
-            foreign = {id(_root(t)) for t in inputs_t}
+            foreign = foreign_roots(inputs_t)
             for leaf in leaves:
                 a = _leaf_array(leaf, "jvp")
                 lrec = leaf._rec if isinstance(leaf, EagerTensor) else None
@@ -617,7 +623,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                     zeros = np.zeros(a.shape, a.dtype)
                     tans.append(ts.kernel.adopt_output(zeros, STATE.reason, "jvp"))
                 else:
-                    tans.append(deliver(tan_out, foreign, "jvp"))
+                    tans.append(own(tan_out, foreign, "jvp"))
             ctx.tangents.clear()
             del args
             for leaf in leaves:
@@ -648,8 +654,8 @@ def _jvp_nested(
     from .ops._ns import HANDLE_NS
 
     argnums = tuple(range(len(primals)))
+    n0 = _tape_length()
     call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"))
-    n0 = len(call.tape.nodes)
     try:
         # check every tangent against its primal before anything runs
         tans: list[Any] = []

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import ExtractError, GroupError
+from tenferro_storage.errors import AliasedOutputError, ExtractError, GroupError, LayoutError
 
 from ._handle import EagerTensor
-from ._retention import AdValueRecord
 from ._state import STATE
 
 
@@ -42,40 +41,44 @@ def _root(a: Any) -> Any:
     return a
 
 
-def foreign_roots(tape: Any, seeds: Any) -> set[int]:
-    """Identities of the memory a backward pass must not hand out as a gradient: the
-    caller's seed cotangents and every residual the tape holds. O(residuals)."""
-    out = {id(_root(s)) for s in seeds}
-    for node in tape.nodes:
-        if node is not None and node.res:
-            for r in node.res:
-                if type(r) is AdValueRecord:
-                    out.add(id(_root(r.a)))
-    return out
+def foreign_roots(seeds: Any) -> set[int]:
+    """Identities of the caller's own arrays among the seeds: a delivered gradient must
+    never adopt them.  (Memory of live values — residuals, handles' arrays — is refused
+    by ``adopt_output`` itself.)  O(seeds)."""
+    return {id(_root(s)) for s in seeds if type(s) is np.ndarray}
 
 
 def is_foreign(ct: Any, foreign: set[int]) -> bool:
-    """Whether ``ct`` holds the very bytes of a foreign value (itself, or a reshaped or
+    """Whether ``ct`` holds the very bytes of a caller's seed (itself, or a reshaped or
     transposed view of all of it): delivering it is a byte-preserving copy.  A broadcast
     or a slice of one is new data (a kernel write)."""
-    if type(ct) is not np.ndarray:
+    if type(ct) is not np.ndarray or not foreign:
         return False
     root = _root(ct)
     return id(root) in foreign and ct.size == root.size
 
 
-def deliver(ct: Any, foreign: set[int], operation: str) -> ts.Tensor[Any, Any]:
+def own(ct: Any, foreign: set[int], operation: str) -> ts.Tensor[Any, Any]:
     """A fresh owner for a delivered cotangent or tangent.
 
-    Scratch computed by the sweep is adopted (no copy); memory that belongs to another
-    value — ``foreign`` roots, or a cotangent delivered already (its root is added) — is
-    copied with a recorded ``MATERIALIZE`` copy. O(1) bookkeeping plus the copy if any.
+    Scratch computed by the sweep is adopted (no copy).  Memory that belongs to another
+    value — a caller's seed (``foreign``), a residual or any live value, or a cotangent
+    already delivered to another argument — is copied into a fresh owner with a
+    recorded ``MATERIALIZE`` copy; a view of scratch is laid out afresh (a kernel
+    write). O(1) bookkeeping plus the copy if any.
     """
+    reason = STATE.reason
     if is_foreign(ct, foreign):
-        return ts.kernel.materialize_output(ct, STATE.reason, operation)
-    arr = materialize(ct)
-    foreign.add(id(_root(arr)))
-    return ts.kernel.adopt_output(arr, STATE.reason, operation)
+        return ts.kernel.materialize_output(ct, reason, operation)
+    if type(ct) is np.ndarray:
+        try:
+            return ts.kernel.adopt_output(ct, reason, operation)
+        except AliasedOutputError:  # a live value's memory (or a view of it)
+            return ts.kernel.materialize_output(ct, reason, operation)
+        except LayoutError:
+            pass  # a view of scratch, or not contiguous
+    return ts.kernel.adopt_output(materialize(ct), reason, operation)
+
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -124,7 +127,6 @@ class Gradients(ts.AllocationGroup):
                     g._handles[vid] = h.clone() if id(h) in foreign else h
             return g
         seen: dict[int, Any] = {}
-        reason = STATE.reason
         for vid in wids:
             ct = cts.get(vid)
             if ct is None:
@@ -135,11 +137,7 @@ class Gradients(ts.AllocationGroup):
                 shape = tuple(np.shape(ct))
                 g._map[vid] = g.alias(prev, shape=shape, strides=_c_strides(shape))
                 continue
-            if is_foreign(ct, foreign):
-                owner = ts.kernel.materialize_output(ct, reason, "backward")
-            else:
-                owner = ts.kernel.adopt_output(materialize(ct), reason, "backward")
-            slot = g.insert(owner)
+            slot = g.insert(own(ct, foreign, "backward"))
             seen[id(ct)] = slot
             g._map[vid] = slot
         return g

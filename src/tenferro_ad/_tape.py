@@ -336,7 +336,7 @@ class Tape(NoCopy):
         else:
             seed = _seed(loss_a, cotangent, False)
             cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
-            foreign = foreign_roots(self, [] if cotangent is None else [seed])
+            foreign = foreign_roots([] if cotangent is None else [seed])
         grads = Gradients._build(self.key, wids, cts, create_graph, foreign)
         if not keep:
             self._release()

@@ -285,28 +285,12 @@ def test_failed_functional_call_changes_nothing(name: str) -> None:
     _check_failure(World(), FUNCTIONAL_FAILURES[name], recording=False)
 
 
-_STRAY_LEAF = pytest.mark.xfail(
-    strict=True,
-    reason="lead: a nested grad/vjp/jvp that fails after watching its argument (the function "
-    "raised, a bad output or tangent) leaves the argument's watch entry (None) on the "
-    "enclosing tape: tape.backward(loss) then reports one more watched value "
-    "('1 of 2 values have a gradient'); _discard_from starts after the watch",
-)
-_RAN_THEN_FAILED = {
-    "grad of a non-scalar output",
-    "grad whose function raises",
-    "jvp owner tangent of the wrong dtype",
-    "jvp tangent of shape (1,) for a (3,) primal",
-    "value_and_grad has_aux without a pair",
-    "vjp whose function raises",
-}
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=_STRAY_LEAF) if n in _RAN_THEN_FAILED else n
-        for n in sorted(FUNCTIONAL_FAILURES)
+        n for n in sorted(FUNCTIONAL_FAILURES)
     ],
 )
 def test_failed_functional_call_nested_in_a_recording_tape_leaves_it_unchanged(name: str) -> None:
