@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._handle import EagerTensor
 from .ops import elementwise as _ew
 from .ops import reduce as _red
 from .ops import shape as _sh
@@ -97,6 +98,8 @@ def matrix_power(a: Any, n: int) -> Any:
     if n == 0:
         eye = np.eye(s[-1], dtype=np.result_type(_np(a).dtype, np.float32))
         return _sh.broadcast_to(eye, s)
+    if n == 1:
+        return a if isinstance(a, EagerTensor) else _sh.reshape(a, s)  # a handle, no copy
     base = inv(a) if n < 0 else a
     n = abs(n)
     result: Any = None
@@ -215,7 +218,9 @@ def _keep(r: Any, axes: tuple[int, ...], nd: int) -> Any:
 def cho_factor(a: Any, lower: bool = False) -> tuple[Any, bool]:
     """``(c, lower)`` for :func:`cho_solve` (``jax.scipy.linalg.cho_factor``): ``c`` is the
     lower Cholesky factor ``L`` (``a = L L^H``) or the upper ``U = L^H`` (``a = U^H U``),
-    with zeros in the other triangle.  The input is symmetrized like :func:`cholesky`.
+    with zeros in the other triangle.  The input is symmetrized like :func:`cholesky`, so the
+    gradient is Hermitian; ``jax.scipy.linalg.cho_factor`` reads one triangle and its
+    derivative assumes a Hermitian tangent (the two agree on Hermitian directions).
     O(n^3)."""
     lo = cholesky(a)
     if lower:

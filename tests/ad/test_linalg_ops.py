@@ -104,11 +104,11 @@ CASES: dict[str, tuple[str, bool, Fn, Fn]] = {
         _sym_jax(lambda x: _abs2(jsl.cho_solve(jsl.cho_factor(x, lower=True), B42), jnp).sum()),
     ),
     "lstsq": (
-        "tall", False,
-        lambda x: (la.lstsq(x, B62)[0] ** 2).sum() + la.lstsq(x, B62)[1].sum()
+        "tall", True,
+        lambda x: _abs2(la.lstsq(x, B62)[0], ad).sum() + la.lstsq(x, B62)[1].sum()
         + (la.lstsq(x, B62)[3] ** 2).sum(),
-        lambda x: (jnp.linalg.lstsq(x, B62)[0] ** 2).sum() + jnp.linalg.lstsq(x, B62)[1].sum()
-        + (jnp.linalg.lstsq(x, B62)[3] ** 2).sum(),
+        lambda x: _abs2(jnp.linalg.lstsq(x, B62)[0], jnp).sum()
+        + jnp.linalg.lstsq(x, B62)[1].sum() + (jnp.linalg.lstsq(x, B62)[3] ** 2).sum(),
     ),
 }
 for _o in (None, "fro", "nuc", 1, -1, 2, -2, np.inf, -np.inf):
@@ -317,18 +317,26 @@ def test_svd_full_matrices_values_and_its_derivative_is_refused_like_jax() -> No
     close(g, jax.grad(lambda a: jnp.linalg.svd(a)[1].sum())(sq), rtol=1e-8, atol=1e-10)
 
 
+@pytest.mark.parametrize("cplx", [False, True])
 @pytest.mark.parametrize("uplo", ["L", "U"])
-def test_eigh_uplo_reads_one_triangle_without_symmetrization(uplo: str) -> None:
+def test_eigh_uplo_reads_one_triangle_without_symmetrization(uplo: str, cplx: bool) -> None:
     rng = np.random.default_rng(9)
-    a = rng.standard_normal((4, 4))  # not symmetric: the other triangle must not matter
+    a = rand(rng, (4, 4), cplx)  # not Hermitian: the other triangle must not matter
     w_np = np.linalg.eigh(a, UPLO=uplo)[0]
     close(la.eigh(a, UPLO=uplo, symmetrize_input=False)[0], w_np, rtol=1e-10, atol=1e-12)
     close(la.eigvalsh(a, UPLO=uplo, symmetrize_input=False), w_np, rtol=1e-10, atol=1e-12)
     g = to_np(ad.grad(lambda a: (la.eigvalsh(a, uplo, symmetrize_input=False) ** 3).sum())(a))
     other = np.triu(g, 1) if uplo == "L" else np.tril(g, -1)
     assert not np.any(other)
-    fd = _fd_grad(lambda x: float(np.sum(np.linalg.eigh(x, UPLO=uplo)[0] ** 3)), a)
-    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    if not cplx:
+        fd = _fd_grad(lambda x: float(np.sum(np.linalg.eigh(x, UPLO=uplo)[0] ** 3)), a)
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7)
+    else:  # the real and imaginary directions separately (JAX's cotangent convention)
+        fre = _fd_grad(lambda x: float(np.sum(np.linalg.eigh(x + 1j * a.imag, UPLO=uplo)[0] ** 3)),
+                       a.real.copy())
+        fim = _fd_grad(lambda y: float(np.sum(np.linalg.eigh(a.real + 1j * y, UPLO=uplo)[0] ** 3)),
+                       a.imag.copy())
+        np.testing.assert_allclose(g, fre - 1j * fim, rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="UPLO"):
         la.eigh(a, UPLO="X")
 
@@ -347,6 +355,8 @@ def test_norm_keepdims_axis_tuples_and_flattening_match_numpy() -> None:
 def test_matrix_power_zero_is_the_identity_and_the_exponent_must_be_an_integer() -> None:
     a = np.random.default_rng(11).standard_normal((2, 3, 3))
     close(la.matrix_power(a, 0), np.broadcast_to(np.eye(3), a.shape))
+    assert isinstance(la.matrix_power(a, 1), ad.EagerTensor)
+    close(la.matrix_power(a, 1), a)
     close(la.matrix_power(a, 5), np.linalg.matrix_power(a, 5), rtol=1e-10, atol=1e-10)
     with pytest.raises(TypeError, match="matrix_power"):
         la.matrix_power(a, 1.5)  # type: ignore[arg-type]
