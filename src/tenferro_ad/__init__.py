@@ -34,7 +34,7 @@ from ._primitive import Primitive, Zero
 from ._retention import AdValueRecord, RetentionContainer
 from ._state import allocation_reason, no_grad
 from ._tape import RetainedEntry, Tape, current_tape
-from ._transforms import elementwise_grad, hessian, hvp, jacfwd, jacobian, jacrev, linearize
+from ._transforms import elementwise_grad, hessian, hvp, jacfwd, jacobian, jacrev, linearize, trace
 from .errors import IntoValueError, MissingRuleError, NotUnique
 from .ops import (
     abs,
@@ -118,7 +118,6 @@ from .ops.manip import (
     split,
     squeeze,
     tile,
-    trace,
     tril,
     triu,
     vsplit,

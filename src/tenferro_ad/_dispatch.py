@@ -161,6 +161,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         tracked = key is not None and a0._tape is key
         ids: list[int] = [a0._id if tracked else -1]
     else:
+        if _TRACERS:  # traced mode takes the whole call before any argument is touched
+            for a in args:
+                t = _TRACERS.get(type(a))
+                if t is not None:
+                    return t(prim, args, params)  # type: ignore[no-any-return]
         vals = []
         recs = []
         ids = []
@@ -176,8 +181,6 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
                 else:
                     ids.append(-1)
             else:
-                if _TRACERS and type(a) in _TRACERS:
-                    return _TRACERS[type(a)](prim, args, params)  # type: ignore[no-any-return]
                 v, r, i = _resolve(prim, a, key)
                 vals.append(v)
                 recs.append(r)

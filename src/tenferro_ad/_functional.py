@@ -206,6 +206,23 @@ class _Call(NoCopy):
         return out[0] if isinstance(argnums, int) else tuple(out)
 
 
+def _has_tracer(tree: Any) -> bool:
+    """Whether any leaf is a tracer of traced mode (registered with the binder)."""
+    from ._dispatch import _TRACERS
+
+    return bool(_TRACERS) and any(type(x) in _TRACERS for x in tree_flatten(tree)[0])
+
+
+def _traced_value_and_grad(
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
+) -> Any:
+    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
+    from . import traced
+
+    graph = traced.trace(lambda *a: f(*a, **kwargs))(*args)
+    return traced.eval_graph(traced.value_and_grad(graph, argnums), *args)
+
+
 def _tape_length() -> int:
     """How many entries the recording tape has (0 when none records)."""
     tape = STATE.tape
@@ -340,6 +357,12 @@ def value_and_grad(
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         nums = _argnums(argnums, len(args), "grad")
+        if _has_tracer(args):  # inside a trace (e.g. jit of grad): transform the graph
+            if has_aux:
+                raise NotImplementedError(
+                    "grad(has_aux=True) inside a traced function is not supported yet"
+                )
+            return _traced_value_and_grad(f, args, kwargs, argnums)
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:
@@ -510,6 +533,20 @@ class VjpFunction(NoCopy):
         self.release()
 
 
+def _traced_vjp(f: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, Any]:
+    """``vjp`` on tracers: the pullback evaluates the traced VJP graph (inlined)."""
+    from . import traced
+
+    graph = traced.trace(f)(*primals)
+    vgraph = traced.vjp(graph)
+    out = traced.eval_graph(graph, *primals)
+
+    def pullback(ct: Any) -> Any:
+        return traced.eval_graph(vgraph, *primals, ct)[1]
+
+    return out, pullback
+
+
 def _leaf_array(o: Any, what: str) -> np.ndarray[Any, Any]:
     return o._r(what).a if isinstance(o, EagerTensor) else np.asarray(o)
 
@@ -526,6 +563,10 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     if not callable(f):
         raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
     argnums = tuple(range(len(primals)))
+    if _has_tracer(primals):
+        if has_aux:
+            raise NotImplementedError("vjp(has_aux=True) inside a traced function")
+        return _traced_vjp(f, primals)
     n0 = _tape_length()
     call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
     try:
@@ -572,6 +613,11 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
             "primal, with the same structure"
         )
+    if _has_tracer((primals, tangents)):
+        from . import traced
+
+        graph = traced.trace(f)(*primals)
+        return traced.eval_graph(traced.jvp(graph), *primals, *tangents)  # type: ignore[no-any-return]
     if STATE.jvp is not None or STATE.tape is not None:
         return _jvp_nested(f, primals, tangents)
     ctx = JvpContext()

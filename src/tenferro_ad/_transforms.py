@@ -26,7 +26,9 @@ from ._state import STATE
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import reshape, stack
 
-__all__ = ["elementwise_grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "linearize"]
+__all__ = [
+    "elementwise_grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "linearize", "trace",
+]
 
 
 def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
@@ -191,3 +193,23 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
         return jvp(f, primals, tangents)[1]
 
     return out, f_jvp
+
+
+def trace(x: Any, *args: Any, **kwargs: Any) -> Any:
+    """Two meanings, told apart by the argument, as the name is wanted for both:
+
+    * ``trace(f)`` with a callable ``f``: traced mode — ``trace(f)(*args)`` is ``f``'s
+      :class:`~tenferro_ad.traced.Graph` at the types of ``args`` (see
+      :func:`tenferro_ad.traced.trace`);
+    * ``trace(x, offset=0, axis1=0, axis2=1)`` with an array: ``numpy.trace``, the sum
+      of a diagonal (a recorded op, differentiable).
+    """
+    if callable(x) and not isinstance(x, EagerTensor | ts.Tensor | ts.TensorView):
+        from ._trace import trace as trace_fn
+
+        if args or kwargs:
+            raise ArgumentTypeError("trace(f): pass the arguments to the returned function")
+        return trace_fn(x)
+    from .ops.manip import trace as matrix_trace
+
+    return matrix_trace(x, *args, **kwargs)
