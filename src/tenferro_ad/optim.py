@@ -178,15 +178,19 @@ class _Optimizer:
                     continue
                 st = self._state[key]
                 st.count += 1
-                bufs = []
-                for t in st.buffers:
-                    with t.as_view_mut() as m:
-                        w = m.prepare_host_mut()
-                        bufs.append(w.as_array())
-                        w.release()
+                # every write access stays open until the update is done: the arrays it
+                # hands out are only valid (and, in debug mode, only writable) meanwhile
+                muts = [t.as_view_mut() for t in st.buffers]
+                accesses = [m.prepare_host_mut() for m in muts]
                 w = v.prepare_host_mut()
-                self._update(w.as_array(), ga, bufs, st.count)
-                w.release()
+                try:
+                    self._update(w.as_array(), ga, [a.as_array() for a in accesses], st.count)
+                finally:
+                    w.release()
+                    for a in accesses:
+                        a.release()
+                    for m in muts:
+                        m.release()
         finally:
             for v in views:
                 v.release()
