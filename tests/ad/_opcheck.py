@@ -215,3 +215,40 @@ def second_cases(table: Sequence[Op]) -> list[Any]:
     import pytest
 
     return [pytest.param(op, id=op.name) for op in table if op.second]
+
+
+def check_forward_over_reverse(op: Op, bucket: int, dtype: str = "float64") -> None:
+    """Forward-over-reverse on random directions: ``jvp`` of ``x -> <grad_x <f(x), ct>, v>``
+    along ``u`` (``u^T H v``) agrees with JAX."""
+    xs, rng = inputs(op, bucket, dtype)
+    with np.errstate(all="ignore"):
+        out_shape = np.shape(np.asarray(op.theirs(*[jnp.asarray(x) for x in xs])))
+    ct = rng.normal(size=out_shape)
+    vs = [rng.normal(size=x.shape) for x in xs]
+    us = [rng.normal(size=x.shape).astype(x.dtype) for x in xs]
+    argnums = tuple(range(len(xs)))
+
+    def inner_ours(*ys: Any) -> Any:
+        return ad.sum(_real_part(op.ours(*ys)) * ct)
+
+    def outer_ours(*ys: Any) -> Any:
+        gs = ad.grad(inner_ours, argnums=argnums)(*ys)
+        total = ad.sum(_real_part(gs[0]) * vs[0])
+        for g, v in zip(gs[1:], vs[1:], strict=True):
+            total = total + ad.sum(_real_part(g) * v)
+        return total
+
+    def inner_theirs(*ys: Any) -> Any:
+        return jnp.sum(jnp.real(op.theirs(*ys)) * ct)
+
+    def outer_theirs(*ys: Any) -> Any:
+        gs = jax.grad(inner_theirs, argnums=argnums)(*ys)
+        return sum(jnp.sum(jnp.real(g) * v) for g, v in zip(gs, vs, strict=True))
+
+    with np.errstate(all="ignore"):
+        _, ref = jax.jvp(
+            outer_theirs, tuple(jnp.asarray(x) for x in xs), tuple(jnp.asarray(u) for u in us)
+        )
+    _, got = ad.jvp(outer_ours, [ts.from_numpy(x) for x in xs], [ts.from_numpy(u) for u in us])
+    close(np.asarray(got.to_numpy() if hasattr(got, "to_numpy") else ts.kernel.read_array(got)),
+          ref, max(_tol(op, dtype) * 100, 1e-7), "forward over reverse")

@@ -19,6 +19,7 @@ from tests.ad._opcheck import (
     cases,
     check_edges,
     check_first_order,
+    check_forward_over_reverse,
     check_second_order,
     second_cases,
 )
@@ -115,6 +116,12 @@ def test_value_vjp_jvp_match_jax(op: Op, bucket: int, dtype: str) -> None:
 def test_reverse_over_reverse_matches_jax(op: Op) -> None:
     """The gradient of a directional gradient (second order) agrees with JAX."""
     check_second_order(op, 0)
+
+
+@pytest.mark.parametrize("op", second_cases(TABLE))
+def test_forward_over_reverse_matches_jax(op: Op) -> None:
+    """jvp of a directional gradient (u^T H v) agrees with JAX."""
+    check_forward_over_reverse(op, 0)
 
 
 INF, NAN = float("inf"), float("nan")

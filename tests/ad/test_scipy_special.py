@@ -17,6 +17,7 @@ from tests.ad._opcheck import (
     Op,
     cases,
     check_first_order,
+    check_forward_over_reverse,
     check_second_order,
     second_cases,
 )
@@ -117,6 +118,14 @@ def test_reverse_over_reverse_matches_jax(op: Op) -> None:
     if op.name.startswith("multivariate_normal.logpdf"):
         op = _with_cov(op)
     check_second_order(op, 0)
+
+
+@pytest.mark.parametrize("op", second_cases(TABLE))
+def test_forward_over_reverse_matches_jax(op: Op) -> None:
+    """jvp of a directional gradient (u^T H v) agrees with JAX."""
+    if op.name.startswith("multivariate_normal.logpdf"):
+        op = _with_cov(op)
+    check_forward_over_reverse(op, 0)
 
 
 def _with_cov(op: Op) -> Op:
