@@ -7,61 +7,21 @@ from typing import Any, overload
 
 import numpy as np
 
-from ._dtypes import ConversionError, from_numpy_dtype
+from ._dtypes import DType, checked_cast, from_numpy_dtype
 from ._dtypes import dtype as resolve_dtype
+from ._layout import INTP_MAX
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import OwnedStorage, allocate
-from ._tensor import Tensor
-from .errors import DTypeError, LayoutError
+from ._tensor import Tensor, TensorView, TensorViewMut
+from .errors import ConversionError, DTypeError, LayoutError, OwnershipError
 
 _OUT = AllocationReason.OPERATION_OUTPUT
 
 Shape = int | tuple[int, ...]
 
 
-def _checked_cast(
-    operation: str, src: np.ndarray[Any, Any], target: np.dtype[Any]
-) -> np.ndarray[Any, Any]:
-    """Refuse a conversion that would silently change values: NaN or +-inf into an integer
-    or bool dtype (numpy gives INT_MIN), a nonzero imaginary part into a real dtype (numpy
-    drops it), or a float into an integer dtype outside its range.  O(size) only when the
-    conversion is lossy by kind; nothing is allocated or recorded on refusal.  Returns the
-    source to convert (its real part when a complex source has no imaginary part)."""
-    kind = src.dtype.kind
-    if kind == "c" and target.kind != "c":
-        if np.any(np.imag(src) != 0):
-            raise ConversionError(
-                f"{operation}: converting complex values to {target} would drop nonzero "
-                "imaginary parts; take .real explicitly (or keep a complex dtype)"
-            )
-        src = np.real(src)
-        kind = src.dtype.kind
-    if kind in "fc" and target.kind in "iub":
-        finite = np.isfinite(src)
-        if not np.all(finite):
-            raise ConversionError(
-                f"{operation}: the values hold NaN or +-inf, which {target} cannot represent "
-                "(numpy would store garbage); replace them first or keep a floating dtype"
-            )
-        if target.kind in "iu" and src.size:
-            info = np.iinfo(target)
-            if np.min(src) < info.min or np.max(src) > info.max:
-                raise ConversionError(
-                    f"{operation}: values outside the range of {target} "
-                    f"[{info.min}, {info.max}] cannot be converted"
-                )
-    if kind in "iu" and target.kind in "iu" and src.size:
-        info = np.iinfo(target)
-        if np.min(src) < info.min or np.max(src) > info.max:
-            raise ConversionError(
-                f"{operation}: values outside the range of {target} "
-                f"[{info.min}, {info.max}] cannot be converted"
-            )
-    return src
-
-
-def _shape(operation: str, shape: object) -> tuple[int, ...]:
+def _shape(operation: str, shape: object, dt: DType | None = None) -> tuple[int, ...]:
     if isinstance(shape, int | np.integer) and not isinstance(shape, bool):
         shape = (int(shape),)
     if isinstance(shape, list):
@@ -73,7 +33,13 @@ def _shape(operation: str, shape: object) -> tuple[int, ...]:
             operation,
             f"argument 'shape' must be a non-negative int or tuple of them, got {shape!r}",
         )
-    return tuple(int(n) for n in shape)
+    out = tuple(int(n) for n in shape)
+    size = (dt.itemsize if dt is not None else 1) * int(np.prod(out, dtype=object))
+    if size > INTP_MAX:
+        raise LayoutError(
+            operation, f"argument 'shape' {out} needs {size} bytes, more than can be addressed"
+        )
+    return out
 
 
 @overload
@@ -90,8 +56,8 @@ def zeros(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, 
 def zeros(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with zeros. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype)
-    return Tensor._adopt(np.zeros(_shape("zeros", shape), dt.numpy), dt, _OUT, "zeros")  # type: ignore[no-any-return]
+    dt = resolve_dtype(dtype, "zeros")
+    return Tensor._adopt(np.zeros(_shape("zeros", shape, dt), dt.numpy), dt, _OUT, "zeros")  # type: ignore[no-any-return]
 
 
 @overload
@@ -108,8 +74,8 @@ def ones(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, R
 def ones(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def ones(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ones. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype)
-    return Tensor._adopt(np.ones(_shape("ones", shape), dt.numpy), dt, _OUT, "ones")  # type: ignore[no-any-return]
+    dt = resolve_dtype(dtype, "ones")
+    return Tensor._adopt(np.ones(_shape("ones", shape, dt), dt.numpy), dt, _OUT, "ones")  # type: ignore[no-any-return]
 
 
 @overload
@@ -130,8 +96,8 @@ def full(
 def full(shape: tuple[int, ...], fill_value: Any, dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ``fill_value``. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype)
-    shape_t = _shape("full", shape)
+    dt = resolve_dtype(dtype, "full")
+    shape_t = _shape("full", shape, dt)
     try:
         fill = np.asarray(fill_value)
     except Exception as e:
@@ -142,7 +108,7 @@ def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any
         raise DTypeError(
             f"full: argument 'fill_value' must be a numeric scalar, got {fill_value!r}"
         )
-    fill = _checked_cast("full", fill, dt.numpy)
+    fill = checked_cast("full", fill, dt.numpy)
     arr = np.full(shape_t, fill, dtype=dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, "full")  # type: ignore[no-any-return]
 
@@ -167,7 +133,10 @@ def arange(
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dtype = "int64" if ints else "float64"
-    dt = resolve_dtype(dtype)
+    dt = resolve_dtype(dtype, "arange")
+    n = np.ceil((stop - start) / step)
+    if n * dt.itemsize > INTP_MAX:
+        raise LayoutError("arange", f"{int(n)} elements need more memory than can be addressed")
     arr = np.arange(start, stop, step, dtype=dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, "arange")  # type: ignore[no-any-return]
 
@@ -179,11 +148,23 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     source is not referenced afterwards.  ``dtype`` converts on the way in (the
     conversion is part of the same transfer).  Unsupported dtypes raise ``DTypeError``.
     """
-    src = np.asarray(array)
-    dt = resolve_dtype(dtype) if dtype is not None else from_numpy_dtype(src.dtype, "from_numpy")
+    if isinstance(array, Tensor | TensorView | TensorViewMut):
+        raise OwnershipError(
+            f"from_numpy: argument 'array' is a {type(array).__name__}, not a numpy array; "
+            "use .duplicate() for an explicit copy of a tenferro value"
+        )
+    try:
+        src = np.asarray(array)
+    except Exception as e:  # ragged lists, objects numpy cannot convert
+        raise DTypeError(f"from_numpy: argument 'array' cannot become an array: {e}") from None
+    dt = (
+        resolve_dtype(dtype, "from_numpy")
+        if dtype is not None
+        else from_numpy_dtype(src.dtype, "from_numpy")
+    )
     if dtype is not None and src.dtype.kind not in "biufc":
         raise DTypeError(f"from_numpy: cannot convert numpy dtype {src.dtype} to {dt.name}")
-    src = _checked_cast("from_numpy", src, dt.numpy)
+    src = checked_cast("from_numpy", src, dt.numpy)
     LEDGER.check_copy_allowed("from_numpy")
     arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
     t: Tensor[Any, DynRank] = Tensor._adopt(
@@ -201,6 +182,8 @@ def allocate_storage(
     Build tensors over it (or over pieces of it, after ``split``) with
     :meth:`Tensor.from_storage`.
     """
-    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or nbytes < 0:
-        raise ValueError(f"allocate_storage: nbytes must be a non-negative int, got {nbytes!r}")
+    if not isinstance(nbytes, int) or isinstance(nbytes, bool) or not 0 <= nbytes <= INTP_MAX:
+        raise LayoutError(
+            "allocate_storage", f"argument 'nbytes' must be a non-negative int, got {nbytes!r}"
+        )
     return allocate(nbytes, reason, "allocate_storage")

@@ -30,7 +30,7 @@ from ._layout import (
     whole,
 )
 from ._root import RootResource
-from .errors import LayoutError
+from .errors import BadIndexError, LayoutError
 
 _PROOF_FRESH = prove_injective((), ())  # a fresh C-contiguous array is trivially injective
 
@@ -328,12 +328,12 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
         key = (key,)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
-        raise IndexError(f"{operation}: an index can only have a single ellipsis ('...')")
+        raise BadIndexError(operation, "an index can only have a single ellipsis ('...')")
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     ndim = len(parent.shape)
     if consumed > ndim:
-        raise IndexError(
-            f"{operation}: too many indices: the view has {ndim} axes but {consumed} were indexed"
+        raise BadIndexError(
+            operation, f"too many indices: the view has {ndim} axes but {consumed} were indexed"
         )
     if n_ell:
         i = next(j for j, k in enumerate(key) if k is Ellipsis)
@@ -354,7 +354,10 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
         s = parent.strides[axis]
         axis += 1
         if isinstance(k, slice):
-            start, stop, step = k.indices(n)
+            try:
+                start, stop, step = k.indices(n)
+            except (TypeError, ValueError) as e:  # non-integer parts, a zero step
+                raise BadIndexError(operation, f"slice {k!r}: {e}") from None
             length = len(range(start, stop, step))
             if length:
                 offset += start * s
@@ -365,15 +368,16 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
         elif isinstance(k, int | np.integer) and not isinstance(k, bool):
             i = int(k)
             if not -n <= i < n:
-                raise IndexError(
-                    f"{operation}: index {i} is out of bounds for axis {axis - 1} with size {n}"
+                raise BadIndexError(
+                    operation, f"index {i} is out of bounds for axis {axis - 1} with size {n}"
                 )
             offset += (i % n) * s
         else:
-            raise TypeError(
-                f"{operation}: only basic indices (ints, slices, ..., None) make views; got "
+            raise BadIndexError(
+                operation,
+                f"only basic indices (ints, slices, ..., None) make views; got "
                 f"{type(k).__name__}. Integer-array indexing creates new values: use the AD "
-                "ops or to_numpy()"
+                "ops or to_numpy()",
             )
     shape_t, strides_t = tuple(shape), tuple(strides)
     size = 1

@@ -6,13 +6,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from .errors import DTypeError
-
-
-class ConversionError(DTypeError, ValueError):
-    """A value conversion would silently change values (NaN/inf or an out-of-range float into
-    an integer dtype, a nonzero imaginary part into a real dtype).  Both a ``DTypeError``
-    (``TypeError``) and a ``ValueError``; nothing is allocated or recorded."""
+from .errors import ConversionError, DTypeError
 
 
 class DType:
@@ -31,6 +25,11 @@ class DType:
     kind: str
 
     def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or name not in SUPPORTED:
+            raise DTypeError(
+                f"DType: {name!r} is not a supported dtype name; use tenferro_storage.dtype() "
+                f"or one of {', '.join(SUPPORTED)}"
+            )
         nd = np.dtype(name)
         object.__setattr__(self, "name", name)
         object.__setattr__(self, "numpy", nd)
@@ -94,10 +93,11 @@ complex64 = _BY_NAME["complex64"]
 complex128 = _BY_NAME["complex128"]
 
 
-def dtype(spec: object) -> DType:
+def dtype(spec: object, operation: str = "dtype") -> DType:
     """Resolve a dtype name (``"float64"``), a :class:`DType`, or a numpy dtype/type. O(1).
 
-    Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype.
+    Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype
+    (and ``operation``, the caller, when given).
     """
     if isinstance(spec, DType):
         return spec
@@ -118,9 +118,16 @@ def dtype(spec: object) -> DType:
             found = _BY_NUMPY.get(nd)
             if found is not None:
                 return found
+    arg = "" if operation == "dtype" else "argument 'dtype': "
     raise DTypeError(
-        f"dtype: unknown or unsupported dtype {spec!r}; supported: {', '.join(SUPPORTED)}"
+        f"{operation}: {arg}unknown or unsupported dtype {_short(spec)}; supported: "
+        f"{', '.join(SUPPORTED)}"
     )
+
+
+def _short(spec: object) -> str:
+    r = repr(spec)
+    return r if len(r) <= 60 else f"<{type(spec).__name__}>"
 
 
 def from_numpy_dtype(nd: np.dtype[Any], operation: str) -> DType:
@@ -131,3 +138,44 @@ def from_numpy_dtype(nd: np.dtype[Any], operation: str) -> DType:
             f"{operation}: numpy dtype {nd} is not supported; supported: {', '.join(SUPPORTED)}"
         )
     return found
+
+
+def checked_cast(
+    operation: str, src: np.ndarray[Any, Any], target: np.dtype[Any]
+) -> np.ndarray[Any, Any]:
+    """Refuse a conversion that would silently change values: NaN or +-inf into an integer
+    or bool dtype (numpy gives INT_MIN), a nonzero imaginary part into a real dtype (numpy
+    drops it), or a float into an integer dtype outside its range.  O(size) only when the
+    conversion is lossy by kind; nothing is allocated or recorded on refusal.  Returns the
+    source to convert (its real part when a complex source has no imaginary part)."""
+    kind = src.dtype.kind
+    if kind == "c" and target.kind != "c":
+        if np.any(np.imag(src) != 0):
+            raise ConversionError(
+                f"{operation}: converting complex values to {target} would drop nonzero "
+                "imaginary parts; take .real explicitly (or keep a complex dtype)"
+            )
+        src = np.real(src)
+        kind = src.dtype.kind
+    if kind in "fc" and target.kind in "iub":
+        finite = np.isfinite(src)
+        if not np.all(finite):
+            raise ConversionError(
+                f"{operation}: the values hold NaN or +-inf, which {target} cannot represent "
+                "(numpy would store garbage); replace them first or keep a floating dtype"
+            )
+        if target.kind in "iu" and src.size:
+            info = np.iinfo(target)
+            if np.min(src) < info.min or np.max(src) > info.max:
+                raise ConversionError(
+                    f"{operation}: values outside the range of {target} "
+                    f"[{info.min}, {info.max}] cannot be converted"
+                )
+    if kind in "iu" and target.kind in "iu" and src.size:
+        info = np.iinfo(target)
+        if np.min(src) < info.min or np.max(src) > info.max:
+            raise ConversionError(
+                f"{operation}: values outside the range of {target} "
+                f"[{info.min}, {info.max}] cannot be converted"
+            )
+    return src

@@ -33,6 +33,10 @@ class WriteInjectivityProof:
 _PROOF: Final = WriteInjectivityProof()
 
 
+def _is_int(x: object) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
 class CheckedStrided:
     """A validated strided traversal plan: start offset, extents, strides, count.
 
@@ -49,6 +53,20 @@ class CheckedStrided:
     carry: tuple[int, ...]
 
     def __init__(self, start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        if not (
+            _is_int(start)
+            and isinstance(shape, tuple)
+            and isinstance(strides, tuple)
+            and len(shape) == len(strides)
+            and all(_is_int(n) and n >= 0 for n in shape)
+            and all(_is_int(x) for x in strides)
+        ):
+            raise LayoutError(
+                type(self).__name__,
+                "start must be an int, shape a tuple of non-negative ints and strides a tuple of "
+                f"ints of the same length; got start={start!r}, shape={shape!r}, "
+                f"strides={strides!r}",
+            )
         self.start = start
         self.shape = shape
         self.strides = strides

@@ -26,7 +26,7 @@ from ._access import (
     PreparedStridedWrite,
 )
 from ._descriptor import CheckedDescriptor
-from ._dtypes import _BY_NUMPY, DType, from_numpy_dtype
+from ._dtypes import _BY_NUMPY, DType, checked_cast, from_numpy_dtype
 from ._dtypes import dtype as resolve_dtype
 from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
@@ -35,7 +35,14 @@ from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import _BUFFERS, OwnedStorage, adopt, adopt_checked
-from .errors import AccessError, BorrowError, LayoutError
+from .errors import (
+    AccessError,
+    BorrowError,
+    DTypeError,
+    LayoutError,
+    OwnershipError,
+    RankError,
+)
 
 DT = TypeVar("DT")
 R = TypeVar("R")
@@ -65,8 +72,29 @@ CONSUMING_API: Final = ("into_storage", "into_real", "into_complex", "take")
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
 
+def _fill_value(value: Any, d: CheckedDescriptor) -> np.ndarray[Any, Any]:
+    """``value`` checked for ``fill``: numeric, broadcastable to the view, representable in
+    its dtype (no NaN into integers, no dropped imaginary parts).  Raises before anything is
+    mapped, written or counted."""
+    try:
+        v = np.asarray(value)
+    except Exception as e:  # numpy's errors for ragged or odd objects
+        raise DTypeError(f"fill: argument 'value' {value!r} is not numeric: {e}") from None
+    if v.dtype.kind not in "biufc":
+        raise DTypeError(f"fill: argument 'value' must be numeric, got {value!r}")
+    shape = d.shape
+    if v.ndim > len(shape) or any(
+        a != 1 and a != b for a, b in zip(v.shape[::-1], shape[::-1], strict=False)
+    ):
+        raise LayoutError(
+            "fill", f"argument 'value' of shape {v.shape} does not broadcast to the view",
+            shape=shape,
+        )
+    return checked_cast("fill", v, d.dtype.numpy)
+
+
 def _refuse_array(obj: object) -> NoReturn:
-    raise TypeError(
+    raise OwnershipError(
         f"np.asarray({type(obj).__name__}): tenferro never copies implicitly. Call "
         ".to_numpy() for a recorded TRANSFER copy, or prepare_host().as_array() to read the "
         "values in place under a borrow"
@@ -112,7 +140,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
     _storage: OwnedStorage
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "TensorView() cannot be constructed directly; borrow one with owner.as_view() "
             "(or view.as_view(), or slice an owner or view)"
         )
@@ -191,7 +219,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
     def __len__(self) -> int:
         shape = self._d("len").shape
         if not shape:
-            raise TypeError("len() of a rank-0 view")
+            raise RankError("len", "len() of a rank-0 view (it has no first axis)")
         return shape[0]
 
     # -- derivations -----------------------------------------------------------------
@@ -262,7 +290,9 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         """The single element as a Python scalar (a host read; no ledger event)."""
         d = self._d("item")
         if d.size != 1:
-            raise ValueError(f"item: the view has {d.size} elements, not 1 (shape {d.shape})")
+            raise LayoutError(
+                "item", f"the view has {d.size} elements, not 1", shape=d.shape
+            )
         return d.readonly().item()
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
@@ -310,7 +340,7 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
     _storage: OwnedStorage
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "TensorViewMut() cannot be constructed directly; borrow one with owner.as_view_mut()"
         )
 
@@ -483,9 +513,10 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
         unchanged (nothing written, no dispatch counted).
         """
         d = self._writable("fill")
+        v = _fill_value(value, d)
         _map_host(self, "fill", "writing")
         self._storage.claim.root.provider.counters.dispatches += 1
-        d.array()[...] = value
+        d.array()[...] = v
 
     def __enter__(self) -> TensorViewMut[DT, R]:
         return self
@@ -518,7 +549,7 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
     _storage: OwnedStorage | None
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "Tensor() cannot be constructed directly; use tenferro_storage.zeros/ones/full/"
             "arange/from_numpy or Tensor.from_storage"
         )
@@ -551,7 +582,12 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         size, alignment, provider compatibility, write injectivity — an owner can
         write).  On ``LayoutError`` the storage is not consumed.  No allocation, no copy.
         """
-        dt = resolve_dtype(dtype)
+        if not isinstance(storage, OwnedStorage):
+            raise OwnershipError(
+                f"Tensor.from_storage: argument 'storage' must be an OwnedStorage (from "
+                f"allocate_storage or Tensor.into_storage), got {type(storage).__name__}"
+            )
+        dt = resolve_dtype(dtype, "Tensor.from_storage")
         shape_t = (shape,) if isinstance(shape, int) else shape
         claim = storage.claim
         if strides is None and isinstance(shape_t, tuple):

@@ -19,8 +19,10 @@ T = TypeVar("T")
 __all__ = [
     "AccessError",
     "AliasedOutputError",
+    "BadIndexError",
     "BindError",
     "BorrowError",
+    "ConversionError",
     "CopyForbiddenError",
     "DTypeError",
     "DisjointCause",
@@ -34,6 +36,7 @@ __all__ = [
     "OutputAccessError",
     "OutputExtractError",
     "OwnershipError",
+    "RankError",
     "ReinterpretError",
     "ScopedOutputExtractError",
     "ScopedSubmitRejected",
@@ -121,6 +124,23 @@ class LayoutError(TenferroError, ValueError):
             parts.append(f"(requested {request})")
         super().__init__(" ".join(parts))
 
+
+
+class BadIndexError(LayoutError, IndexError):
+    """An index does not select inside the view: out of bounds, too many indices, more than
+    one ellipsis, or not a basic index (ints, slices, ``...``, ``None``).  Both a
+    ``LayoutError`` and an ``IndexError`` (what numpy raises); nothing is borrowed."""
+
+
+class RankError(LayoutError, TypeError):
+    """An operation needs a rank the value does not have (``len()`` of a 0-d view).  Both a
+    ``LayoutError`` and a ``TypeError`` (what numpy raises)."""
+
+
+class ConversionError(DTypeError, ValueError):
+    """A value conversion would silently change values (NaN/inf or an out-of-range float into
+    an integer dtype, a nonzero imaginary part into a real dtype).  Both a ``DTypeError``
+    (``TypeError``) and a ``ValueError``; nothing is allocated, written or recorded."""
 
 class AliasedOutputError(LayoutError):
     """Raised by ``kernel.adopt_output`` when the array is memory an existing value holds.
