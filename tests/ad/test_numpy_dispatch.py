@@ -127,8 +127,8 @@ def test_unsupported_function_is_named() -> None:
     h = ad.add(ts.from_numpy(np.array([4.0, 6.0])), 0.0)
     with pytest.raises(NumpyFunctionError, match=r"numpy\.unique"):
         np.unique(h)
-    with pytest.raises(NumpyFunctionError, match=r"numpy\.median"):
-        np.median(h)
+    with pytest.raises(NumpyFunctionError, match=r"numpy\.percentile"):
+        np.percentile(h, 50)
 
 
 def test_out_argument_is_refused() -> None:

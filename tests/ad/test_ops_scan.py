@@ -91,6 +91,19 @@ TABLE = [
        lambda x: jnp.linalg.norm(x, 2, axis=(-2, -1)), M, "any", ("float64",), rtol64=1e-8),
     Op("norm_mat_-2", lambda x: ad.norm(x, -2, axis=(-2, -1)),
        lambda x: jnp.linalg.norm(x, -2, axis=(-2, -1)), M, "any", ("float64",), rtol64=1e-8),
+    Op("median_odd", lambda x: ad.median(x, axis=-1), lambda x: jnp.median(x, axis=-1),
+       (((3, 5),),), "distinct", F),
+    Op("median_even_none", ad.median, jnp.median, M, "distinct", F),
+    Op("median_keepdims", lambda x: ad.median(x, axis=0, keepdims=True),
+       lambda x: jnp.median(x, axis=0, keepdims=True), M, "distinct", F),
+    Op("average_weights", lambda x, w: ad.average(x, axis=1, weights=w),
+       lambda x, w: jnp.average(x, axis=1, weights=w), (((3, 4), (4,)),), "positive", F),
+    Op("average_full_weights", lambda x, w: ad.average(x, weights=w),
+       lambda x, w: jnp.average(x, weights=w), (((3, 4), (3, 4)),), "positive", F),
+    Op("average_returned", lambda x: ad.average(x, axis=0, returned=True)[1] * ad.average(x),
+       lambda x: jnp.average(x, axis=0, returned=True)[1] * jnp.average(x), M, "any", F),
+    Op("nansum_nanmean", lambda x: ad.nansum(x, axis=0) + ad.nanmean(x),
+       lambda x: jnp.nansum(x, axis=0) + jnp.nanmean(x), M, "any", F),
     Op("logsumexp_axis", lambda x: ad.logsumexp(x, axis=-1),
        lambda x: jss.logsumexp(x, axis=-1), M, "any", F),
     Op("logsumexp_b", lambda x: ad.logsumexp(x, axis=1, b=B_W),
@@ -148,6 +161,18 @@ def test_argsort_argmax_are_int64_and_non_differentiable() -> None:
         return ad.sum(v)
 
     ad.grad(f)(ts.from_numpy(x))
+
+
+def test_nan_aware_reductions_skip_nan() -> None:
+    """nansum/nanmean ignore NaN entries (zero gradient there), any/all are booleans."""
+    x = np.array([[1.0, np.nan, 3.0], [np.nan, 2.0, 2.0]])
+    g = ad.grad(lambda v: ad.nansum(v) + ad.nanmean(v, axis=1).sum())(ts.from_numpy(x))
+    ref = jax.grad(lambda v: jnp.nansum(v) + jnp.nanmean(v, axis=1).sum())(x)
+    np.testing.assert_allclose(ts.kernel.read_array(g), np.asarray(ref))
+    h = ts.from_numpy(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    np.testing.assert_array_equal(ad.any(h, axis=1).to_numpy(), [True, False])
+    h = ts.from_numpy(np.array([[0.0, 1.0], [0.0, 0.0]]))
+    assert not bool(ad.all(h))
 
 
 def test_sort_gradient_routes_ties_like_jax() -> None:

@@ -32,8 +32,9 @@ from ._util import dtype_of, shape_of
 Array = Any
 
 __all__ = [
-    "argmax", "argmin", "argpartition", "argsort", "cumprod", "cumsum", "diff", "logsumexp",
-    "norm", "partition", "sort", "std", "take_along_axis", "var",
+    "all", "any", "argmax", "argmin", "argpartition", "argsort", "average", "cumprod", "cumsum",
+    "diff", "logsumexp", "median", "nanmean", "nansum", "norm", "partition", "sort", "std",
+    "take_along_axis", "var",
 ]
 
 
@@ -422,3 +423,102 @@ def _isfinite(x: Any) -> Any:
     from .math import isfinite
 
     return isfinite(x)
+
+
+ANY = nondifferentiable(
+    defprimitive("any", lambda x, *, axis, keepdims: np.any(x, axis=axis, keepdims=keepdims), 1)
+)
+ALL = nondifferentiable(
+    defprimitive("all", lambda x, *, axis, keepdims: np.all(x, axis=axis, keepdims=keepdims), 1)
+)
+
+
+def any(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+    """Whether any entry is true (non-differentiable, bool). One allocation."""
+    ax = None if axis is None else _axes("any", axis, len(shape_of(x)))
+    return bind(ANY, x, axis=ax, keepdims=keepdims)
+
+
+def all(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+    """Whether every entry is true (non-differentiable, bool). One allocation."""
+    ax = None if axis is None else _axes("all", axis, len(shape_of(x)))
+    return bind(ALL, x, axis=ax, keepdims=keepdims)
+
+
+def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+    """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient)."""
+    from .math import isnan
+
+    return rd.sum(ew.where(isnan(x), 0.0, x), axis=axis, keepdims=keepdims)
+
+
+def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+    """Mean over the non-NaN entries (derived)."""
+    from .math import isnan
+
+    with no_grad():
+        n = rd.sum(ew.astype(ew.equal(isnan(x), False), _real_dtype(x)), axis=axis,
+                   keepdims=keepdims)
+    return ew.div(nansum(x, axis=axis, keepdims=keepdims), n)
+
+
+def average(
+    x: Any, axis: Any = None, weights: Any = None, returned: bool = False,
+    keepdims: bool = False,
+) -> Any:
+    """``numpy.average``: ``sum(w * x) / sum(w)`` (differentiable in ``x`` and ``w``);
+    1-D weights apply along a single ``axis``. ``returned=True`` also gives ``sum(w)``."""
+    if weights is None:
+        out = rd.mean(x, axis=axis, keepdims=keepdims)
+        if returned:
+            shape = shape_of(x)
+            n = _count(shape, _axes("average", axis, len(shape)))
+            from .manip import full_like
+
+            return out, full_like(out, float(n))
+        return out
+    shape = shape_of(x)
+    ws = shape_of(weights)
+    w = weights
+    if ws != shape:
+        if axis is None or len(ws) != 1 or isinstance(axis, tuple | list):
+            raise ArgumentError(
+                "average: 1-D 'weights' need a single 'axis'; otherwise weights must have "
+                "the shape of the input"
+            )
+        ax = _axis("average", axis, len(shape))
+        if ws[0] != shape[ax]:
+            raise ArgumentError(
+                f"average: 'weights' has length {ws[0]}, axis {ax} has extent {shape[ax]}"
+            )
+        want = [1] * len(shape)
+        want[ax] = ws[0]
+        w = sh.reshape(weights, tuple(want)) if isinstance(weights, EagerTensor) else (
+            np.reshape(np.asarray(weights), want)
+        )
+    wb = sh.broadcast_to(w, shape) if isinstance(w, EagerTensor) else np.broadcast_to(
+        np.asarray(w), shape
+    ).copy()
+    wsum = rd.sum(wb, axis=axis, keepdims=keepdims)
+    out = ew.div(rd.sum(ew.mul(x, w), axis=axis, keepdims=keepdims), wsum)
+    return (out, wsum) if returned else out
+
+
+def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
+    """``numpy.median`` (derived: sort, then the middle entry or the mean of the two middle
+    entries; the gradient goes to those entries, as in JAX)."""
+    shape = shape_of(x)
+    if axis is None:
+        out = median(_flat(x), axis=0)
+        return sh.reshape(out, (1,) * len(shape)) if keepdims else out
+    if isinstance(axis, tuple | list):
+        raise ArgumentError("median: a tuple 'axis' is not supported; pass one axis or None")
+    ax = _axis("median", axis, len(shape))
+    n = shape[ax]
+    if n == 0:
+        raise ArgumentError("median: the reduced axis is empty")
+    srt = sort(x, axis=ax)
+    pre = (slice(None),) * ax
+    lo, hi = (n - 1) // 2, n // 2
+    out = rd.mean(sh.getitem(srt, (*pre, slice(lo, hi + 1))), axis=ax, keepdims=keepdims)
+    return out
