@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage.errors import TenferroError
+
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 
 
@@ -65,3 +67,19 @@ def permutation(operation: str, axes: Any, ndim: int) -> tuple[int, ...]:
     if len(set(out)) != ndim:
         raise ArgumentError(f"{operation}: argument 'axes' {items!r} repeats an axis")
     return out
+
+
+KERNEL_ERRORS = (ValueError, TypeError, IndexError)
+"""What numpy (and Python) raise for values a kernel cannot take; the public op functions
+turn them into the project's errors naming the op (:func:`arg_error`)."""
+
+
+def arg_error(operation: str, e: BaseException) -> BaseException:
+    """The project error to raise for ``e`` escaping ``operation``: a project error as it is;
+    numpy's ``ValueError``/``IndexError`` as ``ArgumentError`` and ``TypeError`` as
+    ``ArgumentTypeError``, both naming the op and keeping numpy's words.  O(1)."""
+    if isinstance(e, TenferroError):
+        return e
+    if isinstance(e, TypeError):
+        return ArgumentTypeError(f"{operation}: an argument has a type it cannot take: {e}")
+    return ArgumentError(f"{operation}: the arguments do not fit together: {e}")

@@ -29,6 +29,7 @@ from .._handle import EagerTensor
 from .._primitive import Primitive, Zero, deflinear, defprimitive
 from ..errors import ArgumentTypeError
 from . import elementwise
+from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import HANDLE_NS
 
 Array = Any
@@ -62,7 +63,10 @@ def _dtype(x: Any) -> np.dtype[Any]:
 
 def is_complex(x: Any) -> bool:
     """Whether ``x`` (a handle, numpy array or scalar) holds complex numbers. O(1)."""
-    return _dtype(x).kind == "c"
+    try:
+        return _dtype(x).kind == "c"
+    except KERNEL_ERRORS as e:
+        raise arg_error("is_complex", e) from None
 
 
 def _real_impl(x: Array) -> Array:
@@ -190,28 +194,43 @@ VIEW_AS_COMPLEX.defjvp(lambda ops, t: ops.apply(VIEW_AS_COMPLEX, t))
 # -- public functions ----------------------------------------------------------------------------
 def conj(x: Any) -> EagerTensor:
     """Complex conjugate (a copy for real input). One allocation; linear, saves nothing."""
-    return bind(CONJ, x)
+    try:
+        return bind(CONJ, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("conj", e) from None
 
 
 def real(x: Any) -> EagerTensor:
     """Real part (the identity, as a fresh value, for real input). One allocation."""
-    return bind(REAL, x, src_complex=is_complex(x))
+    try:
+        return bind(REAL, x, src_complex=is_complex(x))
+    except KERNEL_ERRORS as e:
+        raise arg_error("real", e) from None
 
 
 def imag(x: Any) -> EagerTensor:
     """Imaginary part (zeros for real input, with a zero gradient). One allocation."""
-    return bind(IMAG, x, src_complex=is_complex(x))
+    try:
+        return bind(IMAG, x, src_complex=is_complex(x))
+    except KERNEL_ERRORS as e:
+        raise arg_error("imag", e) from None
 
 
 def complex(re: Any, im: Any) -> EagerTensor:
     """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
-    return bind(REAL_T, re) - bind(IMAG_T, im)
+    try:
+        return bind(REAL_T, re) - bind(IMAG_T, im)
+    except KERNEL_ERRORS as e:
+        raise arg_error("complex", e) from None
 
 
 def angle(z: Any) -> EagerTensor:
     """Argument of ``z`` in radians (``numpy.angle``); gradient ``-i ct conj(z)/|z|^2``
     (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``."""
-    return bind(ANGLE, z)
+    try:
+        return bind(ANGLE, z)
+    except KERNEL_ERRORS as e:
+        raise arg_error("angle", e) from None
 
 
 def view_as_real(z: Any) -> EagerTensor:
@@ -220,7 +239,10 @@ def view_as_real(z: Any) -> EagerTensor:
     Metadata-only: no allocation, no copy (the storage kernel's sealed complex<->real
     reinterpretation).  Differentiable: the cotangent maps back as ``g0 - 1j*g1``.
     """
-    return bind(VIEW_AS_REAL, z)
+    try:
+        return bind(VIEW_AS_REAL, z)
+    except KERNEL_ERRORS as e:
+        raise arg_error("view_as_real", e) from None
 
 
 def view_as_complex(x: Any) -> EagerTensor:
@@ -228,7 +250,10 @@ def view_as_complex(x: Any) -> EagerTensor:
 
     Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
     """
-    return bind(VIEW_AS_COMPLEX, x)
+    try:
+        return bind(VIEW_AS_COMPLEX, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("view_as_complex", e) from None
 
 
 def _install() -> None:

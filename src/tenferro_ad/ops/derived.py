@@ -6,7 +6,7 @@ from typing import Any
 
 from .._handle import EagerTensor
 from .._state import no_grad
-from ._axes import axis_index
+from ._axes import KERNEL_ERRORS, arg_error, axis_index
 from .elementwise import abs as eabs
 from .elementwise import div, exp, less, log, stop_gradient, sub, where
 from .reduce import _axes, _shape_of
@@ -18,33 +18,42 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """``log(sum(exp(x)))`` computed stably (shifted by the stop-gradient max; a non-finite
     max shifts by 0, as JAX does, so ``logsumexp([inf, 0])`` is ``inf`` with gradient
     ``[nan, 0]``).  A few allocations; raises ``AxisError`` for an axis out of range."""
-    _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
-    with no_grad():  # the shift is a constant: nothing recorded, nothing retained
-        m = stop_gradient(rmax(x, axis=axis, keepdims=True))
-        m = where(less(eabs(m), float("inf")), m, 0)
-    s = log(rsum(exp(sub(x, m)), axis=axis, keepdims=True))
-    out = s + m
-    if not keepdims:
-        out = rsum(out, axis=axis) if axis is not None else out.reshape(())
-    return out
+    try:
+        _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
+        with no_grad():  # the shift is a constant: nothing recorded, nothing retained
+            m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+            m = where(less(eabs(m), float("inf")), m, 0)
+        s = log(rsum(exp(sub(x, m)), axis=axis, keepdims=True))
+        out = s + m
+        if not keepdims:
+            out = rsum(out, axis=axis) if axis is not None else out.reshape(())
+        return out
+    except KERNEL_ERRORS as e:
+        raise arg_error("logsumexp", e) from None
 
 
 def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
     """``x - logsumexp(x, axis)`` computed as JAX does: shifted by the stop-gradient max
     (unguarded, so an infinite entry gives NaN like JAX).  Raises ``AxisError`` for an axis
     out of range.  A few allocations."""
-    axis_index("log_softmax", axis, len(_shape_of(x)))
-    with no_grad():
-        m = stop_gradient(rmax(x, axis=axis, keepdims=True))
-    shifted = sub(x, m)
-    return sub(shifted, log(rsum(exp(shifted), axis=axis, keepdims=True)))
+    try:
+        axis_index("log_softmax", axis, len(_shape_of(x)))
+        with no_grad():
+            m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+        shifted = sub(x, m)
+        return sub(shifted, log(rsum(exp(shifted), axis=axis, keepdims=True)))
+    except KERNEL_ERRORS as e:
+        raise arg_error("log_softmax", e) from None
 
 
 def softmax(x: Any, axis: int = -1) -> EagerTensor:
     """``exp(x) / sum(exp(x))`` computed as JAX does (shifted by the stop-gradient max).
     Raises ``AxisError`` for an axis out of range.  A few allocations."""
-    axis_index("softmax", axis, len(_shape_of(x)))
-    with no_grad():
-        m = stop_gradient(rmax(x, axis=axis, keepdims=True))
-    unnormalized = exp(sub(x, m))
-    return div(unnormalized, rsum(unnormalized, axis=axis, keepdims=True))
+    try:
+        axis_index("softmax", axis, len(_shape_of(x)))
+        with no_grad():
+            m = stop_gradient(rmax(x, axis=axis, keepdims=True))
+        unnormalized = exp(sub(x, m))
+        return div(unnormalized, rsum(unnormalized, axis=axis, keepdims=True))
+    except KERNEL_ERRORS as e:
+        raise arg_error("softmax", e) from None

@@ -26,6 +26,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
+from ._axes import KERNEL_ERRORS, arg_error
 
 Array = Any
 
@@ -313,139 +314,220 @@ STOP_GRADIENT = nondifferentiable(
 # -- public functions ---
 def add(x: Any, y: Any) -> EagerTensor:
     """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy."""
-    return bind(ADD, x, y)
+    try:
+        return bind(ADD, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("add", e) from None
 
 
 def sub(x: Any, y: Any) -> EagerTensor:
     """``x - y`` (broadcasting). One allocation; no copy."""
-    return bind(SUB, x, y)
+    try:
+        return bind(SUB, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("sub", e) from None
 
 
 def mul(x: Any, y: Any) -> EagerTensor:
     """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked."""
-    return bind(MUL, x, y)
+    try:
+        return bind(MUL, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("mul", e) from None
 
 
 def div(x: Any, y: Any) -> EagerTensor:
     """``x / y`` (broadcasting). One allocation; retains both inputs when tracked."""
-    return bind(DIV, x, y)
+    try:
+        return bind(DIV, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("div", e) from None
 
 
 def neg(x: Any) -> EagerTensor:
     """``-x``. One allocation; retains nothing."""
-    return bind(NEG, x)
+    try:
+        return bind(NEG, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("neg", e) from None
 
 
 def pow(x: Any, y: Any) -> EagerTensor:
     """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output."""
-    return bind(POW, x, y)
+    try:
+        return bind(POW, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("pow", e) from None
 
 
 def exp(x: Any) -> EagerTensor:
     """``e**x``. One allocation; retains the output."""
-    return bind(EXP, x)
+    try:
+        return bind(EXP, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("exp", e) from None
 
 
 def log(x: Any) -> EagerTensor:
     """Natural log. One allocation; retains the input."""
-    return bind(LOG, x)
+    try:
+        return bind(LOG, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("log", e) from None
 
 
 def log1p(x: Any) -> EagerTensor:
     """``log(1 + x)``. One allocation; retains the input."""
-    return bind(LOG1P, x)
+    try:
+        return bind(LOG1P, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("log1p", e) from None
 
 
 def expm1(x: Any) -> EagerTensor:
     """``exp(x) - 1``. One allocation; retains the output."""
-    return bind(EXPM1, x)
+    try:
+        return bind(EXPM1, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("expm1", e) from None
 
 
 def sin(x: Any) -> EagerTensor:
     """Sine. One allocation; retains the input."""
-    return bind(SIN, x)
+    try:
+        return bind(SIN, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("sin", e) from None
 
 
 def cos(x: Any) -> EagerTensor:
     """Cosine. One allocation; retains the input."""
-    return bind(COS, x)
+    try:
+        return bind(COS, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("cos", e) from None
 
 
 def tanh(x: Any) -> EagerTensor:
     """Hyperbolic tangent. One allocation; retains the output."""
-    return bind(TANH, x)
+    try:
+        return bind(TANH, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("tanh", e) from None
 
 
 def sqrt(x: Any) -> EagerTensor:
     """Square root. One allocation; retains the output."""
-    return bind(SQRT, x)
+    try:
+        return bind(SQRT, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("sqrt", e) from None
 
 
 def abs(x: Any) -> EagerTensor:
     """Absolute value. One allocation; retains the input."""
-    return bind(ABS, x)
+    try:
+        return bind(ABS, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("abs", e) from None
 
 
 def sign(x: Any) -> EagerTensor:
     """Sign (non-differentiable: zero gradient). One allocation."""
-    return bind(SIGN, x)
+    try:
+        return bind(SIGN, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("sign", e) from None
 
 
 def maximum(x: Any, y: Any) -> EagerTensor:
     """Elementwise maximum; ties split the gradient evenly. One allocation."""
-    return bind(MAXIMUM, x, y)
+    try:
+        return bind(MAXIMUM, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("maximum", e) from None
 
 
 def minimum(x: Any, y: Any) -> EagerTensor:
     """Elementwise minimum; ties split the gradient evenly. One allocation."""
-    return bind(MINIMUM, x, y)
+    try:
+        return bind(MINIMUM, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("minimum", e) from None
 
 
 def where(cond: Any, x: Any, y: Any) -> EagerTensor:
     """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation."""
-    return bind(WHERE, cond, x, y)
+    try:
+        return bind(WHERE, cond, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("where", e) from None
 
 
 def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     """``minimum(maximum(x, lo), hi)`` (derived; the same gradient JAX's clip has)."""
-    return minimum(maximum(x, lo), hi)
+    try:
+        return minimum(maximum(x, lo), hi)
+    except KERNEL_ERRORS as e:
+        raise arg_error("clip", e) from None
 
 
 def less(x: Any, y: Any) -> EagerTensor:
     """``x < y`` as a boolean constant (non-differentiable)."""
-    return bind(LT, x, y)
+    try:
+        return bind(LT, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("less", e) from None
 
 
 def less_equal(x: Any, y: Any) -> EagerTensor:
     """``x <= y`` (non-differentiable)."""
-    return bind(LE, x, y)
+    try:
+        return bind(LE, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("less_equal", e) from None
 
 
 def greater(x: Any, y: Any) -> EagerTensor:
     """``x > y`` (non-differentiable)."""
-    return bind(GT, x, y)
+    try:
+        return bind(GT, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("greater", e) from None
 
 
 def greater_equal(x: Any, y: Any) -> EagerTensor:
     """``x >= y`` (non-differentiable)."""
-    return bind(GE, x, y)
+    try:
+        return bind(GE, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("greater_equal", e) from None
 
 
 def equal(x: Any, y: Any) -> EagerTensor:
     """``x == y`` (non-differentiable)."""
-    return bind(EQ, x, y)
+    try:
+        return bind(EQ, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("equal", e) from None
 
 
 def not_equal(x: Any, y: Any) -> EagerTensor:
     """``x != y`` (non-differentiable)."""
-    return bind(NE, x, y)
+    try:
+        return bind(NE, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("not_equal", e) from None
 
 
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
     gradient."""
-    src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
-    return bind(ASTYPE, x, dtype=_target_dtype(dtype), src=src)
+    try:
+        src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
+        return bind(ASTYPE, x, dtype=_target_dtype(dtype), src=src)
+    except KERNEL_ERRORS as e:
+        raise arg_error("astype", e) from None
 
 
 def _src_dtype(x: Any) -> np.dtype[Any]:
@@ -476,4 +558,7 @@ def _target_dtype(dtype: Any) -> np.dtype[Any]:
 
 def stop_gradient(x: Any) -> EagerTensor:
     """The same value with no gradient: a metadata-only alias (no allocation, no copy)."""
-    return bind(STOP_GRADIENT, x)
+    try:
+        return bind(STOP_GRADIENT, x)
+    except KERNEL_ERRORS as e:
+        raise arg_error("stop_gradient", e) from None

@@ -17,7 +17,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive
 from ..errors import ArgumentTypeError
-from ._axes import axes_tuple
+from ._axes import KERNEL_ERRORS, arg_error, axes_tuple
 
 Array = Any
 
@@ -174,37 +174,52 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum over ``axis`` (int, tuple or ``None`` for all). One allocation; retains nothing.
 
     Raises :class:`~tenferro_ad.errors.AxisError` for an axis outside ``[-ndim, ndim)``."""
-    shape = _shape_of(x)
-    axes = _axes("sum", axis, len(shape), keepdims)
-    return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
+    try:
+        shape = _shape_of(x)
+        axes = _axes("sum", axis, len(shape), keepdims)
+        return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
+    except KERNEL_ERRORS as e:
+        raise arg_error("sum", e) from None
 
 
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Mean over ``axis`` (derived: ``sum / n``). Two allocations."""
-    shape = _shape_of(x)
-    axes = _axes("mean", axis, len(shape), keepdims)
-    n = 1
-    for a in axes:
-        n *= shape[a]
-    s = bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
-    from .elementwise import DIV
+    try:
+        shape = _shape_of(x)
+        axes = _axes("mean", axis, len(shape), keepdims)
+        n = 1
+        for a in axes:
+            n *= shape[a]
+        s = bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
+        from .elementwise import DIV
 
-    return bind(DIV, s, float(n))
+        return bind(DIV, s, float(n))
+    except KERNEL_ERRORS as e:
+        raise arg_error("mean", e) from None
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Maximum over ``axis``; ties share the gradient. Retains the input and the output."""
-    axes = _axes("max", axis, len(_shape_of(x)), keepdims)
-    return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
+    try:
+        axes = _axes("max", axis, len(_shape_of(x)), keepdims)
+        return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
+    except KERNEL_ERRORS as e:
+        raise arg_error("max", e) from None
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Minimum over ``axis``; ties share the gradient. Retains the input and the output."""
-    axes = _axes("min", axis, len(_shape_of(x)), keepdims)
-    return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
+    try:
+        axes = _axes("min", axis, len(_shape_of(x)), keepdims)
+        return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
+    except KERNEL_ERRORS as e:
+        raise arg_error("min", e) from None
 
 
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
-    axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
-    return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
+    try:
+        axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
+        return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
+    except KERNEL_ERRORS as e:
+        raise arg_error("prod", e) from None

@@ -23,7 +23,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
-from ._axes import axis_index, permutation
+from ._axes import KERNEL_ERRORS, arg_error, axis_index, permutation
 
 Array = Any
 
@@ -105,38 +105,40 @@ RESHAPE_COPY = defprimitive(
 def reshape(x: Any, *shape: Any) -> EagerTensor:
     """Reshape.  A metadata-only alias (no allocation, no copy) of a contiguous value; a
     strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write)."""
-    if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
-        shape = _shape_arg("reshape", shape[0])
-    else:
-        shape = _shape_arg("reshape", shape)
-    src = _shape(x)
-    n = 1
-    for s in src:
-        n *= s
-    if shape.count(-1) > 1 or any(s < -1 for s in shape):
-        raise ArgumentError(
-            f"reshape: argument 'shape' {shape} may hold one -1 and otherwise non-negative "
-            "extents"
-        )
-    known = 1
-    for s in shape:
-        if s != -1:
-            known *= s
-    if -1 in shape:
-        if known == 0 or n % known:
+    try:
+        if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
+            shape = _shape_arg("reshape", shape[0])
+        else:
+            shape = _shape_arg("reshape", shape)
+        src = _shape(x)
+        n = 1
+        for s in src:
+            n *= s
+        if shape.count(-1) > 1 or any(s < -1 for s in shape):
             raise ArgumentError(
-                f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape}"
+                f"reshape: argument 'shape' {shape} may hold one -1 and otherwise non-negative "
+                "extents"
             )
-        shape = tuple(n // known if s == -1 else s for s in shape)
-    elif known != n:
-        raise ArgumentError(
-            f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape} "
-            f"({known} elements)"
-        )
-    contiguous = isinstance(x, EagerTensor) and x._r("reshape").a.flags.c_contiguous
-    prim = RESHAPE if contiguous else RESHAPE_COPY
-    return bind(prim, x, shape=tuple(shape), src=src)
-
+        known = 1
+        for s in shape:
+            if s != -1:
+                known *= s
+        if -1 in shape:
+            if known == 0 or n % known:
+                raise ArgumentError(
+                    f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape}"
+                )
+            shape = tuple(n // known if s == -1 else s for s in shape)
+        elif known != n:
+            raise ArgumentError(
+                f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape} "
+                f"({known} elements)"
+            )
+        contiguous = isinstance(x, EagerTensor) and x._r("reshape").a.flags.c_contiguous
+        prim = RESHAPE if contiguous else RESHAPE_COPY
+        return bind(prim, x, shape=tuple(shape), src=src)
+    except KERNEL_ERRORS as e:
+        raise arg_error("reshape", e) from None
 
 # -- transpose ---
 def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -158,22 +160,27 @@ TRANSPOSE = defprimitive(
 
 def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
-    nd = len(_shape(x))
-    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
-        axes = () if axes[0] is None else tuple(axes[0])
-    ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
-    return bind(TRANSPOSE, x, axes=ax)
+    try:
+        nd = len(_shape(x))
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+            axes = () if axes[0] is None else tuple(axes[0])
+        ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
+        return bind(TRANSPOSE, x, axes=ax)
+    except KERNEL_ERRORS as e:
+        raise arg_error("transpose", e) from None
 
 
 def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
     """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
-    nd = len(_shape(x))
-    i = axis_index("swapaxes", a, nd, "axis1")
-    j = axis_index("swapaxes", b, nd, "axis2")
-    ax = list(range(nd))
-    ax[i], ax[j] = ax[j], ax[i]
-    return bind(TRANSPOSE, x, axes=tuple(ax))
-
+    try:
+        nd = len(_shape(x))
+        i = axis_index("swapaxes", a, nd, "axis1")
+        j = axis_index("swapaxes", b, nd, "axis2")
+        ax = list(range(nd))
+        ax[i], ax[j] = ax[j], ax[i]
+        return bind(TRANSPOSE, x, axes=tuple(ax))
+    except KERNEL_ERRORS as e:
+        raise arg_error("swapaxes", e) from None
 
 # -- broadcast_to ---
 BROADCAST_TO = defprimitive(
@@ -189,17 +196,19 @@ BROADCAST_TO = defprimitive(
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
     ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
-    target = _shape_arg("broadcast_to", shape)
-    src = _shape(x)
-    if any(n < 0 for n in target) or len(target) < len(src) or any(
-        a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
-    ):
-        raise ArgumentError(
-            f"broadcast_to: a value of shape {src} cannot be broadcast to argument 'shape' "
-            f"{target}"
-        )
-    return bind(BROADCAST_TO, x, shape=target, src=src)
-
+    try:
+        target = _shape_arg("broadcast_to", shape)
+        src = _shape(x)
+        if any(n < 0 for n in target) or len(target) < len(src) or any(
+            a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
+        ):
+            raise ArgumentError(
+                f"broadcast_to: a value of shape {src} cannot be broadcast to argument 'shape' "
+                f"{target}"
+            )
+        return bind(BROADCAST_TO, x, shape=target, src=src)
+    except KERNEL_ERRORS as e:
+        raise arg_error("broadcast_to", e) from None
 
 # -- basic slicing (alias) and its linear transpose (pad into zeros) ---
 def _slice_pad_impl(g: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
@@ -215,6 +224,8 @@ SLICE_PAD = defprimitive(
     vjp=(lambda ops, g, *, key, shape: ops.gather(g, key=key),),
     jvp=(lambda ops, t, *, key, shape: ops.slice_pad(t, key=key, shape=shape),),
 )
+
+
 def _slice_impl(a: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
     out = a[key]
     if type(out) is not np.ndarray:  # a full integer index gives a scalar: take the 0-d view
@@ -291,32 +302,43 @@ def getitem(x: Any, key: Any) -> EagerTensor:
     """``x[key]``.  Basic indices (ints, slices, ``...``, ``None``) give a metadata alias (no
     allocation, no copy; VJP pads into zeros).  Integer-array indices gather into a fresh
     output (VJP: scatter-add, so repeated indices accumulate)."""
-    shape = _shape(x)
-    if _is_basic(key):
-        _check_key("getitem", shape, key)
-        return bind(SLICE, x, key=key, shape=shape)
-    frozen = _freeze_key(key)
-    _check_key("getitem", shape, frozen)
-    return bind(GATHER, x, key=frozen, shape=shape)
+    try:
+        shape = _shape(x)
+        if _is_basic(key):
+            _check_key("getitem", shape, key)
+            return bind(SLICE, x, key=key, shape=shape)
+        frozen = _freeze_key(key)
+        _check_key("getitem", shape, frozen)
+        return bind(GATHER, x, key=frozen, shape=shape)
+    except KERNEL_ERRORS as e:
+        raise arg_error("getitem", e) from None
 
 
 def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
-    shape = _shape(x)
-    frozen = _freeze_key(key)
-    _check_key("gather", shape, frozen)
-    return bind(GATHER, x, key=frozen, shape=shape)
+    try:
+        shape = _shape(x)
+        frozen = _freeze_key(key)
+        _check_key("gather", shape, frozen)
+        return bind(GATHER, x, key=frozen, shape=shape)
+    except KERNEL_ERRORS as e:
+        raise arg_error("gather", e) from None
 
 
 def slice_pad(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Zeros of ``shape`` with ``g`` written at basic index ``key`` (the transpose of slicing)."""
-    return bind(SLICE_PAD, g, key=key, shape=tuple(shape))
+    try:
+        return bind(SLICE_PAD, g, key=key, shape=tuple(shape))
+    except KERNEL_ERRORS as e:
+        raise arg_error("slice_pad", e) from None
 
 
 def scatter_add(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Zeros of ``shape`` with ``g`` added at index ``key`` (repeats accumulate)."""
-    return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
-
+    try:
+        return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
+    except KERNEL_ERRORS as e:
+        raise arg_error("scatter_add", e) from None
 
 # -- concatenate / stack ---
 def _concat_impl(*arrays: Array, axis: int, sizes: tuple[int, ...]) -> Array:
@@ -355,24 +377,27 @@ CONCATENATE = defprimitive(
 
 def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
     """Join values along ``axis``. One allocation (a kernel write of the joined values)."""
-    xs = _values_arg("concatenate", xs)
-    shapes = [_shape(x) for x in xs]
-    nd = len(shapes[0])
-    if nd == 0:
-        raise ArgumentError(
-            "concatenate: argument 'xs' holds 0-d values, which have no axis to join along "
-            "(use stack)"
-        )
-    ax = axis_index("concatenate", axis, nd)
-    for i, s in enumerate(shapes):
-        if len(s) != nd or any(
-            a != b for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != ax
-        ):
+    try:
+        xs = _values_arg("concatenate", xs)
+        shapes = [_shape(x) for x in xs]
+        nd = len(shapes[0])
+        if nd == 0:
             raise ArgumentError(
-                f"concatenate: argument 'xs'[{i}] has shape {s}, which does not fit "
-                f"'xs'[0]'s shape {shapes[0]} outside axis {ax}"
+                "concatenate: argument 'xs' holds 0-d values, which have no axis to join along "
+                "(use stack)"
             )
-    return bind(CONCATENATE, *xs, axis=ax, sizes=tuple(s[ax] for s in shapes))
+        ax = axis_index("concatenate", axis, nd)
+        for i, s in enumerate(shapes):
+            if len(s) != nd or any(
+                a != b for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != ax
+            ):
+                raise ArgumentError(
+                    f"concatenate: argument 'xs'[{i}] has shape {s}, which does not fit "
+                    f"'xs'[0]'s shape {shapes[0]} outside axis {ax}"
+                )
+        return bind(CONCATENATE, *xs, axis=ax, sizes=tuple(s[ax] for s in shapes))
+    except KERNEL_ERRORS as e:
+        raise arg_error("concatenate", e) from None
 
 
 def _values_arg(operation: str, xs: Any) -> list[Any]:
@@ -389,27 +414,33 @@ def _values_arg(operation: str, xs: Any) -> list[Any]:
 def expand_dims(x: Any, axis: Any) -> EagerTensor:
     """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result, as
     numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range."""
-    shape = list(_shape(x))
-    axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
-    nd = len(shape) + len(axes)
-    pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
-    if len(set(pos)) != len(pos):
-        raise ArgumentError(f"expand_dims: argument 'axis' {axis!r} repeats an axis")
-    for p in pos:
-        shape.insert(p, 1)
-    return reshape(x, tuple(shape))
+    try:
+        shape = list(_shape(x))
+        axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+        nd = len(shape) + len(axes)
+        pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
+        if len(set(pos)) != len(pos):
+            raise ArgumentError(f"expand_dims: argument 'axis' {axis!r} repeats an axis")
+        for p in pos:
+            shape.insert(p, 1)
+        return reshape(x, tuple(shape))
+    except KERNEL_ERRORS as e:
+        raise arg_error("expand_dims", e) from None
 
 
 def stack(xs: Any, axis: int = 0) -> EagerTensor:
     """Stack values of one shape along a new ``axis`` (derived: expand_dims + concatenate).
     ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range."""
-    xs = _values_arg("stack", xs)
-    shapes = [_shape(x) for x in xs]
-    ax = axis_index("stack", axis, len(shapes[0]) + 1)
-    for i, s in enumerate(shapes):
-        if s != shapes[0]:
-            raise ArgumentError(
-                f"stack: argument 'xs'[{i}] has shape {s}, 'xs'[0] has {shapes[0]}; stacked "
-                "values must have one shape"
-            )
-    return concatenate([expand_dims(x, ax) for x in xs], axis=ax)
+    try:
+        xs = _values_arg("stack", xs)
+        shapes = [_shape(x) for x in xs]
+        ax = axis_index("stack", axis, len(shapes[0]) + 1)
+        for i, s in enumerate(shapes):
+            if s != shapes[0]:
+                raise ArgumentError(
+                    f"stack: argument 'xs'[{i}] has shape {s}, 'xs'[0] has {shapes[0]}; stacked "
+                    "values must have one shape"
+                )
+        return concatenate([expand_dims(x, ax) for x in xs], axis=ax)
+    except KERNEL_ERRORS as e:
+        raise arg_error("stack", e) from None
