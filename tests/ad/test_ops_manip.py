@@ -113,6 +113,11 @@ TABLE = [
        lambda x: x * jnp.ones_like(x) + jnp.zeros_like(x) + jnp.full_like(x, 2.0), S2),
     Op("eye", lambda x: x @ ad.eye(4, dtype=x.dtype.numpy) * 2.0,
        lambda x: x @ jnp.eye(4, dtype=x.dtype) * 2.0, S2),
+    Op("r_", lambda x, y: ad.r_[x, 0:2, y, 1.5], lambda x, y: jnp.r_[x, 0:2, y, 1.5],
+       (((3,), (2,)),)),
+    Op("r_linspace", lambda x: ad.r_[x, -1:1:4j], lambda x: jnp.r_[x, -1:1:4j], (((3,),),),
+       "any", ("float64",)),
+    Op("c_", lambda x, y: ad.c_[x, y], lambda x, y: jnp.c_[x, y], (((3,), (3, 2)),)),
     # products
     Op("dot_vv", ad.dot, jnp.dot, (((4,), (4,)),), "any", FC),
     Op("dot_mv", ad.dot, jnp.dot, (((3, 4), (4,)),), "any", F),

@@ -31,7 +31,8 @@ __all__ = [
     "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "column_stack",
     "diag", "diagflat", "diagonal", "dsplit", "dstack", "eye", "flatten", "flip", "fliplr",
     "flipud", "full_like", "hsplit", "hstack", "linspace", "moveaxis", "ones_like", "pad",
-    "ravel", "repeat", "roll", "rollaxis", "rot90", "select", "split", "squeeze", "tile",
+    "c_", "r_", "ravel", "repeat", "roll", "rollaxis", "rot90", "select", "split", "squeeze",
+    "tile",
     "trace", "tril", "triu", "vsplit", "vstack", "zeros_like",
 ]
 
@@ -507,3 +508,55 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     for c, v in zip(reversed(list(condlist)), reversed(list(choicelist)), strict=True):
         out = ew.where(c, v, out)
     return out  # type: ignore[no-any-return]
+
+
+# -- r_ / c_ index tricks (the common forms) ---
+def _index_part(item: Any, name: str) -> Any:
+    if isinstance(item, str):
+        raise ArgumentError(f"{name}: string directives ({item!r}) are not supported")
+    if isinstance(item, slice):
+        start = 0 if item.start is None else item.start
+        step = 1 if item.step is None else item.step
+        if isinstance(step, complex):
+            return np.linspace(start, item.stop, int(abs(step)))
+        return np.arange(start, item.stop, step)
+    if isinstance(item, EagerTensor):
+        return atleast_1d(item)
+    return np.atleast_1d(np.asarray(item))
+
+
+def _weak_parts(parts: list[Any]) -> list[Any]:
+    """numpy parts (ranges, scalars) take the handles' dtype, as JAX's weak types do."""
+    dts = [dtype_of(p) for p in parts if isinstance(p, EagerTensor)]
+    if not dts:
+        return parts
+    dt = np.result_type(*dts)
+    return [p if isinstance(p, EagerTensor) else np.asarray(p).astype(dt) for p in parts]
+
+
+class _RClass:
+    """``r_[a, b, 0:3, ...]``: concatenate along axis 0 (slices become ranges; ``start:stop:nj``
+    a linspace); differentiable in the handle parts. One allocation."""
+
+    def __getitem__(self, key: Any) -> EagerTensor:
+        items = key if isinstance(key, tuple) else (key,)
+        return sh.concatenate(_weak_parts([_index_part(it, "r_") for it in items]), axis=0)
+
+
+class _CClass:
+    """``c_[a, b, ...]``: 1-D parts become columns, concatenated along the last axis."""
+
+    def __getitem__(self, key: Any) -> EagerTensor:
+        items = key if isinstance(key, tuple) else (key,)
+        parts = []
+        for it in items:
+            p = _index_part(it, "c_")
+            s = shape_of(p)
+            if len(s) == 1:
+                p = sh.reshape(p, (s[0], 1)) if isinstance(p, EagerTensor) else p.reshape(-1, 1)
+            parts.append(p)
+        return sh.concatenate(_weak_parts(parts), axis=-1)
+
+
+r_ = _RClass()
+c_ = _CClass()
