@@ -284,15 +284,7 @@ def test_failed_backward_changes_nothing_and_the_tape_stays_usable(name: str) ->
 def test_failed_functional_call_changes_nothing(name: str) -> None:
     _check_failure(World(), FUNCTIONAL_FAILURES[name], recording=False)
 
-
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        n for n in sorted(FUNCTIONAL_FAILURES)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(FUNCTIONAL_FAILURES))
 def test_failed_functional_call_nested_in_a_recording_tape_leaves_it_unchanged(name: str) -> None:
     """Called while a tape records, grad/vjp/jvp run on that tape; when they refuse (or
     the function raises) the enclosing tape gets no node and keeps working."""

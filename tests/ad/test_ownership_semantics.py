@@ -427,6 +427,27 @@ def test_tape_retained_lists_a_checkpoint_regions_borrowed_constant() -> None:
     assert (4,) in shapes, shapes
 
 
+def test_gradients_read_as_numpy_in_one_borrow_scope_without_copies() -> None:
+    """``ts.borrow_arrays`` hands out the gradient owners' own memory (no TRANSFER copy,
+    no ledger event) and holds a named borrow for the block."""
+    params = {"w": ts.from_numpy(np.array([1.0, 2.0])), "b": ts.from_numpy(np.array([3.0]))}
+    grads = ad.grad(lambda p: ad.sum(p["w"] * p["w"]) + ad.sum(p["b"] * 2.0))(params)
+    with ledger.capture() as rec:
+        with ts.borrow_arrays(grads) as arrays:
+            np.testing.assert_array_equal(arrays["w"], [2.0, 4.0])
+            np.testing.assert_array_equal(arrays["b"], [2.0])
+            with pytest.raises(BorrowError, match="borrow_arrays"):
+                grads["w"].fill(0.0)
+    assert rec.copies == {} and rec.allocations == {}
+    assert _can_borrow_mut(grads["w"]) and _can_borrow_mut(grads["b"])
+    previous = _access._set_debug_borrows(False)  # normal mode: the arrays are the memory
+    try:
+        with ts.borrow_arrays(grads["w"]) as arr:
+            assert np.shares_memory(arr, _arr(grads["w"]))
+    finally:
+        _access._set_debug_borrows(previous)
+
+
 # == 3. one owner per allocation =============================================================
 
 
