@@ -199,13 +199,15 @@ def check_edges(
 
 
 def cases(table: Sequence[Op]) -> list[Any]:
-    """pytest params: one per (op, shape bucket, dtype)."""
+    """pytest params: float64 on every shape bucket, the other dtypes on the first."""
     import pytest
 
     out = []
     for op in table:
         for b in range(len(op.shapes)):
             for dt in op.dtypes:
+                if b and dt != "float64" and "float64" in op.dtypes:
+                    continue  # other dtypes: first shape bucket only (keeps the suite fast)
                 out.append(pytest.param(op, b, dt, id=f"{op.name}-{b}-{dt}"))
     return out
 

@@ -85,19 +85,23 @@ def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    name = f"numpy.{ufunc.__name__}"
     if method == "__call__":
         impl = HANDLED_UFUNCS.get(ufunc)
+        if impl is not None and not kwargs:  # the common case: one dict lookup
+            return impl(*inputs)
+    name = f"numpy.{ufunc.__name__}"
+    if method == "__call__":
         if impl is None:
             raise NumpyFunctionError(
                 f"{name}: this ufunc has no tenferro_ad implementation for EagerTensor "
                 "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
             )
-        kw = _no_out(name, kwargs)
-        if kw.pop("dtype", None) is not None:
-            raise NumpyFunctionError(f"{name}: argument 'dtype' is not supported")
-        if kw:
-            raise NumpyFunctionError(f"{name}: argument {next(iter(kw))!r} is not supported")
+        if kwargs:
+            kw = _no_out(name, kwargs)
+            if kw.pop("dtype", None) is not None:
+                raise NumpyFunctionError(f"{name}: argument 'dtype' is not supported")
+            if kw:
+                raise NumpyFunctionError(f"{name}: argument {next(iter(kw))!r} is not supported")
         return impl(*inputs)
     if method in ("reduce", "accumulate"):
         from . import reduce as rd
@@ -130,13 +134,13 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
 
 def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     impl = HANDLED_FUNCTIONS.get(func)
-    name = _fname(func)
+    name = _fname(func) if impl is None or kwargs else ""
     if impl is None:
         raise NumpyFunctionError(
             f"{name}: this numpy function has no tenferro_ad implementation for EagerTensor "
             "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
         )
-    return impl(*args, **_no_out(name, kwargs))
+    return impl(*args, **_no_out(name, kwargs)) if kwargs else impl(*args)
 
 
 def _fill_tables() -> None:
@@ -285,8 +289,12 @@ def _methods() -> dict[str, Any]:
     def _red(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    keepdims: bool = False, **kw: Any) -> Any:
-            _no_out(f"EagerTensor.{name}", {"out": out, **kw})
-            return _with_dtype(f)(self, axis=axis, keepdims=keepdims, dtype=dtype)
+            if out is not None or kw:
+                _no_out(f"EagerTensor.{name}", {"out": out, **kw})
+            r = f(self, axis=axis, keepdims=keepdims)
+            if dtype is None:
+                return r
+            return ew.astype(r, np.dtype(getattr(dtype, "numpy", dtype)))
 
         return method
 
