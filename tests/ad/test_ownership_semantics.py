@@ -252,6 +252,9 @@ def _mutators() -> dict[str, Callable[[ts.Tensor[Any, Any]], Any]]:
     def sgd(t: ts.Tensor[Any, Any]) -> Any:
         return ad.optim.SGD(0.1).step([t], [np.ones(t.shape)])
 
+    def adam(t: ts.Tensor[Any, Any]) -> Any:
+        return ad.optim.Adam(0.1).step({"p": t}, {"p": np.ones(t.shape)})
+
     def prepare(t: ts.Tensor[Any, Any]) -> Any:
         with t.prepare_host_mut() as p:
             p.as_array()[...] = -1.0
@@ -261,6 +264,7 @@ def _mutators() -> dict[str, Callable[[ts.Tensor[Any, Any]], Any]]:
         "prepare_host_mut": prepare,
         "fill": lambda t: t.fill(-1.0),
         "optim.SGD.step": sgd,
+        "optim.Adam.step": adam,
         "AllocationGroup.insert": insert,
         "take": lambda t: t.take(),
         "into_storage": lambda t: t.into_storage(),
