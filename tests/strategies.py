@@ -20,6 +20,11 @@ Units follow the public API: strides and offsets are in *elements* of the dtype.
 ``layouts()``              a :class:`LayoutCase` that fits its span (any strides, may alias)
 ``injective_layouts()``    a :class:`LayoutCase` whose addresses are distinct by construction
 ``float_arrays()``         a small finite float64/float32 numpy array (for ``from_numpy``)
+``TIE_VALUES``             the small value pool ``tie_arrays`` draws from (zeros included)
+``tie_arrays()``           float64 array full of exact ties, repeated values and zeros
+``tie_pairs()``            two same-shape tie arrays, equal at some entries (``maximum``)
+``long_tie_vectors()``     a 1-d tie array longer than numpy's insertion-sort cutoff (16)
+``non_involutive_permutations(ndim)``  a permutation that is not its own inverse (ndim >= 3)
 =========================  ==============================================================
 """
 
@@ -226,4 +231,57 @@ def float_arrays(
             shape if shape is not None else shapes(max_side=4),
             elements=st.floats(-1e3, 1e3, allow_nan=False, width=32),
         )
+    )
+
+
+# -- oracle inputs with exact ties (issue 16) ------------------------------------------------
+
+#: Values ``tie_arrays`` draws from: few distinct values, so ties are the rule; zeros and
+#: negative values included (exact binary fractions: sums and products stay exact).
+TIE_VALUES: tuple[float, ...] = (0.0, 0.0, 1.0, 1.0, -1.0, 2.0, 0.5, -0.5, 3.0)
+
+
+def tie_arrays(
+    *, min_rank: int = 1, max_rank: int = 3, min_side: int = 1, max_side: int = 4
+) -> st.SearchStrategy[np.ndarray[Any, Any]]:
+    """A float64 array whose entries come from :data:`TIE_VALUES` (exact ties, repeated
+    values and zeros are the common case, not an accident)."""
+    return hnp.arrays(
+        np.float64,
+        hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=min_side,
+                         max_side=max_side),
+        elements=st.sampled_from(TIE_VALUES),
+    )
+
+
+@st.composite
+def tie_pairs(
+    draw: st.DrawFn, *, max_rank: int = 2, max_side: int = 4
+) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+    """Two same-shape arrays of tie values that are *equal* at a drawn subset of entries
+    (for ``maximum``/``minimum``: ties between the arguments)."""
+    x = draw(tie_arrays(max_rank=max_rank, max_side=max_side))
+    y = draw(hnp.arrays(np.float64, x.shape, elements=st.sampled_from(TIE_VALUES)))
+    same = draw(hnp.arrays(np.bool_, x.shape))
+    return x, np.where(same, x, y)
+
+
+def long_tie_vectors(
+    *, min_size: int = 17, max_size: int = 40
+) -> st.SearchStrategy[np.ndarray[Any, Any]]:
+    """A 1-d array of tie values longer than 16 entries: numpy's unstable sorts stop
+    being insertion sorts there, so a missing ``kind="stable"`` shows."""
+    return hnp.arrays(
+        np.float64, st.integers(min_size, max_size), elements=st.sampled_from(TIE_VALUES)
+    )
+
+
+def non_involutive_permutations(ndim: int) -> st.SearchStrategy[tuple[int, ...]]:
+    """A permutation of ``range(ndim)`` that is not its own inverse (``p[p[i]] != i`` for
+    some ``i``): using the permutation where its inverse belongs is then wrong.  Needs
+    ``ndim >= 3``."""
+    if ndim < 3:
+        raise ValueError("every permutation of fewer than 3 axes is its own inverse")
+    return st.permutations(range(ndim)).map(tuple).filter(
+        lambda p: any(p[p[i]] != i for i in range(ndim))
     )
