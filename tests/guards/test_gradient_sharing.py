@@ -266,3 +266,19 @@ def test_a_kernel_returning_its_input_gives_a_fresh_owner() -> None:
     owner.fill(5.0)
     np.testing.assert_array_equal(plain.to_numpy(), [1.0, 1.0])
     del y, h, tape
+
+
+def test_a_broadcast_of_the_seed_is_new_data_not_a_copy() -> None:
+    """``sum``'s VJP broadcasts the caller's scalar cotangent: laying that out is a
+    kernel write (one allocation), not a ``MATERIALIZE`` copy of the caller's bytes.
+
+    Fails when ``is_foreign`` stops requiring the whole seed (checked)."""
+    with ad.Tape() as tape:
+        x = tape.watch(ts.from_numpy(np.zeros(3)))
+        y = ad.sum(x)
+    c = np.array(2.0)
+    with ledger.capture() as rec:
+        g = tape.backward(y, cotangent=c)
+    assert rec.copies == {}
+    np.testing.assert_array_equal(g.grad(x).to_numpy(), [2.0, 2.0, 2.0])
+    del g, x, y
