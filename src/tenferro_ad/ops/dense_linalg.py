@@ -1,19 +1,22 @@
 """Dense linear algebra with JVP and VJP rules, batched over leading axes like numpy.
 
-solve, triangular solve, inv, det, slogdet, cholesky, qr (reduced), eigh, svd (reduced),
-tril, triu, diagonal (+ its transpose, diag_embed).  The formulas live in
+solve, triangular solve, inv, det, slogdet, cholesky, qr (reduced), eigh, eig, svd
+(reduced; full matrices without derivatives for non-square input, as JAX), pinv, expm,
+sqrtm, Sylvester solve, tril, triu, diagonal (+ its transpose, diag_embed).  Kernels are
+LAPACK/BLAS through numpy and scipy; the triangular solves (``?trsm``) and the Cholesky
+(``?potrf``) read C-ordered data in place.  The formulas live in
 :mod:`tenferro_ad._linalg_math` (one backend-agnostic implementation with references);
 here each primitive declares its kernel, residuals and rules side by side.  Rules run
 the formulas on raw numpy arrays when nothing records the backward and on handles under
 ``create_graph`` (so Hessian-vector products work).
 
 Multi-output factorizations are *single-output primitives with a packed result*
-(primitives are single-output): ``qr`` packs ``[Q; R^T]``, ``eigh`` packs ``[w; V]``,
-``svd`` packs ``[U; s; Vh^T]`` along the row axis, ``slogdet`` packs ``[sign, logabsdet]``
-along a trailing axis; the public functions hand out metadata-only slices of the packed
-value (no allocation, no copy).  The VJP treats an all-zero block of the packed cotangent
-as the symbolic zero it stands for, so a loss of eigenvalues or singular values alone
-stays finite at degenerate spectra, as in JAX.
+(primitives are single-output): ``qr`` packs ``[Q; R^T]``, ``eigh`` and ``eig`` pack
+``[w; V]``, ``svd`` packs ``[U; s; Vh^T]`` along the row axis, ``slogdet`` packs
+``[sign, logabsdet]`` along a trailing axis; the public functions hand out metadata-only
+slices of the packed value (no allocation, no copy).  The VJP treats an all-zero block of
+the packed cotangent as the symbolic zero it stands for, so a loss of eigenvalues or
+singular values alone stays finite at degenerate spectra, as in JAX.
 """
 
 from __future__ import annotations
