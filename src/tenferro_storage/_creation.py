@@ -8,7 +8,7 @@ from typing import Any, overload
 import numpy as np
 
 from ._dtypes import DType, checked_cast, from_numpy_dtype
-from ._dtypes import dtype as resolve_dtype
+from ._dtypes import resolve as resolve_dtype_for
 from ._layout import INTP_MAX
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
@@ -56,7 +56,7 @@ def zeros(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, 
 def zeros(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with zeros. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype, "zeros")
+    dt = resolve_dtype_for(dtype, "zeros")
     return Tensor._adopt(np.zeros(_shape("zeros", shape, dt), dt.numpy), dt, _OUT, "zeros")  # type: ignore[no-any-return]
 
 
@@ -74,7 +74,7 @@ def ones(shape: tuple[int, int, int, int], dtype: object = ...) -> Tensor[Any, R
 def ones(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def ones(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ones. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype, "ones")
+    dt = resolve_dtype_for(dtype, "ones")
     return Tensor._adopt(np.ones(_shape("ones", shape, dt), dt.numpy), dt, _OUT, "ones")  # type: ignore[no-any-return]
 
 
@@ -96,7 +96,7 @@ def full(
 def full(shape: tuple[int, ...], fill_value: Any, dtype: object = ...) -> Tensor[Any, DynRank]: ...
 def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ``fill_value``. One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    dt = resolve_dtype(dtype, "full")
+    dt = resolve_dtype_for(dtype, "full")
     shape_t = _shape("full", shape, dt)
     try:
         fill = np.asarray(fill_value)
@@ -133,7 +133,7 @@ def arange(
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dtype = "int64" if ints else "float64"
-    dt = resolve_dtype(dtype, "arange")
+    dt = resolve_dtype_for(dtype, "arange")
     n = np.ceil((stop - start) / step)
     if n * dt.itemsize > INTP_MAX:
         raise LayoutError("arange", f"{int(n)} elements need more memory than can be addressed")
@@ -158,7 +158,7 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     except Exception as e:  # ragged lists, objects numpy cannot convert
         raise DTypeError(f"from_numpy: argument 'array' cannot become an array: {e}") from None
     dt = (
-        resolve_dtype(dtype, "from_numpy")
+        resolve_dtype_for(dtype, "from_numpy")
         if dtype is not None
         else from_numpy_dtype(src.dtype, "from_numpy")
     )

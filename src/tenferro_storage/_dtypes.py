@@ -93,12 +93,16 @@ complex64 = _BY_NAME["complex64"]
 complex128 = _BY_NAME["complex128"]
 
 
-def dtype(spec: object, operation: str = "dtype") -> DType:
+def dtype(spec: object) -> DType:
     """Resolve a dtype name (``"float64"``), a :class:`DType`, or a numpy dtype/type. O(1).
 
-    Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype
-    (and ``operation``, the caller, when given).
+    Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype.
     """
+    return resolve(spec, "dtype")
+
+
+def resolve(spec: object, operation: str) -> DType:
+    """:func:`dtype` for ``operation``: its error names the operation and the argument."""
     if isinstance(spec, DType):
         return spec
     if isinstance(spec, str):

@@ -27,7 +27,7 @@ from ._access import (
 )
 from ._descriptor import CheckedDescriptor
 from ._dtypes import _BY_NUMPY, DType, checked_cast, from_numpy_dtype
-from ._dtypes import dtype as resolve_dtype
+from ._dtypes import resolve as resolve_dtype_for
 from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
@@ -587,7 +587,7 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
                 f"Tensor.from_storage: argument 'storage' must be an OwnedStorage (from "
                 f"allocate_storage or Tensor.into_storage), got {type(storage).__name__}"
             )
-        dt = resolve_dtype(dtype, "Tensor.from_storage")
+        dt = resolve_dtype_for(dtype, "Tensor.from_storage")
         shape_t = (shape,) if isinstance(shape, int) else shape
         claim = storage.claim
         if strides is None and isinstance(shape_t, tuple):
