@@ -9,7 +9,9 @@ under ``allocation_reason(CHECKPOINT_RECOMPUTE_OUTPUT)`` on a private sub-tape w
 leaves are the boundary records (no copy, no allocation: a leaf is one more reference),
 sweeps it, and drops it.  Values the policy saved split the region into segments at
 those values: backward replays one segment at a time, latest first, so only one
-segment's interior is alive at once.  A saved value is not recomputed.
+segment's interior is alive at once.  A saved value is not recomputed, and neither is a
+value nothing reads (no later equation, and its own VJP needs only its inputs): its
+tape node is built from its inputs without running the kernel.
 
 Nested regions are recorded as one equation of the enclosing region and replayed as a
 checkpoint region again (:func:`_apply_graph`, which calls :func:`_attach`; they retain
@@ -324,6 +326,12 @@ def _segment_vjp(
                 env[out_v] = _manual_node(
                     sub, eqn, env, inputs, consts, saved_recs[graph.saved[out_v]]
                 )
+            elif (
+                type(eqn.op) is Primitive and not eqn.op.save_out and out_v not in last
+            ):  # nothing reads this output again: its VJP needs only the inputs
+                if out_v in wanted:
+                    ct = ct_var.pop(out_v)
+                    seeds[_unrun_node(sub, eqn, env, inputs, consts, ct)] = ct
             else:
                 _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
             for v in eqn.outs:  # a seed needs only the value id; the sub-tape keeps residuals
@@ -392,6 +400,45 @@ def _manual_node(
     vid = len(sub.nodes)
     sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
     return make_handle(saved, sub.key, vid)
+
+
+def _unrun_node(
+    sub: Tape, eqn: _Eqn, env: dict[int, Any], inputs: list[Any], consts: list[Any], ct: Any
+) -> int:
+    """A tape node for an equation whose output nothing needs (not a later equation, not
+    its own VJP): its residuals are its inputs, so the kernel is not re-run.  Returns the
+    value id to seed with ``ct`` (whose shape and dtype are the output's)."""
+    from ._dispatch import _target
+
+    prim = eqn.op
+    assert type(prim) is Primitive
+    handles: list[Any] = []
+    ids: list[int] = []
+    for kind, v in eqn.args:
+        a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" else v
+        handles.append(a)
+        ids.append(a._id if type(a) is EagerTensor and a._tape is sub.key else -1)
+    res: list[Any] = []
+    for i in prim.save_in:
+        a = handles[i]
+        if type(a) is EagerTensor:
+            r = a._r("checkpoint")
+            r.count += 1
+            res.append(r)
+        else:
+            res.append(a)
+    vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
+    out_shape, odt = np.shape(ct), np.asarray(ct).dtype
+    shapes = None
+    if (prim.broadcasts or odt.kind == "c") and any(
+        i >= 0
+        and (np.shape(v) != out_shape or (odt.kind == "c" and np.asarray(v).dtype.kind != "c"))
+        for i, v in zip(ids, vals, strict=True)
+    ):
+        shapes = [_target(v, odt) for v in vals]
+    vid = len(sub.nodes)
+    sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
+    return vid
 
 
 def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> list[Any]:

@@ -337,10 +337,9 @@ class Tape(NoCopy):
             seed = _seed(loss_a, cotangent, False)
             cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
             foreign = foreign_roots([] if cotangent is None else [seed])
-        grads = Gradients._build(self.key, wids, cts, create_graph, foreign)
-        if not keep:
+        if not keep:  # before the gradients are owned: the residuals' bytes go first
             self._release()
-        return grads
+        return Gradients._build(self.key, wids, cts, create_graph, foreign)
 
 
 def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
