@@ -112,8 +112,12 @@ def matrix_power(a: Any, n: int) -> Any:
         base = matmul(base, base)
 
 
+def _cplx(x: Any) -> bool:
+    return _is_complex(x) if isinstance(x, EagerTensor) else bool(np.iscomplexobj(_np(x)))
+
+
 def _abs2(x: Any) -> Any:
-    return _real(_ew.mul(x, _conj(x))) if _is_complex(x) else _ew.mul(x, x)
+    return _real(_ew.mul(x, _conj(x))) if _cplx(x) else _ew.mul(x, x)
 
 
 def _norm_axis(op: str, axis: Any, ndim: int) -> tuple[int, ...]:

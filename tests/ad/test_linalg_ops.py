@@ -374,3 +374,35 @@ def test_lstsq_matches_numpy_including_rank_deficient_inputs() -> None:
             close(r, nr, rtol=1e-8, atol=1e-10)
             assert int(k) == int(nk)
             close(s, ns, rtol=1e-10, atol=1e-12)
+
+
+def test_every_function_accepts_owners_and_leaves_them_usable() -> None:
+    """Storage owners are read in place (borrowed); each result matches numpy's input."""
+    import tenferro_storage as ts
+
+    rng = np.random.default_rng(14)
+    a = rng.standard_normal((3, 3))
+    spd = a @ a.T + np.eye(3)
+    tall = rng.standard_normal((5, 3))
+    calls: list[tuple[Fn, tuple[Any, ...]]] = [
+        (lambda x: la.norm(x), (spd,)),
+        (lambda x: la.norm(x, 2), (spd,)),
+        (lambda x: la.norm(x, 1, axis=0), (spd,)),
+        (lambda x: la.matrix_power(x, 3), (spd,)),
+        (lambda x, b: la.cho_solve(la.cho_factor(x), b), (spd, tall[:3, :2])),
+        (lambda x: la.eig(x)[0], (spd,)),
+        (la.expm, (spd,)),
+        (la.sqrtm, (spd,)),
+        (la.pinv, (tall,)),
+        (lambda x, b: la.lstsq(x, b)[0], (tall, tall[:, 0])),
+        (la.det, (spd,)),
+        (lambda x: la.eigvalsh(x, "U", symmetrize_input=False), (spd,)),
+        (lambda x: la.eigh(x)[0], (spd,)),
+        (lambda x: la.svd(x, full_matrices=True)[1], (tall,)),
+        (lambda x: la.slogdet(x)[1], (spd,)),
+    ]
+    for fn, args in calls:
+        owners = [ts.from_numpy(np.array(x)) for x in args]
+        close(fn(*owners), to_np(fn(*args)), rtol=1e-12, atol=1e-12)
+        for o, x in zip(owners, args, strict=True):
+            close(o, x)  # still readable, unchanged

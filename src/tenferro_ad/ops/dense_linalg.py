@@ -620,7 +620,7 @@ def slogdet(a: Any) -> tuple[EagerTensor, EagerTensor]:
     _square("slogdet", a)
     p = bind(SLOGDET, a)
     sign, logabs = p[..., 0], p[..., 1]
-    if is_complex(a):
+    if is_complex(p):
         logabs = bind(REAL, logabs)
     return sign, logabs
 
@@ -674,7 +674,7 @@ def eigh(
     h = _herm(a) if symmetrize_input else _uplo_hermitian(a, UPLO != "U")
     p = bind(EIGH, h)
     w = p[..., 0, :]
-    return (bind(REAL, w) if is_complex(a) else w), p[..., 1:, :]
+    return (bind(REAL, w) if is_complex(p) else w), p[..., 1:, :]
 
 
 def svd(
@@ -701,14 +701,14 @@ def svd(
         s = p[..., m * m : m * m + k]
         return (
             shape.reshape(p[..., : m * m], (*b, m, m)),
-            bind(REAL, s) if is_complex(a) else s,
+            bind(REAL, s) if is_complex(p) else s,
             shape.reshape(p[..., m * m + k :], (*b, n, n)),
         )
     p = bind(SVD, a)
     s = p[..., m, :]
     return (
         p[..., :m, :],
-        bind(REAL, s) if is_complex(a) else s,
+        bind(REAL, s) if is_complex(p) else s,
         shape.swapaxes(p[..., m + 1 :, :], -1, -2),
     )
 
