@@ -115,6 +115,9 @@ def _attach(
         rec.count += 1
         res.append(rec)
     res.extend(saved)
+    for c in graph.consts:  # borrowed/imported constants: residuals too (listed, released)
+        c.count += 1
+        res.append(c)
     prim = _region_prim(len(inputs))
     nodes = tape.nodes
     rid = len(nodes)
@@ -268,7 +271,7 @@ def _vjp_all(
 ) -> list[Any]:
     """Cotangents for every region input, given cotangents of the outputs (by index)."""
     graph = st.graph
-    n_in = len(args) - len(graph.saved)
+    n_in = len(args) - len(graph.saved) - len(graph.consts)
     if create_graph:
         return _vjp_recorded(graph, out_cts, args[:n_in])
     ns = _numpy_ns()
@@ -279,7 +282,7 @@ def _vjp_all(
         tgt = ct_var if kind == "v" else ct_in
         tgt[v] = g if v not in tgt else ns.add(tgt[v], g)
     recs = st.records()  # the boundary records, watched as sub-tape leaves (no copy)
-    in_recs, saved_recs = recs[:n_in], recs[n_in:]
+    in_recs, saved_recs = recs[:n_in], recs[n_in : n_in + len(graph.saved)]
     for owned in reversed(_segments(graph)):
         produced = {v for e in owned for v in graph.eqns[e].outs}
         if not any(v in ct_var for v in produced):

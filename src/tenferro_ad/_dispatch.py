@@ -91,7 +91,7 @@ def borrowed_record(a: Any, holder: str) -> Any:
     """The record a retained argument needs: ``a`` itself unless it is a borrowed owner or
     view, which becomes a record holding a shared borrow named ``holder``. O(1)."""
     if type(a) in _OWNERS:
-        return record_borrow(a, "argument", holder)
+        return record_borrow(a, "borrowed argument", holder)
     return a
 
 
@@ -145,7 +145,7 @@ _NO_PENDING: Final[list[Any]] = []  # shared by fused containers; replaced when 
 
 def _retain_owner(owner: Any, tape: Any, name: str) -> AdValueRecord:
     """A tape residual that is a borrowed owner: a record holding a named shared borrow."""
-    r = record_borrow(owner, "argument", f"{tape.name}: residual of {name}")
+    r = record_borrow(owner, "borrowed argument", f"{tape.name}: residual of {name}")
     r.count += 1
     return r
 

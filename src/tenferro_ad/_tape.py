@@ -56,6 +56,7 @@ class TapeNode:
     shapes: list[tuple[int, ...]] | None  # argument shapes, kept only when they broadcast
 
 
+_RELEASED: dict[str, Any] = {}  # the params of a released node
 _FAILED: Any = TapeNode.__new__(TapeNode)  # the entry of a value whose call raised
 _FAILED.res = None
 
@@ -198,6 +199,7 @@ class Tape(NoCopy):
                     if type(r) is AdValueRecord:
                         r.count -= 1
                 node.res = None
+                node.params = _RELEASED  # whatever a rule kept there (e.g. a region's graph)
         for r in self._kept:
             r.count -= 1
         self._kept = []

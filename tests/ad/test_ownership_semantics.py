@@ -397,11 +397,6 @@ def test_checkpoint_region_borrow_refuses_mutation_naming_region_and_op() -> Non
     assert _can_borrow_mut(d)  # dropped with the tape
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lead: a checkpoint region keeps its borrowed constants (node.params['st'].graph) "
-    "after backward without keep and after tape.release(); only dropping the tape ends them",
-)
 @pytest.mark.parametrize("ending", ["backward", "release"])
 def test_checkpoint_region_borrow_ends_after_backward_or_release(ending: str) -> None:
     d = ts.from_numpy(np.array([1.0, 2.0, 3.0]))
@@ -415,10 +410,6 @@ def test_checkpoint_region_borrow_ends_after_backward_or_release(ending: str) ->
     assert free
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lead: tape.retained() does not list a checkpoint region's borrowed constants",
-)
 def test_tape_retained_lists_a_checkpoint_regions_borrowed_constant() -> None:
     d = ts.from_numpy(np.array([1.0, 2.0, 3.0, 4.0]))
     with ad.Tape() as tape:
