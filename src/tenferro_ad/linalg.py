@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._handle import EagerTensor
+from .errors import ArgumentError, ArgumentTypeError, AxisError
 from .ops import elementwise as _ew
 from .ops import reduce as _red
 from .ops import shape as _sh
@@ -93,7 +94,7 @@ def matrix_power(a: Any, n: int) -> Any:
     """
     s = _square("matrix_power", a)
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise TypeError(f"matrix_power: the exponent must be an integer, got {n!r}")
+        raise ArgumentTypeError(f"matrix_power: the exponent must be an integer, got {n!r}")
     n = int(n)
     if n == 0:
         eye = np.eye(s[-1], dtype=np.result_type(_np(a).dtype, np.float32))
@@ -125,10 +126,10 @@ def _norm_axis(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
     out = []
     for a in ax:
         if not -ndim <= int(a) < ndim:
-            raise np.exceptions.AxisError(f"{op}: axis {a} is out of range for {ndim} dims")
+            raise AxisError(op, a, ndim)
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
-        raise ValueError(f"{op}: repeated axis in {axis!r}")
+        raise ArgumentError(f"{op}: repeated axis in {axis!r}")
     return tuple(out)
 
 
@@ -151,7 +152,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
             r = _ew.sqrt(_red.sum(_abs2(x)))
             return _sh.reshape(r, (1,) * nd) if keepdims else r
         if nd not in (1, 2):
-            raise ValueError(f"norm: ord={ord!r} needs a 1-d or 2-d input or an axis, got {sx}")
+            raise ArgumentError(f"norm: ord={ord!r} needs a 1-d or 2-d input or an axis, got {sx}")
         axes = tuple(range(nd))
     else:
         axes = _norm_axis("norm", axis, nd)
@@ -159,14 +160,14 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         return _vector_norm(x, ord, axes[0], keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes, keepdims, nd)
-    raise ValueError(f"norm: axis must name one or two axes, got {axis!r}")
+    raise ArgumentError(f"norm: axis must name one or two axes, got {axis!r}")
 
 
 def _vector_norm(x: Any, ord: Any, ax: int, keepdims: bool) -> Any:
     if ord is None or ord == 2:
         return _ew.sqrt(_red.sum(_abs2(x), axis=ax, keepdims=keepdims))
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid ord {ord!r} for a vector norm")
+        raise ArgumentError(f"norm: invalid ord {ord!r} for a vector norm")
     ax_ = _ew.abs(x)
     if ord == math.inf:
         return _red.max(ax_, axis=ax, keepdims=keepdims)
@@ -209,7 +210,7 @@ def _matrix_norm(
         r = pick(sums, axis=red_ax, keepdims=True)
         return r if keepdims else _sh.reshape(r, tuple(n for i, n in enumerate(_shape(x))
                                                       if i not in axes))
-    raise ValueError(f"norm: invalid ord {ord!r} for a matrix norm")
+    raise ArgumentError(f"norm: invalid ord {ord!r} for a matrix norm")
 
 
 def _keep(r: Any, axes: tuple[int, ...], nd: int) -> Any:
@@ -257,7 +258,7 @@ def lstsq(
     """
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
-        raise ValueError(f"lstsq: expected a (m, n) and b (m,) or (m, k), got {sa} and {sb}")
+        raise ArgumentError(f"lstsq: expected a (m, n) and b (m,) or (m, k), got {sa} and {sb}")
     m, n = sa
     rdt = _real_dtype(a)
     rc = float(np.finfo(rdt).eps) * max(m, n) if rcond is None else float(rcond)

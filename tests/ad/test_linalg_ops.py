@@ -406,3 +406,30 @@ def test_every_function_accepts_owners_and_leaves_them_usable() -> None:
         close(fn(*owners), to_np(fn(*args)), rtol=1e-12, atol=1e-12)
         for o, x in zip(owners, args, strict=True):
             close(o, x)  # still readable, unchanged
+
+
+def test_argument_errors_name_the_op_and_subclass_the_package_roots() -> None:
+    from tenferro_ad import errors
+
+    x = np.ones((2, 3))
+    cases: list[tuple[Fn, type[Exception], str]] = [
+        (lambda: la.norm(x, 1, axis=5), errors.AxisError, "norm"),
+        (lambda: la.norm(x, "nuc", axis=0), errors.ArgumentError, "norm: invalid ord"),
+        (lambda: la.norm(np.ones((2, 2, 2)), 2), errors.ArgumentError, "norm: ord=2"),
+        (lambda: la.matrix_power(np.eye(2), 1.5), errors.ArgumentTypeError, "matrix_power"),
+        (lambda: la.matrix_power(x, 2), errors.ArgumentError, "matrix_power: expected"),
+        (lambda: la.eigh(np.eye(2), "X"), errors.ArgumentError, "eigh: UPLO"),
+        (lambda: la.solve(np.ones((2, 2, 2)), np.ones((3, 2, 1))), errors.ArgumentError,
+         "solve: the batch shapes"),
+        (lambda: la.solve_sylvester(np.eye(2), np.eye(3), np.ones((3, 3))),
+         errors.ArgumentError, "solve_sylvester: c has shape"),
+        (lambda: la.lstsq(x, np.ones(3)), errors.ArgumentError, "lstsq"),
+        (lambda: la.pinv(np.ones(3)), errors.ArgumentError, "pinv"),
+        (lambda: la.expm(x), errors.ArgumentError, "expm"),
+    ]
+    for call, cls, msg in cases:
+        with pytest.raises(cls, match=msg) as info:
+            call()
+        assert isinstance(info.value, errors.TenferroError)
+    with pytest.raises(np.linalg.LinAlgError, match="solve_triangular"):
+        la.solve_triangular(np.zeros((2, 2)), np.ones((2, 1)), lower=True)

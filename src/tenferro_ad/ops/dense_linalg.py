@@ -32,6 +32,7 @@ from .. import _linalg_math as L
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
+from ..errors import ArgumentError
 from . import elementwise, reduce, shape
 from ._ns import NUMPY_NS
 from .complex import CONJ, REAL, is_complex
@@ -58,7 +59,9 @@ def _shape(x: Any) -> tuple[int, ...]:
 def _square(op: str, a: Any) -> tuple[int, ...]:
     s = _shape(a)
     if len(s) < 2 or s[-1] != s[-2]:
-        raise ValueError(f"{op}: expected a (batch of) square matrices (..., n, n), got shape {s}")
+        raise ArgumentError(
+            f"{op}: expected a (batch of) square matrices (..., n, n), got shape {s}"
+        )
     return s
 
 
@@ -544,7 +547,7 @@ def _batch(op: str, sa: tuple[int, ...], sb: tuple[int, ...]) -> tuple[int, ...]
     try:
         return tuple(np.broadcast_shapes(sa[:-2], sb[:-2]))
     except ValueError:
-        raise ValueError(
+        raise ArgumentError(
             f"{op}: the batch shapes of the matrix {sa} and the right-hand side {sb} do not "
             "broadcast"
         ) from None
@@ -561,11 +564,11 @@ def solve(a: Any, b: Any) -> EagerTensor:
     sa, sb = _square("solve", a), _shape(b)
     if len(sb) == 1:
         if sb[0] != sa[-1]:
-            raise ValueError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
+            raise ArgumentError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
         x = bind(SOLVE, a, shape.reshape(b, (sb[0], 1)))
         return shape.reshape(x, (*sa[:-2], sb[0]))
     if sb[-2] != sa[-1]:
-        raise ValueError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
+        raise ArgumentError(f"solve: right-hand side shape {sb} does not fit matrix shape {sa}")
     _batch("solve", sa, sb)
     return bind(SOLVE, a, b)
 
@@ -585,15 +588,15 @@ def solve_triangular(
     """
     sa, sb = _square("solve_triangular", a), _shape(b)
     if trans not in (0, 1, 2):
-        raise ValueError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")
+        raise ArgumentError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")
     kw = {"lower": bool(lower), "trans": int(trans), "unit": bool(unit_diagonal)}
     if len(sb) == len(sa) - 1:  # vectors (JAX's rule: b.ndim == a.ndim - 1)
         if sb[-1] != sa[-1]:
-            raise ValueError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
+            raise ArgumentError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
         _batch("solve_triangular", sa, (*sb, 1))
         return shape.reshape(bind(TRSOLVE, a, shape.reshape(b, (*sb, 1)), **kw), sb)
     if len(sb) < 2 or sb[-2] != sa[-1]:
-        raise ValueError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
+        raise ArgumentError(f"solve_triangular: right-hand side shape {sb} does not fit {sa}")
     _batch("solve_triangular", sa, sb)
     return bind(TRSOLVE, a, b, **kw)
 
@@ -642,7 +645,7 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
     """
     s = _shape(a)
     if len(s) < 2:
-        raise ValueError(f"qr: expected (..., m, n), got shape {s}")
+        raise ArgumentError(f"qr: expected (..., m, n), got shape {s}")
     p = bind(QR, a)
     m = s[-2]
     return p[..., :m, :], shape.swapaxes(p[..., m:, :], -1, -2)
@@ -670,7 +673,7 @@ def eigh(
     """
     _square("eigh", a)
     if UPLO not in (None, "L", "U"):
-        raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+        raise ArgumentError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
     h = _herm(a) if symmetrize_input else _uplo_hermitian(a, UPLO != "U")
     p = bind(EIGH, h)
     w = p[..., 0, :]
@@ -692,7 +695,7 @@ def svd(
     """
     sa = _shape(a)
     if len(sa) < 2:
-        raise ValueError(f"svd: expected (..., m, n), got shape {sa}")
+        raise ArgumentError(f"svd: expected (..., m, n), got shape {sa}")
     m, n = sa[-2], sa[-1]
     if full_matrices and m != n:
         p = bind(SVD_FULL, a)
@@ -763,7 +766,9 @@ def solve_sylvester(a: Any, b: Any, c: Any) -> EagerTensor:
     """
     sa, sb, sc = _square("solve_sylvester", a), _square("solve_sylvester", b), _shape(c)
     if sc[-2:] != (sa[-1], sb[-1]):
-        raise ValueError(f"solve_sylvester: c has shape {sc}, expected (..., {sa[-1]}, {sb[-1]})")
+        raise ArgumentError(
+            f"solve_sylvester: c has shape {sc}, expected (..., {sa[-1]}, {sb[-1]})"
+        )
     return bind(SYLVESTER, a, b, c)
 
 
@@ -777,7 +782,7 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> EagerTen
     """
     sa = _shape(a)
     if len(sa) < 2:
-        raise ValueError(f"pinv: expected (..., m, n), got shape {sa}")
+        raise ArgumentError(f"pinv: expected (..., m, n), got shape {sa}")
     if hermitian:
         _square("pinv", a)
         a = _herm(a)
