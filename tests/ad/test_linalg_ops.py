@@ -433,3 +433,24 @@ def test_argument_errors_name_the_op_and_subclass_the_package_roots() -> None:
         assert isinstance(info.value, errors.TenferroError)
     with pytest.raises(np.linalg.LinAlgError, match="solve_triangular"):
         la.solve_triangular(np.zeros((2, 2)), np.ones((2, 1)), lower=True)
+
+
+def test_complex_sqrtm_gradient_matches_finite_differences_in_both_directions() -> None:
+    """JAX's convention for a real loss of complex input: grad = d/dRe - i d/dIm."""
+    import scipy.linalg as sl
+
+    rng = np.random.default_rng(15)
+    a = rand(rng, (3, 3), True) + 3 * np.eye(3)
+    w = rng.standard_normal((3, 3))
+
+    def f(x: Any) -> Any:
+        return (_abs2(la.sqrtm(x), ad) * w).sum()
+
+    def fn(x: Any) -> float:
+        return float(np.sum(np.abs(sl.sqrtm(x)) ** 2 * w))
+
+    close(la.sqrtm(a), sl.sqrtm(a), rtol=1e-10, atol=1e-12)
+    g = to_np(ad.grad(f)(a))
+    fre = _fd_grad(lambda r: fn(r + 1j * a.imag), a.real.copy())
+    fim = _fd_grad(lambda i: fn(a.real + 1j * i), a.imag.copy())
+    np.testing.assert_allclose(g, fre - 1j * fim, rtol=1e-5, atol=1e-7)
