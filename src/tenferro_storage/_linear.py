@@ -85,7 +85,7 @@ class Lender(NoCopy):
     the object has been emptied.
     """
 
-    __slots__ = ("_exclusive", "_moved_by", "_shared", "_site", "_who")
+    __slots__ = ("_exclusive", "_moved_by", "_named", "_shared", "_site", "_who")
 
     _exclusive: str | None
     _moved_by: str | None
@@ -116,7 +116,26 @@ class Lender(NoCopy):
         n = self._shared
         plural = "borrow is" if n == 1 else "borrows are"
         site = format_site(self._site)
-        return f"{n} shared {plural} live (latest: {self._who} created at {site})"
+        named: dict[str, int] | None = getattr(self, "_named", None)
+        holders = [h for h, k in named.items() if k > 0] if named else []
+        held = f", held by {'; '.join(holders)}" if holders else ""
+        return f"{n} shared {plural} live{held} (latest: {self._who} created at {site})"
+
+    def _name_holder(self, holder: str) -> None:
+        """Remember a named party holding one shared borrow (until ``_unname_holder``)."""
+        named: dict[str, int] | None = getattr(self, "_named", None)
+        if named is None:
+            named = self._named = {}
+        named[holder] = named.get(holder, 0) + 1
+
+    def _unname_holder(self, holder: str) -> None:
+        named: dict[str, int] | None = getattr(self, "_named", None)
+        if named is not None:
+            k = named.get(holder, 0) - 1
+            if k > 0:
+                named[holder] = k
+            else:
+                named.pop(holder, None)
 
     def _readable(self, operation: str) -> None:
         """Shared access to metadata or values: refused only while exclusively borrowed."""
@@ -220,6 +239,10 @@ class Borrow(NoCopy):
                 lender._end_exclusive()
             else:
                 lender._end_shared()
+                holder = getattr(self, "_holder", None)
+                if holder is not None:  # a named holder (kernel.name_borrow) lets go
+                    self._holder = None  # type: ignore[attr-defined]
+                    lender._unname_holder(holder)
 
     def __del__(self) -> None:
         if getattr(self, "_lender", None) is not None:

@@ -134,7 +134,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
     The borrow ends on :meth:`release`, on ``with`` exit, or when the view dies.
     """
 
-    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_lender", "_storage")
+    __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_holder", "_lender", "_storage")
 
     _desc: CheckedDescriptor
     _storage: OwnedStorage

@@ -108,3 +108,5 @@ def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
     lender = view._lender
     if lender is not None:
         lender._who = holder
+        lender._name_holder(holder)
+        view._holder = holder

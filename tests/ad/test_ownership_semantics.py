@@ -313,12 +313,6 @@ def test_tape_retained_lists_the_borrowed_constant_with_the_op_that_needs_it() -
     del loss, w
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="storage (_linear.py Lender): a BorrowError names only the *latest* shared "
-    "borrow (_who/_site), which is not restored when that borrow ends, so after a "
-    "short-lived view the error names a view that is gone instead of the tape holding it",
-)
 def test_borrow_error_names_the_live_holder_after_a_later_view_ended() -> None:
     d = ts.from_numpy(np.ones(3))
     with ad.Tape(name="HolderTape") as tape:

@@ -40,6 +40,7 @@ HOLD_NOTHING: dict[str, str] = {
     "_layout.Strided": "layout metadata",
     "_layout.WriteInjectivityProof": "a retained proof (metadata)",
     "_ledger.AllocationReason": "an enum",
+    "_ledger._Attribution": "per-thread state: which thread's captures see the events",
     "_ledger.CopyReason": "an enum",
     "_ledger.EventKind": "an enum",
     "_ledger.LedgerEvent": "an observation record",
