@@ -89,6 +89,7 @@ class Lender(NoCopy):
 
     _exclusive: str | None
     _moved_by: str | None
+    _named: dict[str, int]
     _shared: int
     _site: tuple[Any, int] | None
     _who: str
@@ -125,7 +126,8 @@ class Lender(NoCopy):
         """Remember a named party holding one shared borrow (until ``_unname_holder``)."""
         named: dict[str, int] | None = getattr(self, "_named", None)
         if named is None:
-            named = self._named = {}
+            named = {}
+            self._named = named
         named[holder] = named.get(holder, 0) + 1
 
     def _unname_holder(self, holder: str) -> None:
@@ -241,7 +243,7 @@ class Borrow(NoCopy):
                 lender._end_shared()
                 holder = getattr(self, "_holder", None)
                 if holder is not None:  # a named holder (kernel.name_borrow) lets go
-                    self._holder = None  # type: ignore[attr-defined]
+                    self._holder = None  # type: ignore[misc]  # TensorView's slot
                     lender._unname_holder(holder)
 
     def __del__(self) -> None:

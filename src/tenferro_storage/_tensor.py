@@ -136,6 +136,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     __slots__ = ("_desc", "_ended", "_exclusive_borrow", "_holder", "_lender", "_storage")
 
+    _holder: str | None  # the named party holding this borrow (kernel.name_borrow)
     _desc: CheckedDescriptor
     _storage: OwnedStorage
 

@@ -109,4 +109,4 @@ def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
     if lender is not None:
         lender._who = holder
         lender._name_holder(holder)
-        view._holder = holder
+        view._holder = holder  # ended with the view (Borrow.release)
