@@ -204,6 +204,7 @@ class Borrow(NoCopy):
     _lender: Lender | None
     _exclusive_borrow: bool
     _ended: str | None
+    _holder: str | None  # declared by borrowers that can be named (TensorView)
 
     def _dead(self, operation: str) -> NoReturn:
         ended = self._ended
@@ -243,7 +244,7 @@ class Borrow(NoCopy):
                 lender._end_shared()
                 holder = getattr(self, "_holder", None)
                 if holder is not None:  # a named holder (kernel.name_borrow) lets go
-                    self._holder = None  # type: ignore[misc]  # TensorView's slot
+                    self._holder = None
                     lender._unname_holder(holder)
 
     def __del__(self) -> None:
