@@ -244,7 +244,7 @@ class Borrow(NoCopy):
                 lender._end_shared()
                 holder = getattr(self, "_holder", None)
                 if holder is not None:  # a named holder (kernel.name_borrow) lets go
-                    self._holder = None
+                    self._holder = None  # type: ignore[misc]  # the slot is on TensorView
                     lender._unname_holder(holder)
 
     def __del__(self) -> None:
