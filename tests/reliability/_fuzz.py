@@ -1,0 +1,414 @@
+"""The API fuzzer's machinery: the public surface, the argument pool, and one checked call.
+
+:func:`targets` enumerates every public callable of ``tenferro_storage.__all__`` and
+``tenferro_ad.__all__`` (functions and classes; exception classes, enums and modules are
+skipped) plus the public methods of the owner, view and handle classes, so a new public name
+is fuzzed without anyone adding it.  :data:`POOL` maps a readable label to a factory for one
+argument value — valid and invalid values of every kind a parameter may take (owners, views,
+handles and numpy arrays of every dtype, 0-d, zero-size, NaN/inf; ints including negative
+and 2**62; shapes; dtypes; strings; None; wrong types; user functions).  :func:`check_call`
+builds fresh values, calls the target, and returns the failures it saw, each a ``(kind,
+detail)`` pair:
+
+``foreign-exception``  an exception escaped that is not the project's (``TenferroError``)
+``message``            a project error whose message does not name the callable
+``consumes-owner``     an input owner was consumed by a call that does not document it
+``changes-owner``      an input owner's shape, dtype or values changed
+``leaves-borrow``      an input owner is still borrowed after the call's results are gone
+``leak``               the ledger's live bytes did not return to the baseline
+``leaves-tape``        a tape was left installed as the current one
+``hang``               the call ran longer than the time limit
+``unraisable``         an exception was raised (and ignored) in a ``__del__`` or finalizer
+``release``            releasing a returned view or pullback raised a non-project exception
+"""
+
+from __future__ import annotations
+
+import enum
+import gc
+import inspect
+import signal
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_storage import ledger
+from tenferro_storage.errors import BorrowError, TenferroError, UseAfterMoveError
+
+TIME_LIMIT_S = 10
+
+
+class UserError(Exception):
+    """Raised by the pool's user functions; it must propagate unchanged (allowed)."""
+
+
+# -- the public surface -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Target:
+    """One fuzzed callable: ``call(receiver, *args, **kwargs)``; ``receiver`` builds the
+    object a method is called on (``None`` for functions and classes)."""
+
+    name: str
+    obj: Any
+    params: tuple[inspect.Parameter, ...]
+    receiver: str | None = None
+    short: str = ""
+    cls: Any = None
+
+
+RECEIVERS = {
+    "Tensor": "owner f64 (2,3)",
+    "TensorView": "view f64 (2,3)",
+    "TensorViewMut": "mutview f64 (2,3)",
+    "EagerTensor": "handle f64 (2,3)",
+}
+METHOD_EXTRAS = ("__getitem__", "__setitem__", "__add__", "__matmul__", "__pow__", "__array__")
+
+
+def _signature(obj: Any) -> tuple[inspect.Parameter, ...] | None:
+    try:
+        return tuple(inspect.signature(obj).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def targets() -> list[Target]:
+    """Every public callable of both packages, and the public methods of owners/views/handles."""
+    out: list[Target] = []
+    for mod in (ts, ad):
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if not (inspect.isroutine(obj) or inspect.isclass(obj)):
+                continue  # modules, constants, typing aliases (PreparedHostRead = A | B)
+            if inspect.isclass(obj) and issubclass(obj, BaseException | enum.Enum):
+                continue
+            params = _signature(obj)
+            if params is None:
+                params = (inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),)
+            out.append(Target(f"{mod.__name__}.{name}", obj, params, None, name))
+    classes = {"Tensor": ts.Tensor, "TensorView": ts.TensorView,
+               "TensorViewMut": ts.TensorViewMut, "EagerTensor": ad.EagerTensor}
+    for cname, cls in classes.items():
+        for attr in sorted(set(dir(cls))):
+            if attr.startswith("_") and attr not in METHOD_EXTRAS:
+                continue
+            member = inspect.getattr_static(cls, attr, None)
+            if isinstance(member, property) or not callable(getattr(cls, attr, None)):
+                continue
+            if isinstance(member, classmethod | staticmethod):
+                params = _signature(getattr(cls, attr))
+                recv = None
+            else:
+                sig = _signature(getattr(cls, attr))
+                params = None if sig is None else sig[1:]
+                recv = RECEIVERS[cname]
+            if params is None:
+                params = (inspect.Parameter("args", inspect.Parameter.VAR_POSITIONAL),)
+            out.append(Target(f"{cname}.{attr}", attr, params, recv, attr.strip("_"), cls))
+    return out
+
+
+# -- the argument pool ------------------------------------------------------------------------
+@dataclass
+class Ctx:
+    """Values built for one call: the input owners to check afterwards, and their snapshots."""
+
+    owners: list[Any] = field(default_factory=list)
+    keep: list[Any] = field(default_factory=list)
+
+    def owner(self, arr: Any) -> Any:
+        t = ts.from_numpy(np.asarray(arr))
+        self.owners.append(t)
+        return t
+
+
+def _arr(kind: str) -> np.ndarray[Any, Any]:
+    return {
+        "f64 (2,3)": np.arange(6.0).reshape(2, 3) - 2.5,
+        "f32 (3,)": np.array([1.0, -2.0, 0.5], np.float32),
+        "c128 (2,2)": np.array([[1 + 2j, -1j], [0.5, 3 - 1j]]),
+        "c64 (3,)": np.array([1 + 1j, 0, -2j], np.complex64),
+        "i64 (4,)": np.array([3, 0, -1, 2], np.int64),
+        "i32 (2,2)": np.array([[1, 2], [3, 4]], np.int32),
+        "bool (2,)": np.array([True, False]),
+        "f64 0-d": np.array(1.5),
+        "f64 (0,3)": np.zeros((0, 3)),
+        "f64 nan/inf (3,)": np.array([np.nan, np.inf, -np.inf]),
+        "f64 (1,1,1)": np.ones((1, 1, 1)),
+        "f64 (3,3)": np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]),
+    }[kind]
+
+
+ARRAYS = ("f64 (2,3)", "f32 (3,)", "c128 (2,2)", "c64 (3,)", "i64 (4,)", "i32 (2,2)",
+          "bool (2,)", "f64 0-d", "f64 (0,3)", "f64 nan/inf (3,)", "f64 (1,1,1)", "f64 (3,3)")
+
+
+def _raise_user(*a: Any, **k: Any) -> Any:
+    raise UserError("raised by the user's function")
+
+
+POOL: dict[str, Callable[[Ctx], Any]] = {}
+for _k in ARRAYS:
+    POOL[f"owner {_k}"] = lambda c, k=_k: c.owner(_arr(k))
+    POOL[f"numpy {_k}"] = lambda c, k=_k: _arr(k)
+for _k in ("f64 (2,3)", "f32 (3,)", "c128 (2,2)", "f64 0-d", "f64 (0,3)"):
+    POOL[f"view {_k}"] = lambda c, k=_k: c.owner(_arr(k)).as_view()
+    POOL[f"handle {_k}"] = lambda c, k=_k: ad.stop_gradient(_arr(k))
+POOL["mutview f64 (2,3)"] = lambda c: c.owner(_arr("f64 (2,3)")).as_view_mut()
+POOL["view f64 step-2**62"] = lambda c: c.owner(_arr("f64 (2,3)")).as_view()[:, :: 2**62]
+POOL["consumed owner"] = lambda c: _consumed()
+POOL.update({
+    "numpy f16 (2,)": lambda c: np.ones(2, np.float16),
+    "numpy u8 (2,)": lambda c: np.ones(2, np.uint8),
+    "numpy str (1,)": lambda c: np.array(["a"]),
+    "numpy object (2,)": lambda c: np.array([1, None], dtype=object),
+    "numpy f64 non-contiguous": lambda c: np.arange(12.0).reshape(3, 4)[:, ::2],
+    "int 0": lambda c: 0, "int 1": lambda c: 1, "int 2": lambda c: 2, "int 3": lambda c: 3,
+    "int 5": lambda c: 5, "int -1": lambda c: -1, "int -2": lambda c: -2,
+    "int 2**62": lambda c: 2**62, "int -2**62": lambda c: -(2**62),
+    "np.int64 1": lambda c: np.int64(1), "np.int64 0": lambda c: np.int64(0),
+    "bool True": lambda c: True, "bool False": lambda c: False,
+    "float 0.5": lambda c: 0.5, "float -1.5": lambda c: -1.5, "float 0.0": lambda c: 0.0,
+    "float nan": lambda c: float("nan"), "float inf": lambda c: float("inf"),
+    "float -inf": lambda c: float("-inf"), "np.float32 2": lambda c: np.float32(2.0),
+    "complex 1+2j": lambda c: 1 + 2j,
+    "tuple ()": lambda c: (), "tuple (2,3)": lambda c: (2, 3), "tuple (3,2)": lambda c: (3, 2),
+    "tuple (6,)": lambda c: (6,), "tuple (-1,)": lambda c: (-1,), "tuple (0,)": lambda c: (0,),
+    "tuple (0,1)": lambda c: (0, 1), "tuple (1,0)": lambda c: (1, 0),
+    "tuple (2**62,)": lambda c: (2**62,), "tuple (2,2**62)": lambda c: (2, 2**62),
+    "tuple (-5,)": lambda c: (-5,), "tuple 33 ones": lambda c: (1,) * 33,
+    "tuple (0.5,)": lambda c: (0.5,), "tuple (None,)": lambda c: (None,),
+    "list []": lambda c: [], "list [owner, owner]": lambda c: [
+        c.owner(_arr("f64 (2,3)")), c.owner(_arr("f64 (2,3)"))
+    ],
+    "list [numpy (2,3), numpy (3,)]": lambda c: [_arr("f64 (2,3)"), np.ones(3)],
+    "list [handle, numpy]": lambda c: [ad.stop_gradient(_arr("f32 (3,)")), np.ones(3)],
+    "dict {'w': owner}": lambda c: {"w": c.owner(_arr("f32 (3,)"))},
+    "str float32": lambda c: "float32", "str float64": lambda c: "float64",
+    "str int64": lambda c: "int64", "str complex128": lambda c: "complex128",
+    "str bogus": lambda c: "bogus", "str empty": lambda c: "",
+    "str ij,jk->ik": lambda c: "ij,jk->ik", "str i->": lambda c: "i->",
+    "dtype np.float32": lambda c: np.float32, "dtype float": lambda c: float,
+    "dtype ts.float64": lambda c: ts.float64, "dtype np.dtype(f2)": lambda c: np.dtype("f2"),
+    "None": lambda c: None, "object()": lambda c: object(), "Ellipsis": lambda c: Ellipsis,
+    "slice ::2**62": lambda c: slice(None, None, 2**62), "slice 1:": lambda c: slice(1, None),
+    "fn sum": lambda c: (lambda *a, **k: ad.sum(a[0]) if a else ad.sum(ad.stop_gradient(1.0))),
+    "fn identity": lambda c: (lambda *a, **k: a[0] if a else None),
+    "fn returns (sum, 1)": lambda c: (lambda *a, **k: (ad.sum(a[0]), 1) if a else (None, 1)),
+    "fn raises": lambda c: _raise_user,
+    "reason OPERATION_OUTPUT": lambda c: ts.AllocationReason.OPERATION_OUTPUT,
+    "policy save_nothing": lambda c: ad.save_nothing,
+})
+LABELS = tuple(POOL)
+
+
+def _consumed() -> Any:
+    t = ts.ones(2)
+    t.into_storage()
+    return t
+
+
+# -- one checked call -----------------------------------------------------------------------
+CONSUMES = {  # documented consuming calls: consuming an input owner is their job
+    "Tensor.into_storage", "Tensor.take", "Tensor.into_real", "Tensor.into_complex",
+    "tenferro_storage.view_as_complex", "tenferro_storage.view_as_real",
+    "tenferro_storage.OwnedStorage", "Tensor.from_storage",
+}
+
+
+MUTATES = {  # documented writes into the receiver: changing it is their job (on success)
+    "Tensor.fill", "TensorViewMut.fill", "Tensor.__setitem__", "TensorViewMut.__setitem__",
+}
+
+
+@dataclass
+class Outcome:
+    failures: list[tuple[str, str]]
+    raised: str | None
+
+
+class _Timeout(BaseException):
+    pass
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise _Timeout
+
+
+def _snapshot(t: Any) -> tuple[Any, ...] | None:
+    try:
+        a = t.to_numpy()
+        return (tuple(a.shape), str(a.dtype), a.copy())
+    except TenferroError:
+        return None
+
+
+def _same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    nan_ok = a[2].dtype.kind in "fc"
+    return a[0] == b[0] and a[1] == b[1] and np.array_equal(a[2], b[2], equal_nan=nan_ok)
+
+
+def _walk(x: Any, depth: int = 0) -> Iterator[Any]:
+    yield x
+    if depth < 3 and isinstance(x, list | tuple):
+        for y in x:
+            yield from _walk(y, depth + 1)
+    elif depth < 3 and isinstance(x, dict):
+        for y in x.values():
+            yield from _walk(y, depth + 1)
+
+
+def _cleanup(result: Any, failures: list[tuple[str, str]]) -> None:
+    for r in _walk(result):
+        if isinstance(r, ad.VjpFunction | ts.TensorView | ts.TensorViewMut):
+            try:
+                r.release()
+            except TenferroError:
+                pass
+            except Exception as e:
+                what = f"{type(r).__name__}.release(): {type(e).__name__}: {e}"
+                failures.append(("release", what))
+
+
+def _operation_names(package: Any) -> frozenset[str]:
+    names = {n for n in package.__all__ if callable(getattr(package, n, None))}
+    classes = (ts.Tensor, ts.TensorView, ts.TensorViewMut) if package is ts else (ad.EagerTensor,)
+    names |= {m for c in classes for m in dir(c) if not m.startswith("_")}
+    if package is ad:
+        from tenferro_ad._primitive import REGISTRY
+
+        names |= set(REGISTRY)
+        names |= {"vjp_fn", "grad", "backward"}
+    return frozenset(names)
+
+
+def names_the_callable(target: Target, message: str) -> bool:
+    """A project error must say which operation failed: the callable's own name (or method
+    name), or — for a composite — the operation of the same package it failed in, as the
+    ``"op: ..."`` prefix every project message starts with (``fliplr`` failing in ``flip``).
+    Storage names do not count for an AD callable (``add("x")`` must not report
+    ``from_numpy: ...``)."""
+    if target.short and target.short in message:
+        return True
+    head = message.split(":", 1)[0].strip()
+    head = head.split("(", 1)[0].split("[", 1)[0].rsplit(".", 1)[-1]
+    package = ts if target.name.startswith(("tenferro_storage.", "Tensor")) else ad
+    return head in _operation_names(package)
+
+
+UNRAISABLE: list[str] = []
+
+
+def _hook(u: Any) -> None:
+    UNRAISABLE.append(
+        f"{type(u.exc_value).__name__} in {getattr(u.object, '__qualname__', u.object)!r}: "
+        f"{u.exc_value}"
+    )
+
+
+def check_call(
+    target: Target, labels: list[str], kw: dict[str, str], follow: list[str] | None = None
+) -> Outcome:
+    """Build the values named by ``labels``/``kw``, call ``target``, and judge the call.
+
+    ``follow``: when the call returns a plain function (an AD entry point's transformed
+    function), call it with these values too and judge both calls together.  Every value
+    built here is gone (the inner frame has returned) before the ledger is read.
+    """
+    old_hook = sys.unraisablehook
+    sys.unraisablehook = _hook
+    UNRAISABLE.clear()
+    base_live = ledger.live_bytes()
+    tape_before = ad.current_tape()
+    try:
+        outcome = _call(target, labels, kw, follow)
+        failures = outcome.failures
+        if ad.current_tape() is not tape_before:
+            failures.append(("leaves-tape", f"current_tape() is {ad.current_tape()!r}"))
+        if ledger.live_bytes() != base_live:
+            gc.collect()
+        if ledger.live_bytes() > base_live:
+            failures.append(("leak", f"{ledger.live_bytes() - base_live} live bytes left"))
+        if UNRAISABLE:
+            failures.append(("unraisable", UNRAISABLE[0]))
+    finally:
+        sys.unraisablehook = old_hook
+    return outcome
+
+
+def _call(
+    target: Target, labels: list[str], kw: dict[str, str], follow: list[str] | None
+) -> Outcome:
+    failures: list[tuple[str, str]] = []
+    raised: str | None = None
+    ctx = Ctx()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(TIME_LIMIT_S)
+    result: Any = None
+    try:
+        with np.errstate(all="ignore"):
+            args = [POOL[lab](ctx) for lab in labels]
+            kwargs = {k: POOL[lab](ctx) for k, lab in kw.items()}
+            snaps = [(t, _snapshot(t)) for t in ctx.owners]
+            fn: Any = target.obj
+            if target.receiver is not None:
+                ctx.keep.append(POOL[target.receiver](ctx))
+                snaps = [(t, _snapshot(t)) for t in ctx.owners]
+                fn = getattr(ctx.keep[-1], target.obj)
+            elif isinstance(target.obj, str):  # a classmethod or staticmethod
+                fn = getattr(target.cls, target.obj)
+            try:
+                result = fn(*args, **kwargs)
+                if follow is not None and inspect.isfunction(result):
+                    inner = [POOL[lab](ctx) for lab in follow]
+                    snaps += [(t, _snapshot(t)) for t in ctx.owners[len(snaps):]]
+                    result = result(*inner)
+            except _Timeout:
+                raise
+            except (TenferroError, UserError) as e:
+                raised = f"{type(e).__name__}: {e}"
+                if isinstance(e, TenferroError) and not names_the_callable(target, str(e)):
+                    failures.append(("message", raised))
+            except BaseException as e:
+                raised = f"{type(e).__name__}: {e}"
+                failures.append(("foreign-exception", raised))
+            _cleanup(result, failures)
+            result = fn = None
+            args = kwargs = None  # type: ignore[assignment]
+            for v in ctx.keep:
+                if isinstance(v, ts.TensorView | ts.TensorViewMut):
+                    v.release()
+            ctx.keep.clear()
+            for t, before in snaps:
+                if before is None:
+                    continue
+                try:
+                    try:
+                        after = t.to_numpy()
+                    except BorrowError:
+                        gc.collect()  # a view kept alive by a reference cycle (a traceback)
+                        after = t.to_numpy()
+                except UseAfterMoveError:
+                    if raised is not None or target.name not in CONSUMES:
+                        what = raised or "the call succeeded"
+                        failures.append(("consumes-owner", f"an input owner was consumed ({what})"))
+                    continue
+                except BorrowError as e:
+                    failures.append(("leaves-borrow", str(e)))
+                    continue
+                mutating = target.name in MUTATES and raised is None
+                now = (tuple(after.shape), str(after.dtype), after)
+                if not mutating and not _same(before, now):
+                    what = raised or "the call succeeded"
+                    failures.append(("changes-owner", f"an input owner changed ({what})"))
+    except _Timeout:
+        failures.append(("hang", f"no return within {TIME_LIMIT_S} s"))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+    return Outcome(failures, raised)
