@@ -1,4 +1,4 @@
-"""The programs the shipped scenarios run (``scenarios/*.toml`` at the repository root).
+"""The programs the shipped scenarios run (``tenferro_ad/scenarios/data/*.toml``, package data).
 
 Every program takes its inputs as positional handles, a keyword ``checkpoint`` (a
 checkpoint policy, or ``None`` to run without checkpointing) and its scenario
