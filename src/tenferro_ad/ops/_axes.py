@@ -75,10 +75,16 @@ turn them into the project's errors naming the op (:func:`arg_error`)."""
 
 
 def arg_error(operation: str, e: BaseException) -> BaseException:
-    """The project error to raise for ``e`` escaping ``operation``: a project error as it is;
+    """The project error to raise for ``e`` escaping ``operation``: a project error as it is
+    (its message prefixed with ``operation`` when it came from a layer below);
     numpy's ``ValueError``/``IndexError`` as ``ArgumentError`` and ``TypeError`` as
     ``ArgumentTypeError``, both naming the op and keeping numpy's words.  O(1)."""
     if isinstance(e, TenferroError):
+        # an error from a layer below (importing an argument, reading a consumed owner)
+        # gets the op's name in front, so the message says which call failed
+        msg = e.args[0] if e.args else None
+        if isinstance(msg, str) and not msg.startswith(f"{operation}:"):
+            e.args = (f"{operation}: {msg}", *e.args[1:])
         return e
     if isinstance(e, TypeError):
         return ArgumentTypeError(f"{operation}: an argument has a type it cannot take: {e}")
