@@ -122,8 +122,8 @@ def _workloads(n: int, layout: str) -> dict[str, Any]:
     y = ts.from_numpy(rng.uniform(-1.0, 1.0, shape))
     # Raw numpy works on the very same bytes (the roots' buffers, bypassing the API), so
     # the comparison isolates access overhead from page placement and cache effects.
-    x_raw = x._storage.root.allocation.reshape(shape)
-    y_raw = y._storage.root.allocation.reshape(shape)
+    x_raw = x._storage.root._allocation.reshape(shape)  # the raw baseline, on purpose
+    y_raw = y._storage.root._allocation.reshape(shape)
     if layout == "strided":
         x_raw, y_raw = x_raw.T, y_raw.T
         px = x.T.prepare_host()
