@@ -69,9 +69,10 @@ def permutation(operation: str, axes: Any, ndim: int) -> tuple[int, ...]:
     return out
 
 
-KERNEL_ERRORS = (ValueError, TypeError, IndexError)
-"""What numpy (and Python) raise for values a kernel cannot take; the public op functions
-turn them into the project's errors naming the op (:func:`arg_error`)."""
+KERNEL_ERRORS = (ValueError, TypeError, IndexError, TenferroError)
+"""What numpy (and Python) raise for values a kernel cannot take, and the project's own
+errors from the layers below; the public op functions turn the former into the project's
+errors and prefix the latter with the op's name (:func:`arg_error`)."""
 
 
 def arg_error(operation: str, e: BaseException) -> BaseException:
