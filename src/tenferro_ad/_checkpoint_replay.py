@@ -47,7 +47,7 @@ from ._checkpoint_graph import (
     _NodeState,
     _segments,
 )
-from ._dispatch import bind
+from ._dispatch import arg_targets, bind
 from ._handle import EagerTensor, make_handle
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord
@@ -391,15 +391,8 @@ def _manual_node(
     if prim.save_out:
         saved.count += 1
         res.append(saved)
-    shapes = None
-    if prim.broadcasts:
-        out_shape = saved.a.shape
-        arg_shapes = [
-            np.shape(a._r("checkpoint").a) if type(a) is EagerTensor else np.shape(a)
-            for a in handles
-        ]
-        if any(i >= 0 and sh != out_shape for i, sh in zip(ids, arg_shapes, strict=True)):
-            shapes = arg_shapes
+    vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
+    shapes = arg_targets(prim, ids, vals, saved.a.shape, saved.a.dtype)
     vid = len(sub.nodes)
     sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
     return make_handle(saved, sub.key, vid)
@@ -411,8 +404,6 @@ def _unrun_node(
     """A tape node for an equation whose output nothing needs (not a later equation, not
     its own VJP): its residuals are its inputs, so the kernel is not re-run.  Returns the
     value id to seed with ``ct`` (whose shape and dtype are the output's)."""
-    from ._dispatch import _target
-
     prim = eqn.op
     assert type(prim) is Primitive
     handles: list[Any] = []
@@ -431,14 +422,7 @@ def _unrun_node(
         else:
             res.append(a)
     vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
-    out_shape, odt = np.shape(ct), np.asarray(ct).dtype
-    shapes = None
-    if (prim.broadcasts or odt.kind == "c") and any(
-        i >= 0
-        and (np.shape(v) != out_shape or (odt.kind == "c" and np.asarray(v).dtype.kind != "c"))
-        for i, v in zip(ids, vals, strict=True)
-    ):
-        shapes = [_target(v, odt) for v in vals]
+    shapes = arg_targets(prim, ids, vals, np.shape(ct), np.asarray(ct).dtype)
     vid = len(sub.nodes)
     sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
     return vid

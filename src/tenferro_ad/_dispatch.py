@@ -36,7 +36,7 @@ import tenferro_storage as ts
 from tenferro_storage.errors import AliasedOutputError, LayoutError, UseAfterMoveError
 
 from ._handle import EagerTensor
-from ._primitive import Primitive, RealTarget
+from ._primitive import CastTarget, Primitive
 from ._retention import AdValueRecord, RetentionContainer, record_alias, record_borrow
 from ._state import STATE
 from ._tape import TapeNode
@@ -96,12 +96,27 @@ def borrowed_record(a: Any, holder: str) -> Any:
 
 
 def _target(v: Any, odt: np.dtype[Any]) -> tuple[int, ...]:
-    """The cotangent target of one argument: its shape, marked real where it must be."""
+    """The cotangent target of one argument: its shape, with its dtype where the output's
+    differs (the cotangent is cast back: real part, precision, as in JAX)."""
     if type(v) is not np.ndarray:
         return ()
-    if odt.kind == "c" and v.dtype.kind != "c":
-        return RealTarget(v.shape)
+    if v.dtype != odt and v.dtype.kind in "fc":
+        return CastTarget(v.shape, v.dtype)
     return v.shape  # type: ignore[no-any-return]
+
+
+def arg_targets(
+    prim: Primitive, ids: list[int], vals: list[Any], out_shape: Any, odt: np.dtype[Any]
+) -> list[Any] | None:
+    """``node.shapes`` for a node built outside ``bind`` (checkpoint replay): argument
+    targets when a tracked argument broadcasts or has another dtype than the output."""
+    for i, v in zip(ids, vals, strict=True):
+        if i >= 0 and (
+            (prim.broadcasts and np.shape(v) != tuple(out_shape))
+            or (type(v) is np.ndarray and v.dtype != odt and v.dtype.kind in "fc")
+        ):
+            return [_target(v, odt) for v in vals]
+    return None
 
 
 def _fresh(out: Any, name: str) -> tuple[Any, Any]:
@@ -257,17 +272,17 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             rec.count += 1
             res.append(rec)
         node.res = res
-        # Keep argument shapes when they broadcast, and mark real arguments of a complex
-        # output: their cotangents are reduced back / keep only the real part (as JAX).
+        # Keep argument shapes when they broadcast, and dtypes when they differ from the
+        # output's: their cotangents are reduced and cast back (real part, precision: JAX).
         odt = out.dtype
         bc = prim.broadcasts
-        if bc or odt.kind == "c":
+        if bc or odt.kind == "c" or len(ids) > 1:
             osh = out.shape
             for i in range(len(ids)):
                 if ids[i] >= 0:
                     v = vals[i]
                     if (bc and v.shape != osh) or (
-                        v.dtype is not odt and odt.kind == "c" and v.dtype.kind != "c"
+                        v.dtype is not odt and v.dtype != odt and v.dtype.kind in "fc"
                     ):
                         node.shapes = [_target(v, odt) for v in vals]
                         break

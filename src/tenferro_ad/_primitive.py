@@ -216,3 +216,19 @@ class RealTarget(tuple):  # type: ignore[type-arg]
     """
 
     __slots__ = ()
+
+
+class CastTarget(tuple):  # type: ignore[type-arg]
+    """An argument shape whose argument's dtype differs from the op's output dtype.
+
+    ``unbroadcast`` to such a target reduces as usual, keeps only the real part when the
+    argument was real and the cotangent is complex, and casts to the argument's dtype —
+    a float32 argument that met a float64 value gets a float32 cotangent, as in JAX.
+    """
+
+    dtype: Any
+
+    def __new__(cls, shape: tuple[int, ...], dtype: Any) -> CastTarget:
+        t = super().__new__(cls, shape)
+        t.dtype = dtype
+        return t

@@ -29,7 +29,7 @@ from typing import Any
 
 from .._dispatch import bind
 from .._handle import EagerTensor
-from .._primitive import RealTarget
+from .._primitive import CastTarget, RealTarget
 from . import derived, elementwise, linalg, reduce, shape
 from ._ns import HANDLE_NS, _unbroadcast_axes
 from .derived import log_softmax, logsumexp, softmax
@@ -98,6 +98,14 @@ def _h_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
         from .complex import real  # the complex family loads after the core families
 
         g = real(g)
+    elif type(shape) is CastTarget:
+        dt = shape.dtype
+        if g.dtype.is_complex and dt.kind != "c":
+            from .complex import real
+
+            g = real(g)
+        if g._r("unbroadcast").a.dtype != dt:
+            g = astype(g, dt)
     return g
 
 
@@ -187,6 +195,6 @@ _register_owner_operators()
 
 
 # numpy-coverage families (import after the core: they derive from it) and numpy dispatch
-from . import _numpy_dispatch, fft, manip, math, products, scan, special  # noqa: E402
+from . import _numpy_dispatch, fft, manip, math, products, scan, special  # noqa: E402, F401
 
 _numpy_dispatch.install()

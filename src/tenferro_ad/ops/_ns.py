@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from .._primitive import RealTarget
+from .._primitive import CastTarget, RealTarget
 
 VOCABULARY: Final = (
     "abs", "add", "apply", "astype", "broadcast_to", "concatenate", "conj", "cos", "div",
@@ -76,6 +76,12 @@ class _NumpyNS:
         r = g if gs == shape else np.reshape(np.sum(g, axis=_unbroadcast_axes(gs, shape)), shape)
         if type(shape) is RealTarget and np.iscomplexobj(r):
             r = np.array(np.real(r), order="C")  # a fresh real cotangent, rank kept (scratch)
+        elif type(shape) is CastTarget:
+            dt = shape.dtype
+            if np.iscomplexobj(r) and dt.kind != "c":
+                r = np.real(r)
+            if r.dtype != dt:
+                r = np.asarray(r).astype(dt)
         return r
 
     @staticmethod
