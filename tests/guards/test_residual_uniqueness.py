@@ -36,9 +36,11 @@ import numpy as np
 import pytest
 
 import tenferro_ad as ad
-import tenferro_ad.fft  # noqa: F401  (registers its primitives)
-import tenferro_ad.linalg  # noqa: F401
-import tenferro_ad.scipy  # noqa: F401
+
+# importing these registers their primitives, so the table sees every op
+import tenferro_ad.fft
+import tenferro_ad.linalg
+import tenferro_ad.scipy
 import tenferro_storage as ts
 from tenferro_ad import extend
 from tenferro_ad._primitive import REGISTRY, Primitive
@@ -169,7 +171,7 @@ def test_saved_values_are_owned_by_the_tape_until_backward(
     if prim.save_out:
         with pytest.raises(NotUnique):
             y.into_value()
-    for i, u in mids.items():
+    for u in mids.values():
         with pytest.raises(NotUnique):
             u.into_value()
     seed = _ones_like_output(y)

@@ -7,6 +7,7 @@ Run by hand (it is slow on two cores; see README.md), never collected by pytest:
     python tests/mutation/run_mutants.py --only ID [--only ID2 ...]
     python tests/mutation/run_mutants.py --list          # ids, areas and files; runs nothing
     python tests/mutation/run_mutants.py --area storage  # one area only
+    python tests/mutation/run_mutants.py --only ID --tests tests/x.py::test_y  # one test
 
 Each mutant in ``mutants.toml`` (next to this file) names a ``file`` (relative to the
 repository root), an exact ``original`` snippet that must occur exactly once in it, its
@@ -27,6 +28,7 @@ survives).  The kill rate is killed / (applicable - equivalent survivors).  Exit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -247,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="only check that every snippet applies (fast, runs no tests)")
     ap.add_argument("-v", "--verbose", action="store_true", help="show survivors' output")
+    ap.add_argument("--tests", nargs="+", metavar="NODE", default=None,
+                    help="run these test files/node ids instead of each mutant's own list "
+                         "(e.g. to check that one named test kills a mutant)")
     ap.add_argument("--git", metavar="REV", default=None,
                     help="test commit REV (git archive) instead of the working tree")
     ap.add_argument("--baseline", action="store_true",
@@ -254,6 +259,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "one fails (a failing baseline would count as a kill)")
     args = ap.parse_args(argv)
     mutants = _select(load(args.list_file), args.only, args.area)
+    if args.tests:
+        mutants = [dataclasses.replace(m, tests=tuple(args.tests)) for m in mutants]
     if args.list or args.check:
         bad = 0
         for m in mutants:
