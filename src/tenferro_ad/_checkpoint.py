@@ -37,7 +37,7 @@ from ._handle import EagerTensor, make_handle
 from ._retention import AdValueRecord
 from ._state import STATE
 from ._tape import Tape
-from .errors import CheckpointError
+from .errors import ArgumentTypeError, CheckpointError
 
 __all__ = [
     "CheckpointPolicy",
@@ -112,9 +112,9 @@ def checkpoint(
     recorded boundary record is released (nothing is published).
     """
     if not callable(f):
-        raise TypeError(f"checkpoint: expected a callable, got {type(f).__name__}")
+        raise ArgumentTypeError(f"checkpoint: expected a callable, got {type(f).__name__}")
     if not isinstance(policy, CheckpointPolicy):
-        raise TypeError(f"checkpoint: policy must be a CheckpointPolicy, got {policy!r}")
+        raise ArgumentTypeError(f"checkpoint: policy must be a CheckpointPolicy, got {policy!r}")
     label = getattr(f, "__name__", "region")
 
     @functools.wraps(f)
@@ -160,7 +160,9 @@ def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None
     inside is interior.  An exception inside the block publishes nothing.
     """
     if not isinstance(policy, CheckpointPolicy):
-        raise TypeError(f"Tape.checkpoint: policy must be a CheckpointPolicy, got {policy!r}")
+        raise ArgumentTypeError(
+            f"Tape.checkpoint: policy must be a CheckpointPolicy, got {policy!r}"
+        )
     if STATE.tape is not tape and STATE.region is None:
         raise CheckpointError(
             "Tape.checkpoint: this tape is not recording here; use the block inside `with tape:`"

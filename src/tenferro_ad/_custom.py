@@ -144,7 +144,7 @@ def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:
         return cache[1][argnum]
 
     def no_impl(*a: Any, **k: Any) -> Any:
-        raise TypeError(f"{name}: a custom node is never applied directly")
+        raise ArgumentTypeError(f"{name}: a custom node is never applied directly")
 
     p = Primitive(name, no_impl, 1, variadic=True)
     p.defvjp(rule)
@@ -212,7 +212,7 @@ class custom_vjp:
     def __call__(self, *args: Any) -> Any:
         tape = STATE.tape
         if STATE.jvp is not None:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"{self.prim.name}: forward mode (jvp) of a custom_vjp function is not "
                 "defined (as in JAX); use custom_jvp, or reverse mode"
             )
@@ -222,7 +222,9 @@ class custom_vjp:
         if not tracked or STATE.region is not None or self._in_fwd:
             return self.fun(*args)  # nothing to differentiate here (or a checkpoint body)
         if self.fwd is None:
-            raise TypeError(f"{self.prim.name}: call defvjp(fwd, bwd) before differentiating it")
+            raise ArgumentTypeError(
+                f"{self.prim.name}: call defvjp(fwd, bwd) before differentiating it"
+            )
         self._in_fwd += 1
         try:
             res = self.fwd(*args)

@@ -33,13 +33,19 @@ from typing import Any, Final
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import AliasedOutputError, LayoutError, UseAfterMoveError
+from tenferro_storage.errors import (
+    AliasedOutputError,
+    LayoutError,
+    TenferroError,
+    UseAfterMoveError,
+)
 
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
 from ._retention import AdValueRecord, RetentionContainer, record_alias, record_borrow
 from ._state import STATE
 from ._tape import TapeNode
+from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 
 _adopt: Final = ts.kernel.adopt_output
 _SCALARS: Final = frozenset(
@@ -137,6 +143,40 @@ def _fresh(out: Any, name: str) -> tuple[Any, Any]:
         return _adopt(out, STATE.reason, name), out
 
 
+def kernel_error(name: str, e: Exception) -> Exception:
+    """The project error for an exception a numpy kernel raised inside op ``name``.
+
+    Project errors are returned unchanged; numpy's ``LinAlgError``/``ValueError``/
+    ``TypeError``/``IndexError`` become ``LinAlgError``/``ArgumentError``/
+    ``ArgumentTypeError``/``IndexOutOfBoundsError`` naming the op (each still an instance
+    of the builtin a caller catches)."""
+    if isinstance(e, TenferroError):
+        return e
+    msg = f"{name}: {e}"
+    if isinstance(e, np.linalg.LinAlgError):
+        return LinAlgError(msg)
+    if isinstance(e, IndexError):
+        return IndexOutOfBoundsError(msg)
+    if isinstance(e, TypeError):
+        return ArgumentTypeError(msg)
+    if isinstance(e, ValueError):
+        return ArgumentError(msg)
+    return e
+
+
+def _argument_error(name: str, i: int, e: Exception) -> Exception:
+    """A refused argument (consumed owner, unsupported dtype...): the same project error,
+    its message naming the op and the argument; other exceptions as ``kernel_error``."""
+    if isinstance(e, TenferroError):
+        msg = f"{name}: argument {i}: {e}"
+        try:
+            e.args = (msg, *e.args[1:])
+        except (AttributeError, TypeError):  # pragma: no cover - every class allows it
+            return e
+        return e if str(e) == msg else ArgumentTypeError(msg)
+    return kernel_error(f"{name}: argument {i}", e)
+
+
 def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int]:
     """(kernel input, record-or-scalar-or-owner, value id) for one argument (general path)."""
     t = type(a)
@@ -196,14 +236,20 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
                 else:
                     ids.append(-1)
             else:
-                v, r, i = _resolve(prim, a, key)
+                try:
+                    v, r, i = _resolve(prim, a, key)
+                except Exception as e:
+                    raise _argument_error(prim.name, len(vals), e) from None
                 vals.append(v)
                 recs.append(r)
                 ids.append(i)
                 if i >= 0:
                     tracked = True
     name = prim.name
-    out = prim.impl(*vals, **params)
+    try:
+        out = prim.impl(*vals, **params)
+    except (ValueError, TypeError, IndexError) as e:
+        raise kernel_error(name, e) from None
     tans = STATE.jvp
     tan = None if tans is None else tans.push(prim, recs, vals, out, params)
     r0 = recs[0] if recs else None

@@ -28,7 +28,7 @@ from tenferro_storage.errors import ExtractError, UseAfterMoveError
 from ._nocopy import NoCopy
 from ._retention import AdValueRecord
 from ._state import STATE
-from .errors import Extract, NotUnique
+from .errors import ArgumentError, ArgumentTypeError, Extract, NotUnique
 
 
 def _ops_missing(*args: Any) -> Any:  # pragma: no cover - replaced when ops load
@@ -46,11 +46,17 @@ class ValueGuard(NoCopy):
     __slots__ = ("_rec", "_view")
 
     def __init__(self, rec: AdValueRecord, view: ts.TensorView[Any, Any]) -> None:
+        self._rec: AdValueRecord | None = None
+        self._view: ts.TensorView[Any, Any] | None = None
+        if type(rec) is not AdValueRecord or type(view) is not ts.TensorView:
+            raise ArgumentTypeError(
+                "ValueGuard: made by EagerTensor.value(), not constructed directly"
+            )
         # one more direct owner of the record while the borrow lives: into_value() of the
         # value is NotUnique until the guard is released (G7)
         rec.count += 1
-        self._rec: AdValueRecord | None = rec
-        self._view: ts.TensorView[Any, Any] | None = view
+        self._rec = rec
+        self._view = view
 
     @property
     def view(self) -> ts.TensorView[Any, Any]:
@@ -100,7 +106,10 @@ class EagerTensor:
     _id: int
 
     def __init__(self) -> None:
-        raise TypeError("EagerTensor() is not constructed directly; use tape.watch(owner) or ops")
+        raise ArgumentTypeError(
+            "EagerTensor: not constructed directly; use tape.watch(owner), ad.constant(...) "
+            "or ops"
+        )
 
     def __del__(self) -> None:
         rec = self._rec
@@ -146,7 +155,7 @@ class EagerTensor:
     def __len__(self) -> int:
         s = self._r("len").a.shape
         if not s:
-            raise TypeError("len() of a rank-0 EagerTensor")
+            raise ArgumentTypeError("EagerTensor.__len__: len() of a rank-0 value")
         return int(s[0])
 
     # -- cloning ---------------------------------------------------------------------------
@@ -238,7 +247,7 @@ class EagerTensor:
         """The single element as a Python scalar (a host read; no ledger event)."""
         a = self._r("item").a
         if a.size != 1:
-            raise ValueError(f"item: the value has {a.size} elements, not 1 (shape {a.shape})")
+            raise ArgumentError(f"item: the value has {a.size} elements, not 1 (shape {a.shape})")
         return a.item()
 
     def __float__(self) -> float:
@@ -251,9 +260,10 @@ class EagerTensor:
         return bool(self.item())
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise TypeError(
-            "np.asarray(EagerTensor): tenferro never copies implicitly. Call .to_numpy() "
-            "for a recorded TRANSFER copy, or read in place with `with x.value() as v:`"
+        raise ts.errors.OwnershipError(
+            "EagerTensor.__array__: np.asarray(handle) is refused, tenferro never copies "
+            "implicitly. Call .to_numpy() for a recorded TRANSFER copy, or read in place "
+            "with `with x.value() as v:`"
         )
 
     # numpy defers to our reflected operators (``ndarray + handle`` -> ``handle.__radd__``),

@@ -37,6 +37,8 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAfterMoveError
 
+from .errors import ArgumentTypeError
+
 
 class RetentionContainer:
     """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
@@ -126,6 +128,11 @@ class AdValueRecord:
     __slots__ = ("a", "container", "count", "op", "slot")
 
     def __init__(self, a: Any, container: RetentionContainer, slot: Any, op: str) -> None:
+        if type(container) is not RetentionContainer:
+            raise ArgumentTypeError(
+                "AdValueRecord: made by the tape and the ops over a RetentionContainer, not "
+                f"constructed directly (got a {type(container).__name__})"
+            )
         self.a = a
         self.container = container
         self.slot = slot
@@ -135,7 +142,10 @@ class AdValueRecord:
 
     def __del__(self) -> None:
         # a record is one direct owner of its container: give the count back
-        c = self.container
+        try:
+            c = self.container
+        except AttributeError:  # construction was refused: nothing to give back
+            return
         c.count -= 1
         slot = self.slot
         if slot is not None and type(slot) is not ts.TensorView:

@@ -131,7 +131,7 @@ class Tape(NoCopy):
             owner = move_owner(value, "Tape.watch")  # the caller's owner is consumed
             rec = record_owner(owner, ts.kernel.read_array(owner), "watch")
         elif isinstance(value, ts.TensorView | ts.TensorViewMut):
-            raise TypeError(
+            raise ArgumentTypeError(
                 "Tape.watch: a view cannot be moved into a tape; watch the owner (moved), "
                 "or pass the view to ops directly (borrowed, untracked)"
             )
@@ -212,7 +212,9 @@ class Tape(NoCopy):
     # -- backward --------------------------------------------------------------------------
     def _id_of(self, x: EagerTensor, what: str) -> int:
         if not isinstance(x, EagerTensor):
-            raise TypeError(f"Tape.backward: {what} must be an EagerTensor, got {type(x).__name__}")
+            raise ArgumentTypeError(
+                f"Tape.backward: {what} must be an EagerTensor, got {type(x).__name__}"
+            )
         x._r(f"Tape.backward ({what})")
         if x._tape is not self.key or x._id < 0:
             raise BackwardError(

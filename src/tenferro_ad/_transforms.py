@@ -31,6 +31,11 @@ __all__ = [
 ]
 
 
+def _callable(f: Any, what: str) -> None:
+    if not callable(f):
+        raise ArgumentTypeError(f"{what}: f must be callable, got {type(f).__name__}")
+
+
 def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
     try:
@@ -122,6 +127,7 @@ jacobian = jacrev
 def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Jacobian of ``f`` by forward mode: shape ``out.shape + arg.shape`` (a tuple of
     them for a tuple ``argnums``).  One forward-mode pass per input element."""
+    _callable(f, "jacfwd")
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacfwd")
@@ -148,6 +154,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
 def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Hessian of scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse)."""
+    _callable(f, "hessian")
     return jacfwd(jacrev(f, argnums), argnums)
 
 
@@ -157,6 +164,9 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
     forward mode, never the full Hessian."""
     from ._functional import grad
 
+    _callable(f, "hvp")
+    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
+        raise ArgumentTypeError("hvp: primals and tangents must be tuples (one per argument)")
     nums = tuple(range(len(tuple(primals))))
     _, t = jvp(grad(f, nums), tuple(primals), tuple(tangents))
     return t[0] if len(nums) == 1 else t
@@ -165,6 +175,7 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
 def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     """autograd's ``elementwise_grad``: the VJP of ``f`` with a cotangent of ones — the
     derivative of each output element for elementwise ``f`` (its diagonal Jacobian)."""
+    _callable(f, "elementwise_grad")
 
     def eg(*args: Any) -> Any:
         k = _nums(argnums, len(args), "elementwise_grad")[0]
@@ -187,6 +198,7 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
     """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
     ``primals`` (each call runs one forward-mode pass; the primals stay borrowed only
     during calls)."""
+    _callable(f, "linearize")
     out = f(*primals)
 
     def f_jvp(*tangents: Any) -> Any:

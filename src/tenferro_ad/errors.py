@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as _np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
 from tenferro_storage.errors import ExtractError, TenferroError
@@ -25,6 +26,7 @@ __all__ = [
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
+    "LinAlgError",
     "MissingRuleError",
     "NotUnique",
     "ScenarioError",
@@ -163,3 +165,9 @@ class IndexOutOfBoundsError(TenferroError, IndexError):
     """An index (``x[5]`` on an axis of extent 3, too many indices, an index array with an
     entry out of range) selects outside the value.  Subclasses ``IndexError`` as numpy's
     does; the message names the op and the index; nothing is computed or recorded."""
+
+
+class LinAlgError(TenferroError, _np.linalg.LinAlgError):
+    """A linear-algebra kernel failed on the values it was given (a singular matrix, a
+    matrix that is not positive definite, no convergence).  Subclasses numpy's
+    ``LinAlgError`` (so also ``ValueError``); the message names the op."""

@@ -271,6 +271,7 @@ PINNED_ERRORS = (
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
+    "LinAlgError",
     "MissingRuleError",
     "NotUnique",
     "ScenarioError",

@@ -4,13 +4,18 @@ semantics raising :class:`~tenferro_ad.errors.AxisError`.  All O(ndim), no alloc
 
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from tenferro_storage.errors import TenferroError
+
 from .._handle import EagerTensor
-from ..errors import ArgumentTypeError, AxisError
+from ..errors import ArgumentError, ArgumentTypeError, AxisError
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -99,3 +104,50 @@ def weak(*args: Any) -> list[Any]:
     if dt.kind == "c":
         return [dt.type(a) if isinstance(a, int | float | complex) else a for a in args]
     return [dt.type(a) if isinstance(a, int | float) else a for a in args]
+
+
+_FOREIGN = (TypeError, ValueError, IndexError, KeyError, AttributeError, OverflowError,
+            ZeroDivisionError)
+
+
+def guarded(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with its argument errors made the package's: an exception from a layer below
+    (numpy, scipy, the storage kernel) that does not say which operation failed is raised
+    again as :class:`~tenferro_ad.errors.ArgumentTypeError` (a ``TypeError``) or
+    :class:`~tenferro_ad.errors.ArgumentError` (a ``ValueError``) whose message starts with
+    ``op``; the original is the ``__cause__``.  Errors already naming the op pass through.
+    Ops record nothing before they fail, so nothing changes.  Cost: one call frame."""
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except TenferroError as e:
+            msg = str(e)
+            if op in msg.split(":", 1)[0]:
+                raise
+            try:  # the same class, named: e.g. UseAfterMoveError("exp2: read_array: ...")
+                again: Exception = type(e)(f"{op}: {msg}")
+            except Exception:
+                if not isinstance(e, TypeError | ValueError):
+                    raise e from None
+                again = (ArgumentTypeError if isinstance(e, TypeError) else ArgumentError)(
+                    f"{op}: {msg}"
+                )
+            raise again from e
+        except _FOREIGN as e:
+            msg = str(e)
+            text = msg if msg.startswith(f"{op}:") else f"{op}: {msg}"
+            if isinstance(e, TypeError | AttributeError):
+                raise ArgumentTypeError(text) from e
+            raise ArgumentError(text) from e
+
+    return wrapped
+
+
+def guard_module(namespace: dict[str, Any], names: Any) -> None:
+    """Replace each public function ``names`` of a module namespace by :func:`guarded`."""
+    for n in names:
+        f = namespace.get(n)
+        if inspect.isfunction(f) and not hasattr(f, "__wrapped__"):
+            namespace[n] = guarded(n, f)

@@ -29,6 +29,7 @@ from .. import _einsum_path as E
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defbilinear, deflinear, defprimitive
+from ._util import guarded
 from .complex import REAL, is_complex
 
 Array = Any
@@ -194,3 +195,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
     except IndexError as e:  # pragma: no cover - defensive
         raise E.EinsumError(f"tensordot: axes {axes} out of range for shapes {sa}, {sb}") from e
     return einsum(sub, a, b)
+
+
+# argument errors from the planner, numpy or the kernel name the op (the package's classes)
+einsum = guarded("einsum", einsum)
+tensordot = guarded("tensordot", tensordot)

@@ -30,7 +30,7 @@ from ..errors import ArgumentError
 from . import manip
 from . import shape as sh
 from ._util import axis as _axis
-from ._util import dtype_of, shape_of
+from ._util import dtype_of, guard_module, shape_of
 
 Array = Any
 
@@ -291,3 +291,7 @@ def rfftfreq(n: int, d: float = 1.0) -> EagerTensor:
     from .elementwise import stop_gradient
 
     return stop_gradient(np.fft.rfftfreq(n, d))
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)

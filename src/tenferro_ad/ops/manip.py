@@ -23,7 +23,7 @@ from ..errors import ArgumentError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
-from ._util import dtype_of, shape_of
+from ._util import dtype_of, guard_module, shape_of
 
 Array = Any
 
@@ -560,3 +560,7 @@ class _CClass:
 
 r_ = _RClass()
 c_ = _CClass()
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)

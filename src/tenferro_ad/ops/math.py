@@ -24,7 +24,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive, nondifferentiable
 from . import elementwise as ew
-from ._util import weak
+from ._util import guard_module, weak
 from .special import ERF, EXPIT
 
 Array = Any
@@ -561,3 +561,7 @@ def rad2deg(x: Any) -> EagerTensor:
 
 radians = deg2rad
 degrees = rad2deg
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)

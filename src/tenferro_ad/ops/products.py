@@ -15,7 +15,7 @@ from ..errors import ArgumentError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
-from ._util import shape_of
+from ._util import guard_module, shape_of
 from .einsum import einsum, tensordot
 
 __all__ = ["cross", "dot", "inner", "kron", "outer", "vdot"]
@@ -110,3 +110,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 def _last(nd: int, ax: int) -> tuple[int, ...]:
     return (*tuple(i for i in range(nd) if i != ax), ax)
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)

@@ -27,7 +27,7 @@ from . import reduce as rd
 from . import shape as sh
 from ._util import axes as _axes
 from ._util import axis as _axis
-from ._util import dtype_of, shape_of
+from ._util import dtype_of, guard_module, shape_of
 
 Array = Any
 
@@ -522,3 +522,7 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     lo, hi = (n - 1) // 2, n // 2
     out = rd.mean(sh.getitem(srt, (*pre, slice(lo, hi + 1))), axis=ax, keepdims=keepdims)
     return out
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)

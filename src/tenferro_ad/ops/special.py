@@ -22,7 +22,7 @@ import scipy.special as sps
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive
-from ._util import weak
+from ._util import guard_module, weak
 
 Array = Any
 
@@ -274,3 +274,7 @@ def xlog1py(x: Any, y: Any) -> EagerTensor:
     """``x * log1p(y)``, 0 where ``x == 0``; JAX's derivative."""
     x, y = weak(x, y)
     return bind(XLOG1PY, x, y)
+
+
+# argument errors from numpy/scipy/the kernel name the op (the package's error classes)
+guard_module(globals(), __all__)
