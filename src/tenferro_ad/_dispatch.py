@@ -89,7 +89,6 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
     c.borrow = None
     c.count = 0
     c.addr = 0
-    c.pending = []
     return AdValueRecord(ts.kernel.read_array(t), c, None, "constant")
 
 
@@ -177,7 +176,16 @@ def _argument_error(name: str, i: int, e: Exception) -> Exception:
     return kernel_error(f"{name}: argument {i}", e)
 
 
-def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int]:
+class _Traced(Exception):
+    """A later argument is a tracer: traced mode took the call (``result``)."""
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
+
+def _resolve(
+    prim: Primitive, a: Any, key: object | None, args: tuple[Any, ...], params: dict[str, Any]
+) -> tuple[Any, Any, int]:
     """(kernel input, record-or-scalar-or-owner, value id) for one argument (general path)."""
     t = type(a)
     if t is _ET:
@@ -191,11 +199,12 @@ def _resolve(prim: Primitive, a: Any, key: object | None) -> tuple[Any, Any, int
         return a, a, -1
     if t in _OWNERS:  # borrowed for the kernel call; retained below only if needed
         return _read(a), a, -1
+    for b in args:  # an import is a side effect: traced mode first, if a tracer is coming
+        tb = _TRACERS.get(type(b))
+        if tb is not None:
+            raise _Traced(tb(prim, args, params))
     rec = constant_record(a, prim.name)
     return rec.a, rec, -1
-
-
-_NO_PENDING: Final[list[Any]] = []  # shared by fused containers; replaced when grouped
 
 
 def _retain_owner(owner: Any, tape: Any, name: str) -> AdValueRecord:
@@ -216,35 +225,43 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         tracked = key is not None and a0._tape is key
         ids: list[int] = [a0._id if tracked else -1]
     else:
-        if _TRACERS:  # traced mode takes the whole call before any argument is touched
-            for a in args:
-                t = _TRACERS.get(type(a))
-                if t is not None:
-                    return t(prim, args, params)  # type: ignore[no-any-return]
         vals = []
         recs = []
         ids = []
         tracked = False
-        for a in args:
-            if type(a) is _ET and a._rec is not None:  # the common case, inlined
-                rec = a._rec
-                vals.append(rec.a)
-                recs.append(rec)
-                if a._tape is key and key is not None:
-                    ids.append(a._id)
-                    tracked = True
-                else:
+        try:
+            for a in args:
+                t = type(a)
+                if t is _ET and a._rec is not None:  # the common case, inlined
+                    rec = a._rec
+                    vals.append(rec.a)
+                    recs.append(rec)
+                    if a._tape is key and key is not None:
+                        ids.append(a._id)
+                        tracked = True
+                    else:
+                        ids.append(-1)
+                elif t in _SCALARS:  # a parameter: no allocation, no copy
+                    vals.append(a)
+                    recs.append(a)
                     ids.append(-1)
-            else:
-                try:
-                    v, r, i = _resolve(prim, a, key)
-                except Exception as e:
-                    raise _argument_error(prim.name, len(vals), e) from None
-                vals.append(v)
-                recs.append(r)
-                ids.append(i)
-                if i >= 0:
-                    tracked = True
+                elif t in _OWNERS:  # borrowed for the kernel; retained below only if needed
+                    vals.append(_read(a))
+                    recs.append(a)
+                    ids.append(-1)
+                elif t in _TRACERS:  # traced mode takes the call (nothing was touched yet)
+                    return _TRACERS[t](prim, args, params)  # type: ignore[no-any-return]
+                else:
+                    v, r, i = _resolve(prim, a, key, args, params)
+                    vals.append(v)
+                    recs.append(r)
+                    ids.append(i)
+                    if i >= 0:
+                        tracked = True
+        except _Traced as e:
+            return e.result  # type: ignore[no-any-return]
+        except Exception as e:
+            raise _argument_error(prim.name, len(vals), e) from None
     name = prim.name
     try:
         out = prim.impl(*vals, **params)
@@ -252,12 +269,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         raise kernel_error(name, e) from None
     tans = STATE.jvp
     tan = None if tans is None else tans.push(prim, recs, vals, out, params)
-    r0 = recs[0] if recs else None
-    if prim.alias and type(r0) is _REC:
-        rec = record_alias(r0, out, name)
+    if prim.alias and type(recs[0]) is _REC:
+        rec = record_alias(recs[0], out, name)
         rec.count = 1
-    elif prim.alias and type(r0) in _OWNERS:  # a view of a borrowed owner: zero-copy
-        rec = record_alias(borrowed_record(r0, f"the value of {name}"), out, name)
+    elif prim.alias and type(recs[0]) in _OWNERS:  # a view of a borrowed owner: zero-copy
+        rec = record_alias(borrowed_record(recs[0], f"the value of {name}"), out, name)
         rec.count = 1
     else:
         if prim.alias:  # a view of a scalar parameter: lay it out afresh
@@ -275,7 +291,6 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         c.borrow = None
         c.count = 1
         c.addr = 0
-        c.pending = _NO_PENDING
         rec = _REC.__new__(_REC)
         rec.a = out
         rec.container = c
@@ -322,14 +337,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         # output's: their cotangents are reduced and cast back (real part, precision: JAX).
         odt = out.dtype
         bc = prim.broadcasts
-        if bc or odt.kind == "c" or len(ids) > 1:
+        if bc or len(ids) > 1 or odt.kind == "c":
             osh = out.shape
-            for i in range(len(ids)):
-                if ids[i] >= 0:
-                    v = vals[i]
-                    if (bc and v.shape != osh) or (
-                        v.dtype is not odt and v.dtype != odt and v.dtype.kind in "fc"
-                    ):
+            for i, v in zip(ids, vals):  # noqa: B905 - one entry per argument
+                if i >= 0 and (v.dtype is not odt or (bc and v.shape != osh)):
+                    if (bc and v.shape != osh) or (v.dtype != odt and v.dtype.kind in "fc"):
                         node.shapes = [_target(v, odt) for v in vals]
                         break
         tape.nodes.append(node)

@@ -39,6 +39,8 @@ from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAf
 
 from .errors import ArgumentTypeError
 
+_TV = ts.TensorView
+
 
 class RetentionContainer:
     """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
@@ -47,7 +49,7 @@ class RetentionContainer:
 
     def __init__(self) -> None:
         self.addr = 0
-        self.pending: list[Any] = []
+        self.pending: list[Any] = []  # set when grouped; fused containers never read it
         self.owner: ts.Tensor[Any, Any] | None = None
         self.group: ts.AllocationGroup | None = None
         self.base_slot: Any = None  # the slot of the owner once a group exists
@@ -148,7 +150,7 @@ class AdValueRecord:
             return
         c.count -= 1
         slot = self.slot
-        if slot is not None and type(slot) is not ts.TensorView:
+        if slot is not None and type(slot) is not _TV:
             c.drop_alias(slot)  # the alias descriptor goes with its last record
 
     @property
@@ -176,7 +178,6 @@ def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRec
     c.borrow = None
     c.count = 0
     c.addr = 0
-    c.pending = []
     return AdValueRecord(array, c, None, op)
 
 

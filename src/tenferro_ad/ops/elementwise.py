@@ -47,6 +47,10 @@ def _inexact(a: Any) -> Any:
 
 def _float_only(f: Any) -> Any:
     def impl(*args: Any) -> Any:
+        if len(args) == 1:  # the common unary case: no conversion for inexact values
+            dt = getattr(args[0], "dtype", None)
+            if dt is None or dt.kind in "fc":
+                return f(args[0])
         return f(*[_inexact(a) for a in args])
 
     impl.__name__ = getattr(f, "__name__", "impl")
