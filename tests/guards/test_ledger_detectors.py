@@ -21,6 +21,7 @@ fail with that line mutated (on a temporary copy).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -230,13 +231,17 @@ def test_a_record_keeps_watching_its_allocations_after_the_block() -> None:
     assert rec not in LEDGER.watching
 
 
-def test_live_bytes_and_allocations_count_every_live_root() -> None:
+@pytest.mark.parametrize("captured", [False, True], ids=["fast-path", "in-capture"])
+def test_live_bytes_and_allocations_count_every_live_root(captured: bool) -> None:
     """The numbers the suite's leak check reads: up by exactly what is allocated, back
-    down on release.
+    down on release — on the inlined release path (no capture active) and through
+    ``_Ledger.release`` (a capture active).
 
-    Fails when a release does not remove the allocation from the live set (checked)."""
+    Fails when a release does not remove the allocation from the live set, on either
+    path (both checked)."""
     live, n = ledger.live_bytes(), ledger.live_allocations()
-    a = ts.zeros((5,), ts.dtype("float64"))
-    assert (ledger.live_bytes() - live, ledger.live_allocations() - n) == (40, 1)
-    del a
-    assert (ledger.live_bytes(), ledger.live_allocations()) == (live, n)
+    with ledger.capture() if captured else contextlib.nullcontext():
+        a = ts.zeros((5,), ts.dtype("float64"))
+        assert (ledger.live_bytes() - live, ledger.live_allocations() - n) == (40, 1)
+        del a
+        assert (ledger.live_bytes(), ledger.live_allocations()) == (live, n)
