@@ -723,12 +723,6 @@ def test_metadata_only_op_on_an_untracked_constant_is_zero_copy(op: str) -> None
     assert _can_borrow_mut(a)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ops/shape.py: reshape (and expand_dims) of an owner passed directly takes "
-    "RESHAPE_COPY (contiguity is only checked for EagerTensor): an OPERATION_OUTPUT "
-    "allocation holding the same bytes and no copy event",
-)
 @pytest.mark.parametrize("op", ["reshape", "expand_dims"])
 def test_metadata_only_op_on_an_owner_passed_directly_is_zero_copy(op: str) -> None:
     a = ts.from_numpy(np.arange(6.0).reshape(2, 3))
@@ -743,12 +737,6 @@ def _astype_float64(h: Any) -> Any:
     return ad.astype(h, "float64")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ops: astype to the same dtype and real() of a real value write the same bytes "
-    "into a new OPERATION_OUTPUT allocation with no copy event, and forbid_copies() does "
-    "not refuse them (elementwise._astype_impl, complex._real_impl)",
-)
 @pytest.mark.parametrize("op", ["astype same dtype", "real of real"])
 def test_byte_preserving_op_is_zero_copy_or_a_copy_that_forbid_copies_refuses(op: str) -> None:
     a = ts.from_numpy(np.arange(3.0))
@@ -773,10 +761,6 @@ def test_byte_preserving_op_is_zero_copy_or_a_copy_that_forbid_copies_refuses(op
     assert zero_copy or (recorded and refused), events
 
 
-@pytest.mark.xfail(
-    strict=True, reason="ops/complex.py: real()/imag() of an owner raise ValueError "
-    "(is_complex reads np.result_type of the Tensor) instead of borrowing it",
-)
 @pytest.mark.parametrize("op", ["real", "imag"])
 def test_real_and_imag_borrow_an_owner_like_every_op(op: str) -> None:
     a = ts.from_numpy(np.array([1.0 + 2.0j, 3.0 - 1.0j]))

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+import tenferro_storage as ts
+
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, Zero, deflinear, defprimitive
@@ -57,7 +59,13 @@ _COMPLEX_OF = {np.dtype(np.float64): np.complex128, np.dtype(np.float32): np.com
 
 
 def _dtype(x: Any) -> np.dtype[Any]:
-    dt: np.dtype[Any] = x._r("dtype").a.dtype if isinstance(x, EagerTensor) else np.result_type(x)
+    dt: np.dtype[Any]
+    if isinstance(x, EagerTensor):
+        dt = x._r("dtype").a.dtype
+    elif isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+        dt = ts.kernel.read_array(x).dtype  # borrowed for the read
+    else:
+        dt = np.result_type(x)
     return dt
 
 
@@ -191,17 +199,23 @@ VIEW_AS_COMPLEX.defjvp(lambda ops, t: ops.apply(VIEW_AS_COMPLEX, t))
 
 # -- public functions ----------------------------------------------------------------------------
 def conj(x: Any) -> EagerTensor:
-    """Complex conjugate (a copy for real input). One allocation; linear, saves nothing."""
+    """Complex conjugate: one allocation; linear, saves nothing.  Of a real value: the
+    value itself, as a metadata alias (no allocation, no copy)."""
     try:
+        if not is_complex(x):
+            return bind(elementwise.SAME, x)
         return bind(CONJ, x)
     except KERNEL_ERRORS as e:
         raise arg_error("conj", e) from None
 
 
 def real(x: Any) -> EagerTensor:
-    """Real part (the identity, as a fresh value, for real input). One allocation."""
+    """Real part: one allocation.  Of a real value: the value itself, as a metadata alias
+    (no allocation, no copy)."""
     try:
-        return bind(REAL, x, src_complex=is_complex(x))
+        if not is_complex(x):
+            return bind(elementwise.SAME, x)
+        return bind(REAL, x, src_complex=True)
     except KERNEL_ERRORS as e:
         raise arg_error("real", e) from None
 

@@ -310,6 +310,14 @@ ASTYPE = defprimitive(
     vjp=(_astype_rule,),
     jvp=(lambda ops, t, *, dtype, src: ops.astype(t, dtype),),
 )
+SAME = defprimitive(  # the value itself: a metadata alias (no allocation, no copy)
+    "same",
+    lambda a: np.asarray(a).view(),
+    1,
+    alias=True,
+    vjp=(lambda ops, g: g,),
+    jvp=(lambda ops, t: t,),
+)
 STOP_GRADIENT = nondifferentiable(
     defprimitive("stop_gradient", lambda a: np.asarray(a).view(), 1, alias=True)
 )
@@ -526,10 +534,14 @@ def not_equal(x: Any, y: Any) -> EagerTensor:
 
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
-    gradient."""
+    gradient.  To the same dtype: the value itself, as a metadata alias (no allocation, no
+    copy)."""
     try:
         src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
-        return bind(ASTYPE, x, dtype=_target_dtype(dtype), src=src)
+        target = _target_dtype(dtype)
+        if np.dtype(target) == src:
+            return bind(SAME, x)
+        return bind(ASTYPE, x, dtype=target, src=src)
     except KERNEL_ERRORS as e:
         raise arg_error("astype", e) from None
 

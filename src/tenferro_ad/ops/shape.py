@@ -134,7 +134,12 @@ def reshape(x: Any, *shape: Any) -> EagerTensor:
                 f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape} "
                 f"({known} elements)"
             )
-        contiguous = isinstance(x, EagerTensor) and x._r("reshape").a.flags.c_contiguous
+        if isinstance(x, EagerTensor):
+            contiguous = x._r("reshape").a.flags.c_contiguous
+        elif isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):  # borrowed: a view
+            contiguous = ts.kernel.read_array(x).flags.c_contiguous
+        else:
+            contiguous = False
         prim = RESHAPE if contiguous else RESHAPE_COPY
         return bind(prim, x, shape=tuple(shape), src=src)
     except KERNEL_ERRORS as e:
