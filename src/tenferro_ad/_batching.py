@@ -25,6 +25,7 @@ from ._eval import eval_graph
 from ._graph import Graph, TreeDef, Var, dce, tree_flatten
 from ._primitive import REGISTRY, Primitive
 from ._trace import TRACE_NS, Builder, Tracer, aval_of, trace_flat
+from .errors import ArgumentError, ArgumentTypeError
 
 BatchRule = Callable[..., tuple[Any, bool]]
 RULES: dict[str, BatchRule] = {}
@@ -128,7 +129,7 @@ def vmap_graph(
             x, bt = env[a] if isinstance(a, Var) else (_lit(b, a), False)
             if out_axes is None:
                 if bt:
-                    raise ValueError("vmap: out_axes=None but an output depends on the batch")
+                    raise ArgumentError("vmap: out_axes=None but an output depends on the batch")
                 outs.append(x)
                 continue
             if not bt:
@@ -168,7 +169,7 @@ def vmap(
                 shape = shape[:ax] + shape[ax + 1:]
             avals.append((shape, dtype))
         if len(sizes) != 1:
-            raise ValueError(
+            raise ArgumentError(
                 "vmap: " + ("no argument is batched (every in_axes entry is None)" if not sizes
                             else f"batched arguments disagree on the batch size: {sorted(sizes)}")
             )
@@ -187,18 +188,18 @@ def leaf_in_axes(tree: TreeDef, in_axes: int | Sequence[int | None] | None) -> l
     kids = tree.children
     per_arg = list(in_axes) if isinstance(in_axes, Sequence) else [in_axes] * len(kids)
     if len(per_arg) != len(kids):
-        raise ValueError(f"vmap: in_axes has {len(per_arg)} entries for {len(kids)} arguments")
+        raise ArgumentError(f"vmap: in_axes has {len(per_arg)} entries for {len(kids)} arguments")
     out: list[int | None] = []
     for k, ax in zip(kids, per_arg, strict=True):
         if ax is not None and not isinstance(ax, int | np.integer):
-            raise TypeError(f"vmap: an in_axes entry must be an int or None, got {ax!r}")
+            raise ArgumentTypeError(f"vmap: an in_axes entry must be an int or None, got {ax!r}")
         out.extend([ax] * k.num_leaves)
     return out
 
 
 def _check_axis(ax: int, nd: int, what: str) -> int:
     if not -nd <= ax < nd:
-        raise ValueError(f"vmap: {what} entry {ax} is out of range for {nd} axes")
+        raise ArgumentError(f"vmap: {what} entry {ax} is out of range for {nd} axes")
     return ax % nd
 
 

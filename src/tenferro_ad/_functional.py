@@ -34,7 +34,7 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._dispatch import bind, constant_record
+from ._dispatch import _argument_error, bind, constant_record
 from ._gradients import foreign_roots, own
 from ._handle import EagerTensor, make_handle
 from ._jvp import JvpContext
@@ -300,7 +300,10 @@ def constant(value: Any) -> EagerTensor:
     if isinstance(value, ts.Tensor | ts.TensorView | ts.TensorViewMut):
         return make_handle(record_borrow(value, "constant", "an ad.constant handle"), None, -1)
     if isinstance(value, np.ndarray | np.generic | list | tuple | float | int | complex):
-        return make_handle(constant_record(value, "constant"), None, -1)
+        try:
+            return make_handle(constant_record(value, "constant"), None, -1)
+        except Exception as e:
+            raise _argument_error("constant", 0, e) from None
     raise ArgumentTypeError(
         f"constant: value is a {type(value).__name__}; pass an owner, a view, a numpy "
         "array, a scalar or an EagerTensor"
@@ -488,7 +491,10 @@ class VjpFunction(NoCopy):
     def __init__(
         self, call: _Call, outs: list[Any], argnums: tuple[int, ...], what: str = "vjp_fn"
     ) -> None:
-        self._call: _Call | None = call
+        self._call: _Call | None = None
+        if type(call) is not _Call:
+            raise ArgumentTypeError("VjpFunction: returned by vjp(), not constructed directly")
+        self._call = call
         self._outs = outs
         self._argnums = argnums
         self._what = what

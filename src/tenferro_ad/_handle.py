@@ -112,7 +112,10 @@ class EagerTensor:
         )
 
     def __del__(self) -> None:
-        rec = self._rec
+        try:
+            rec = self._rec
+        except AttributeError:  # never built (a refused direct construction)
+            return
         if rec is not None:
             rec.count -= 1
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .errors import MissingRuleError
+from .errors import ArgumentTypeError, MissingRuleError
 
 Rule = Callable[..., Any]
 
@@ -91,6 +91,22 @@ class Primitive:
         broadcasts: bool = False,
         variadic: bool = False,
     ) -> None:
+        if not isinstance(name, str) or not callable(impl):
+            raise ArgumentTypeError(
+                f"Primitive: name must be a str and impl callable, got {type(name).__name__} "
+                f"and {type(impl).__name__}"
+            )
+        if type(nargs) is not int or nargs < -1:  # -1: variadic
+            raise ArgumentTypeError(
+                f"Primitive({name!r}): nargs must be an int >= 0 (or -1, variadic), got {nargs!r}"
+            )
+        if not isinstance(save_in, tuple) or not all(
+            type(i) is int and 0 <= i < max(nargs, 1) for i in save_in
+        ):
+            raise ArgumentTypeError(
+                f"Primitive({name!r}): save_in must be a tuple of argument indices, got "
+                f"{save_in!r}"
+            )
         self.name = name
         self.broadcasts = broadcasts
         self.variadic = variadic

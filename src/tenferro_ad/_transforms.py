@@ -92,6 +92,7 @@ def _basis(shape: tuple[int, ...], dt: np.dtype[Any]) -> list[np.ndarray[Any, An
 def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Jacobian of ``f`` by reverse mode: shape ``out.shape + arg.shape`` (a tuple of
     them for a tuple ``argnums``).  One reverse sweep per output element."""
+    _callable(f, "jacrev")
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacrev")

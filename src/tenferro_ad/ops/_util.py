@@ -110,18 +110,23 @@ _FOREIGN = (TypeError, ValueError, IndexError, KeyError, AttributeError, Overflo
             ZeroDivisionError)
 
 
-def guarded(op: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+def guarded(
+    op: str, fn: Callable[..., Any], passthrough: tuple[type[BaseException], ...] = ()
+) -> Callable[..., Any]:
     """``fn`` with its argument errors made the package's: an exception from a layer below
     (numpy, scipy, the storage kernel) that does not say which operation failed is raised
     again as :class:`~tenferro_ad.errors.ArgumentTypeError` (a ``TypeError``) or
     :class:`~tenferro_ad.errors.ArgumentError` (a ``ValueError``) whose message starts with
     ``op``; the original is the ``__cause__``.  Errors already naming the op pass through.
-    Ops record nothing before they fail, so nothing changes.  Cost: one call frame."""
+    Ops record nothing before they fail, so nothing changes.  ``passthrough`` classes are
+    re-raised unchanged.  Cost: one call frame."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except passthrough:
+            raise
         except TenferroError as e:
             msg = str(e)
             if op in msg.split(":", 1)[0]:

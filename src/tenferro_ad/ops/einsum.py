@@ -198,5 +198,6 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
 
 
 # argument errors from the planner, numpy or the kernel name the op (the package's classes)
-einsum = guarded("einsum", einsum)
-tensordot = guarded("tensordot", tensordot)
+# (EinsumError, already naming the op, passes through unchanged)
+einsum = guarded("einsum", einsum, passthrough=(E.EinsumError,))
+tensordot = guarded("tensordot", tensordot, passthrough=(E.EinsumError,))
