@@ -38,7 +38,14 @@ from ._linear import Borrow, Lender
 from ._rank import DynRank
 from ._root import OwnedStorage
 from ._tensor import Tensor, TensorView, TensorViewMut
-from .errors import BorrowError, ExtractError, GroupError, IntoTensorError, LayoutError
+from .errors import (
+    BorrowError,
+    ExtractError,
+    GroupError,
+    IntoTensorError,
+    LayoutError,
+    OwnershipError,
+)
 
 _GROUP_IDS: Final = itertools.count(1)
 
@@ -58,7 +65,7 @@ class DescriptorSlot:
     _index: int
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "DescriptorSlot() cannot be constructed; AllocationGroup.insert() and "
             "AllocationGroup.alias() return the slots of the records they create"
         )

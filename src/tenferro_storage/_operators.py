@@ -23,6 +23,8 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
+from .errors import DTypeError
+
 __all__ = [
     "OPERATOR_KEYS",
     "BasicKey",
@@ -192,7 +194,7 @@ class OperatorMixin:
 
     def __pow__(self, other: Any, modulo: None = None) -> Any:
         if modulo is not None:
-            raise TypeError("pow() with a modulus is not supported on tenferro values")
+            raise DTypeError("__pow__: pow() with a modulus is not supported on tenferro values")
         return _binary("pow", "**", self, other)
 
     def __rpow__(self, other: Any) -> Any:

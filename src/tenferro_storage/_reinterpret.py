@@ -50,7 +50,7 @@ from ._descriptor import CheckedDescriptor
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import OwnedStorage
 from ._tensor import Tensor, TensorView, TensorViewMut
-from .errors import BorrowError, LayoutError, ReinterpretError
+from .errors import BorrowError, LayoutError, OwnershipError, ReinterpretError
 
 
 class _Refused(Exception):
@@ -161,11 +161,11 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
             raise ReinterpretError(str(exc), view, exc.cause) from None
         return view._derive(desc, operation)
     if isinstance(view, Tensor):
-        raise TypeError(
+        raise OwnershipError(
             f"{operation}: got an owning Tensor; use tensor.as_view() (or as_view_mut()) for a "
             "borrowed reinterpretation, or the consuming tensor.into_real()/into_complex()"
         )
-    raise TypeError(
+    raise OwnershipError(
         f"{operation}: expected a TensorView or TensorViewMut, got {type(view).__name__}"
     )
 

@@ -18,7 +18,7 @@ import numpy as np
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider
-from .errors import AliasedOutputError, LayoutError
+from .errors import AliasedOutputError, LayoutError, OwnershipError
 
 _BUFFERS: Final[dict[int, int]] = {}
 """``id(buffer) -> allocation id`` for the buffer of every live root.
@@ -129,7 +129,7 @@ class RootResource(NoCopy):
         return f"alloc#{self.alloc_id}[{start}:{stop})"
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "RootResource cannot be constructed directly: roots are created only by the "
             "audited root module (tenferro_storage.allocate_storage, zeros, from_numpy, ...)"
         )
@@ -247,7 +247,7 @@ class OwnedSpanClaim(Lender):
     stop: int
 
     def __init__(self) -> None:
-        raise TypeError(
+        raise OwnershipError(
             "OwnedSpanClaim cannot be constructed directly: claims come only from a root "
             "(allocate_storage) and are narrowed or split from there, never minted"
         )
@@ -340,6 +340,10 @@ class OwnedStorage(OwnedSpanClaim):
 
     def __init__(self, claim: OwnedSpanClaim) -> None:
         """Consume ``claim`` and own its bytes. O(1)."""
+        if type(claim) is not OwnedSpanClaim:
+            raise OwnershipError(
+                f"OwnedStorage: expected an OwnedSpanClaim to consume, got {type(claim).__name__}"
+            )
         root = claim.root
         claim._consume("OwnedStorage")
         claim._root = None

@@ -79,43 +79,6 @@ KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, 
         ['fn sum', 'fn sum', 'fn sum'], {}, [],
         "EinsumError: tensordot: argument 'axes' must be an int or a pair of axis lists, ",
     ),
-    # storage engineer: fix pending
-    ('Tensor.__pow__', 'foreign-exception'): (
-        ['tuple (1,0)', 'float nan'], {}, [],
-        'TypeError: pow() with a modulus is not supported on tenferro values',
-    ),
-    ('TensorView.__pow__', 'foreign-exception'): (
-        ['handle f32 (3,)', 'int -2'], {}, [],
-        'TypeError: pow() with a modulus is not supported on tenferro values',
-    ),
-    ('TensorViewMut.__pow__', 'foreign-exception'): (
-        ['None', "dict {'w': owner}"], {}, [],
-        'TypeError: pow() with a modulus is not supported on tenferro values',
-    ),
-    ('tenferro_storage.DescriptorSlot', 'foreign-exception'): (
-        [], {}, [],
-        'TypeError: DescriptorSlot() cannot be constructed; AllocationGroup.insert() and ',
-    ),
-    ('tenferro_storage.OwnedSpanClaim', 'foreign-exception'): (
-        [], {}, [],
-        'TypeError: OwnedSpanClaim cannot be constructed directly: claims come only from ',
-    ),
-    ('tenferro_storage.OwnedStorage', 'foreign-exception'): (
-        ['int 2**62'], {}, [],
-        "AttributeError: 'int' object has no attribute 'root'",
-    ),
-    ('tenferro_storage.RootResource', 'foreign-exception'): (
-        [], {}, [],
-        'TypeError: RootResource cannot be constructed directly: roots are created only b',
-    ),
-    ('tenferro_storage.view_as_complex', 'foreign-exception'): (
-        ['float 0.0'], {}, [],
-        'TypeError: view_as_complex: expected a TensorView or TensorViewMut, got float',
-    ),
-    ('tenferro_storage.view_as_real', 'foreign-exception'): (
-        ['int 3'], {}, [],
-        'TypeError: view_as_real: expected a TensorView or TensorViewMut, got int',
-    ),
 }
 # fmt: on
 
