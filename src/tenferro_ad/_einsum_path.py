@@ -44,6 +44,8 @@ from typing import Any, Final
 import numpy as np
 import opt_einsum
 
+from .errors import ArgumentError
+
 __all__ = [
     "BinaryStep",
     "EinsumError",
@@ -66,8 +68,9 @@ Array = np.ndarray[Any, Any]
 _ELLIPSIS: Final = "..."
 
 
-class EinsumError(ValueError):
-    """Subscripts that cannot describe the given operands (names the op and the operand)."""
+class EinsumError(ArgumentError):
+    """Subscripts that cannot describe the given operands (names the op and the operand).
+    An :class:`~tenferro_ad.errors.ArgumentError` (so a ``ValueError``)."""
 
 
 # --------------------------------------------------------------------------- parsing

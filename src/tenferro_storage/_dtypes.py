@@ -65,6 +65,10 @@ class DType:
             return self is other
         if isinstance(other, str):
             return other == self.name
+        if isinstance(other, np.dtype) or (
+            isinstance(other, type) and issubclass(other, np.generic)
+        ):  # handle.dtype == np.float64, as numpy compares
+            return bool(np.dtype(other) == self.numpy)
         return NotImplemented
 
     def __hash__(self) -> int:

@@ -70,15 +70,6 @@ KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, 
     ),
     # lead: core fix pending (_dispatch imports the argument; the error names from_numpy)
     # lead: core fix pending (a __del__ that fails on a half-built object)
-    # ops engineer: fix pending
-    ('tenferro_ad.einsum', 'foreign-exception'): (
-        ['owner f64 (2,3)'], {}, [],
-        'EinsumError: einsum: a sublist entry must be an int or Ellipsis, got TensorView(',
-    ),
-    ('tenferro_ad.tensordot', 'foreign-exception'): (
-        ['fn sum', 'fn sum', 'fn sum'], {}, [],
-        "EinsumError: tensordot: argument 'axes' must be an int or a pair of axis lists, ",
-    ),
 }
 # fmt: on
 
