@@ -22,7 +22,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -112,11 +111,6 @@ def test_sort_along_an_axis_with_ties_matches_jax(x: np.ndarray[Any, Any]) -> No
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="lead: ad.sort(descending=True) routes tied cotangents in stable-descending "
-    "order; jnp.sort(descending=True) is the reversed ascending sort (ties reversed)",
-)
 def test_descending_sort_gradient_at_ties_matches_jax() -> None:
     """``x = [0, 1, 0, 1, 0]``: JAX's gradient of ``sum(sort(x, descending=True) * w)``
     is ``[5, 2, 4, 1, 3]``; tenferro gives ``[3, 1, 4, 2, 5]`` (found by issue 16's tie

@@ -191,7 +191,11 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor
     if axis is None:
         x, axis = _flat(x), 0
     with no_grad():
-        idx = argsort(x, axis=axis, descending=descending)
+        idx = argsort(x, axis=axis)
+        if descending:  # JAX's descending sort is the reversed ascending one (ties too)
+            from .manip import flip
+
+            idx = flip(idx, axis)
     return take_along_axis(x, idx, axis)
 
 
