@@ -45,32 +45,7 @@ EXAMPLES = int(os.environ.get("TENFERRO_FUZZ_EXAMPLES", "25"))
 # returned function, what it raised).  Each is a minimal reproducer that
 # test_known_failure_still_reproduces re-runs: when it stops failing, delete the line.
 # fmt: off
-KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, str]] = {
-    # lead: core fix pending (AD entry points and core classes)
-    # lead: core fix pending (EagerTensor methods)
-    ('EagerTensor.cumprod', 'foreign-exception'): (
-        ['np.int64 1', 'object()'], {}, ['float -inf', "dict {'w': owner}"],
-        "TypeError: Cannot interpret '<object object at 0x…>' as a data type",
-    ),
-    ('EagerTensor.mean', 'foreign-exception'): (
-        ['tuple (1,0)', 'tuple (1,0)'], {}, [],
-        "TypeError: Cannot interpret '1' as a data type",
-    ),
-    ('EagerTensor.prod', 'foreign-exception'): (
-        ['tuple (1,0)', 'tuple (1,0)'], {}, [],
-        "TypeError: Cannot interpret '1' as a data type",
-    ),
-    ('EagerTensor.std', 'foreign-exception'): (
-        ['tuple (1,0)', 'tuple (1,0)'], {}, [],
-        "TypeError: Cannot interpret '1' as a data type",
-    ),
-    ('EagerTensor.sum', 'foreign-exception'): (
-        ['int 1', 'numpy f64 (1,1,1)', 'None'], {}, ['owner f64 (3,3)'],
-        'TypeError: Cannot construct a dtype from an array',
-    ),
-    # lead: core fix pending (_dispatch imports the argument; the error names from_numpy)
-    # lead: core fix pending (a __del__ that fails on a half-built object)
-}
+KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, str]] = {}
 # fmt: on
 
 

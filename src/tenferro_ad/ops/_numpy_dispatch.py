@@ -72,14 +72,29 @@ def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
+def _dtype_arg(name: str, dtype: Any) -> np.dtype[Any]:
+    """``dtype=`` as a numpy dtype, checked before anything runs (a project error)."""
+    try:
+        return np.dtype(getattr(dtype, "numpy", dtype))
+    except (TypeError, ValueError):
+        from ..errors import ArgumentTypeError
+
+        raise ArgumentTypeError(
+            f"{name}: argument 'dtype' {dtype!r} is not a dtype (pass np.float32, 'float64', "
+            "...)"
+        ) from None
+
+
 def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
     """Honour ``dtype=`` by converting the result (``np.sum(h, dtype=np.float32)``)."""
+    name = getattr(f, "__name__", "op")
 
     def g(*args: Any, dtype: Any = None, **kw: Any) -> Any:
         from .elementwise import astype
 
+        target = None if dtype is None else _dtype_arg(name, dtype)
         r = f(*args, **kw)
-        return r if dtype is None else astype(r, np.dtype(getattr(dtype, "numpy", dtype)))
+        return r if target is None else astype(r, target)
 
     return g
 
@@ -291,10 +306,11 @@ def _methods() -> dict[str, Any]:
                    keepdims: bool = False, **kw: Any) -> Any:
             if out is not None or kw:
                 _no_out(f"EagerTensor.{name}", {"out": out, **kw})
+            target = None if dtype is None else _dtype_arg(f"EagerTensor.{name}", dtype)
             r = f(self, axis=axis, keepdims=keepdims)
-            if dtype is None:
+            if target is None:
                 return r
-            return ew.astype(r, np.dtype(getattr(dtype, "numpy", dtype)))
+            return ew.astype(r, target)
 
         return method
 
