@@ -344,6 +344,10 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
                     if (bc and v.shape != osh) or (v.dtype != odt and v.dtype.kind in "fc"):
                         node.shapes = [_target(v, odt) for v in vals]
                         break
+        if prim.checked:  # a user primitive: keep every argument's layout for the checks
+            node.shapes = [
+                CastTarget(v.shape, v.dtype) if type(v) is np.ndarray else () for v in vals
+            ]
         tape.nodes.append(node)
         h._tape = key
         h._id = vid

@@ -75,8 +75,8 @@ class Primitive:
     """
 
     __slots__ = (
-        "alias", "broadcasts", "impl", "jvps", "name", "nargs", "nondiff", "save_in",
-        "save_out", "variadic", "vjps",
+        "alias", "broadcasts", "checked", "impl", "jvps", "name", "nargs", "nondiff",
+        "save_in", "save_out", "variadic", "vjps",
     )
 
     def __init__(
@@ -116,6 +116,9 @@ class Primitive:
         self.save_out = save_out
         self.alias = alias
         self.nondiff = False  # True: no argument is differentiable (never recorded)
+        # True for user primitives (tenferro_ad.extend): every cotangent their rules return
+        # is checked against its argument's shape and dtype before it enters the sweep
+        self.checked = False
         self.vjps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
         self.jvps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
 

@@ -291,6 +291,8 @@ class Tape(NoCopy):
                 if type(ct) is Zero:
                     continue
                 if shapes is not None:
+                    if prim.checked:
+                        _check_rule_output(prim, i, ct, shapes[i], g)
                     ct = ns.unbroadcast(ct, shapes[i])
                 prev = cts.get(in_id)
                 cts[in_id] = ct if prev is None else add(prev, ct)
@@ -344,6 +346,28 @@ class Tape(NoCopy):
         if not keep:  # before the gradients are owned: the residuals' bytes go first
             self._release()
         return Gradients._build(self.key, wids, cts, create_graph, foreign)
+
+
+def _check_rule_output(prim: Primitive, i: int, ct: Any, target: Any, g: Any) -> None:
+    """A user rule's cotangent must fit its argument (or the output, for a broadcasting
+    primitive) in shape, and be floating/complex like it: never a silent wrong gradient."""
+    shape = tuple(np.shape(ct))
+    want = tuple(target)
+    if shape != want and not (prim.broadcasts and shape == tuple(np.shape(g))):
+        raise ArgumentError(
+            f"{prim.name}: the VJP rule for argument {i} returned a cotangent of shape "
+            f"{shape}; the argument has shape {want}"
+        )
+    dt = getattr(ct, "dtype", None)
+    want_dt = getattr(target, "dtype", None)
+    if dt is not None and want_dt is not None and (
+        dt.kind not in "fc" or (dt.kind == "c" and want_dt.kind != "c") or
+        (dt.kind == want_dt.kind and dt.itemsize != want_dt.itemsize)
+    ):
+        raise ArgumentTypeError(
+            f"{prim.name}: the VJP rule for argument {i} returned a {dt} cotangent; the "
+            f"argument is {want_dt}"
+        )
 
 
 def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:

@@ -18,6 +18,8 @@ residual declaration (``save_in``/``save_out``) is exactly what the tape will re
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._dispatch import bind
 from ._primitive import (
     NONDIFF,
@@ -25,11 +27,22 @@ from ._primitive import (
     Zero,
     defbilinear,
     deflinear,
-    defprimitive,
     nondifferentiable,
 )
+from ._primitive import defprimitive as _defprimitive
 from ._state import allocation_reason
 from .ops._ns import HANDLE_NS, NUMPY_NS, VOCABULARY
+
+
+def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
+    """Create and register a user primitive (see :func:`tenferro_ad._primitive.defprimitive`
+    for the parameters).  Its rules' cotangents are checked against their arguments'
+    shapes and dtypes in every backward (an ``ArgumentError`` naming the primitive and
+    the argument), so a rule bug never becomes a silently wrong gradient."""
+    p = _defprimitive(*args, **kwargs)
+    p.checked = True
+    return p
+
 
 __all__ = [
     "HANDLE_NS",

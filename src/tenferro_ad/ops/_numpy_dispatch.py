@@ -75,7 +75,8 @@ def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
 def _dtype_arg(name: str, dtype: Any) -> np.dtype[Any]:
     """``dtype=`` as a numpy dtype, checked before anything runs (a project error)."""
     try:
-        return np.dtype(getattr(dtype, "numpy", dtype))
+        dt: np.dtype[Any] = np.dtype(getattr(dtype, "numpy", dtype))
+        return dt
     except (TypeError, ValueError):
         from ..errors import ArgumentTypeError
 
