@@ -192,11 +192,21 @@ def record_borrow(
     meanwhile a conflicting borrow of the owner raises ``BorrowError`` naming ``holder``.
     O(1), no allocation, no copy.
     """
-    view = tensor.as_view()
-    ts.kernel.name_borrow(view, holder)
-    c = RetentionContainer()
+    view = ts.kernel.borrow_named(tensor, holder)
+    c = RetentionContainer.__new__(RetentionContainer)
+    c.owner = None
+    c.group = None
+    c.base_slot = None
     c.borrow = view
-    return AdValueRecord(ts.kernel.read_array(view), c, None, op)
+    c.count = 1  # the record below
+    c.addr = 0
+    rec = AdValueRecord.__new__(AdValueRecord)
+    rec.a = ts.kernel.read_array(view)
+    rec.container = c
+    rec.slot = None
+    rec.op = op
+    rec.count = 0
+    return rec
 
 
 def _address(a: np.ndarray[Any, Any]) -> int:

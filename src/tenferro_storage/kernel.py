@@ -23,6 +23,7 @@ from ._tensor import Tensor, TensorView, TensorViewMut, adopt_output
 __all__ = [
     "OPERATOR_KEYS",
     "adopt_output",
+    "borrow_named",
     "derive_view",
     "materialize_output",
     "name_borrow",
@@ -110,3 +111,35 @@ def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
         lender._who = holder
         lender._name_holder(holder)
         view._holder = holder  # ended with the view (Borrow.release)
+
+
+def borrow_named(
+    x: Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any], holder: str
+) -> TensorView[Any, Any]:
+    """A shared borrow of an owner or view, held by ``holder``.
+
+    While the returned view lives, a conflicting borrow of ``x``'s owner raises
+    ``BorrowError`` naming ``holder`` (e.g. ``"Tape#3: residual of mul"``).  Refused like
+    ``as_view()`` when ``x`` is consumed, released or exclusively borrowed.  O(1): no
+    allocation, no copy, and (unlike ``as_view``) no call-site capture — the holder's
+    name is the diagnostic.
+    """
+    if isinstance(x, Tensor):
+        desc = x._meta("borrow")  # refuses a consumed or exclusively borrowed owner
+        lender: Any = x
+    elif isinstance(x, TensorViewMut):  # a shared reborrow of the mutable view
+        desc = x._d("borrow")
+        lender = x
+        x._readable("borrow")
+    else:
+        desc = x._d("borrow")
+        lender = x._lender
+    lender._shared += 1
+    lender._who = holder
+    lender._site = None
+    lender._name_holder(holder)
+    storage = x._storage
+    assert storage is not None  # checked live above
+    view: TensorView[Any, Any] = TensorView._make(lender, storage, desc)
+    view._holder = holder
+    return view
