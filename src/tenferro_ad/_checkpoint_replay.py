@@ -362,15 +362,19 @@ def _segment_vjp(
             ct_var[v] = ct if v not in ct_var else ns.add(ct_var[v], ct)
 
 
-def _manual_node(
+def _node_from_records(
     sub: Tape,
     eqn: _Eqn,
     env: dict[int, Any],
     inputs: list[Any],
     consts: list[Any],
-    saved: AdValueRecord,
-) -> EagerTensor:
-    """A tape node for a saved equation, built from records instead of recomputing."""
+    saved: AdValueRecord | None,
+    out_shape: Any,
+    out_dtype: Any,
+) -> int:
+    """Append a tape node for ``eqn`` built from records, without running its kernel: its
+    residuals are its saved inputs, plus ``saved`` (the output's record) when the rule
+    needs the output.  Returns the node's value id."""
     prim = eqn.op
     assert type(prim) is Primitive
     handles: list[Any] = []
@@ -389,12 +393,26 @@ def _manual_node(
         else:
             res.append(a)
     if prim.save_out:
+        assert saved is not None
         saved.count += 1
         res.append(saved)
     vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
-    shapes = arg_targets(prim, ids, vals, saved.a.shape, saved.a.dtype)
+    shapes = arg_targets(prim, ids, vals, out_shape, out_dtype)
     vid = len(sub.nodes)
     sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
+    return vid
+
+
+def _manual_node(
+    sub: Tape,
+    eqn: _Eqn,
+    env: dict[int, Any],
+    inputs: list[Any],
+    consts: list[Any],
+    saved: AdValueRecord,
+) -> EagerTensor:
+    """A tape node for a saved equation, built from records instead of recomputing."""
+    vid = _node_from_records(sub, eqn, env, inputs, consts, saved, saved.a.shape, saved.a.dtype)
     return make_handle(saved, sub.key, vid)
 
 
@@ -404,28 +422,9 @@ def _unrun_node(
     """A tape node for an equation whose output nothing needs (not a later equation, not
     its own VJP): its residuals are its inputs, so the kernel is not re-run.  Returns the
     value id to seed with ``ct`` (whose shape and dtype are the output's)."""
-    prim = eqn.op
-    assert type(prim) is Primitive
-    handles: list[Any] = []
-    ids: list[int] = []
-    for kind, v in eqn.args:
-        a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" else v
-        handles.append(a)
-        ids.append(a._id if type(a) is EagerTensor and a._tape is sub.key else -1)
-    res: list[Any] = []
-    for i in prim.save_in:
-        a = handles[i]
-        if type(a) is EagerTensor:
-            r = a._r("checkpoint")
-            r.count += 1
-            res.append(r)
-        else:
-            res.append(a)
-    vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
-    shapes = arg_targets(prim, ids, vals, np.shape(ct), np.asarray(ct).dtype)
-    vid = len(sub.nodes)
-    sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
-    return vid
+    return _node_from_records(
+        sub, eqn, env, inputs, consts, None, np.shape(ct), np.asarray(ct).dtype
+    )
 
 
 def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> list[Any]:
