@@ -26,7 +26,8 @@ from ._checkpoint import (
     save_nothing,
 )
 from ._custom import custom_jvp, custom_vjp
-from ._functional import VjpFunction, constant, grad, jvp, value_and_grad, vjp
+from ._forward import jvp
+from ._functional import VjpFunction, constant, grad, value_and_grad, vjp
 from ._gradients import Gradients
 from ._handle import EagerTensor, ValueGuard
 from ._jit import jit

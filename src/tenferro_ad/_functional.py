@@ -1,4 +1,5 @@
-"""The functional API: ``grad``, ``value_and_grad``, ``vjp``, ``jvp``.
+"""The functional API, reverse mode: ``grad``, ``value_and_grad``, ``vjp``, ``constant``
+(forward mode, ``jvp``, is in :mod:`._forward` and builds on the call machinery here).
 
 They *borrow* owner arguments for the duration of the call (nothing is consumed: a
 training loop needs no copies) and return fresh owners.  Arguments may be tuples, lists
@@ -15,8 +16,9 @@ Composition: called while a tape records (inside another ``grad``/``vjp`` or a
 differentiated argument first passes through a recorded identity, so the inner sweep
 stops there while values the function closes over keep their dependence on the outer
 level — and return handles recorded on it.  ``grad(grad(f))``, gradients of functions
-that call ``grad`` on closures, and Hessian-vector products therefore work.
-Forward-over-reverse (``jvp`` of ``grad``) is not supported in eager mode yet.
+that call ``grad`` on closures, and Hessian-vector products therefore work.  Inside a
+forward-mode context they run their backward through recorded ops too, so ``jvp`` of
+``grad`` is exact.  On tracers (inside ``jit``) they transform the traced graph.
 
 Allocation accounting: each returned gradient or tangent is one ``OPERATION_OUTPUT``
 allocation.  A gradient whose bytes belong to another value (the seed cotangent, a
@@ -37,11 +39,10 @@ import tenferro_storage as ts
 from ._dispatch import _argument_error, bind, constant_record
 from ._gradients import foreign_roots, own
 from ._handle import EagerTensor, make_handle
-from ._jvp import JvpContext
 from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
 from ._retention import AdValueRecord, record_borrow, record_owner
-from ._state import STATE, no_grad
+from ._state import STATE
 from ._tape import Tape, check_cotangent
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
 
@@ -281,7 +282,6 @@ class _recording_on:
 def _zeros_handle(h: EagerTensor) -> EagerTensor:
     a = h._r("grad").a
     t = ts.kernel.adopt_output(np.zeros(a.shape, a.dtype), STATE.reason, "grad")
-    from ._retention import record_owner
 
     return make_handle(record_owner(t, ts.kernel.read_array(t), "zeros"), None, -1)
 
@@ -467,7 +467,6 @@ def grad(
 def _ones_handle(out: EagerTensor) -> EagerTensor:
     a = out._r("grad").a
     t = ts.kernel.adopt_output(np.ones(a.shape, a.dtype), STATE.reason, "seed")
-    from ._retention import record_owner
 
     return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
 
@@ -596,173 +595,3 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
         raise
     fn = VjpFunction(call, outs, argnums)
     return (out, fn, aux) if has_aux else (out, fn)
-
-
-def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
-    """Forward mode: ``(f(*primals), J @ tangents)`` as fresh owners, in ``f``'s output
-    structure.
-
-    ``primals`` and ``tangents`` are matching tuples (of pytrees); each tangent leaf must
-    have its primal's shape and dtype (checked before anything runs).  Both are borrowed.
-    Runs the JVP rules once per op; nothing is recorded or retained.
-    """
-    if not callable(f):
-        raise ArgumentTypeError(f"jvp: f must be callable, got {type(f).__name__}")
-    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
-        raise ArgumentTypeError(
-            "jvp: primals and tangents must be tuples (one entry per argument of f)"
-        )
-    primals = tuple(primals)
-    tangents = tuple(tangents)
-    if len(primals) != len(tangents):
-        raise ArgumentError(
-            f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
-            "primal, with the same structure"
-        )
-    if _has_tracer((primals, tangents)):
-        from . import traced
-
-        graph = traced.trace(f)(*primals)
-        return traced.eval_graph(traced.jvp(graph), *primals, *tangents)  # type: ignore[no-any-return]
-    if STATE.jvp is not None or STATE.tape is not None:
-        return _jvp_nested(f, primals, tangents)
-    ctx = JvpContext()
-    borrowed: list[AdValueRecord] = []
-    args: list[Any] = []
-    inputs_t: list[Any] = []
-    try:
-        for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-            pl, rb = tree_flatten(p)
-            tl, _ = tree_flatten(t)
-            if len(pl) != len(tl):
-                raise ArgumentError(
-                    f"jvp: primal {k} has {len(pl)} leaves but its tangent has {len(tl)}"
-                )
-            hs = []
-            for leaf, tan in zip(pl, tl, strict=True):
-                if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-                    rec = record_borrow(leaf, "primal", f"jvp: primal {k}")
-                    borrowed.append(rec)
-                elif isinstance(leaf, EagerTensor):
-                    rec = leaf._r("jvp")
-                else:
-                    arr = np.asarray(leaf)
-                    if arr.dtype.kind not in "fc":
-                        raise ArgumentTypeError(
-                            f"jvp: primal {k} has dtype {arr.dtype.name}; forward mode needs "
-                            "floating-point or complex primals (pass floats)"
-                        )
-                    rec = constant_record(arr, "primal")
-                tarr = check_cotangent(tan, rec.a, "jvp (tangent)", k, False)
-                ctx.tangents[rec] = tarr
-                inputs_t.append(tarr)
-                hs.append(make_handle(rec, None, -1))
-            args.append(rb(hs))
-        prev = STATE.jvp
-        STATE.jvp = ctx
-        try:
-            with no_grad():
-                out = f(*args)
-            leaves, rebuild = _output_leaves(out, "jvp")
-            values: list[Any] = []
-            tans: list[Any] = []
-            foreign = foreign_roots(inputs_t)
-            for leaf in leaves:
-                a = _leaf_array(leaf, "jvp")
-                lrec = leaf._rec if isinstance(leaf, EagerTensor) else None
-                tan_out = None if lrec is None else ctx.tangents.get(lrec)
-                if tan_out is None:
-                    zeros = np.zeros(a.shape, a.dtype)
-                    tans.append(ts.kernel.adopt_output(zeros, STATE.reason, "jvp"))
-                else:
-                    tans.append(own(tan_out, foreign, "jvp"))
-            ctx.tangents.clear()
-            del args
-            for leaf in leaves:
-                if isinstance(leaf, EagerTensor):
-                    values.append(_owner_of(leaf))
-                else:
-                    values.append(ts.from_numpy(np.asarray(leaf)))
-            del leaves, out
-            return rebuild(values), rebuild(tans)
-        finally:
-            STATE.jvp = prev
-    finally:
-        for rec in borrowed:
-            rec.container.release_borrow()
-
-
-def _jvp_nested(
-    f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]
-) -> tuple[Any, Any]:
-    """Forward mode inside another transform, by transposing reverse mode.
-
-    ``u -> J^T u`` is linear in ``u``; its own VJP at cotangent ``t`` is ``J t``.  Both
-    sweeps run through recorded ops on the enclosing tape (or a private one under an
-    enclosing ``jvp``), so the result is a handle that every outer level differentiates
-    again: jvp of jvp, grad of jvp, jvp of grad compose at any depth.  Cost: one forward
-    and two reverse sweeps.  Returns handles in ``f``'s output structure.
-    """
-    from .ops._ns import HANDLE_NS
-
-    argnums = tuple(range(len(primals)))
-    n0 = _tape_length()
-    call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"))
-    try:
-        # check every tangent against its primal before anything runs
-        tans: list[Any] = []
-        j = 0
-        for k, t in enumerate(tangents):
-            tl, _ = tree_flatten(t)
-            n = call.counts[k]
-            if len(tl) != n:
-                raise ArgumentError(f"jvp: primal {k} has {n} leaves but its tangent has {len(tl)}")
-            for tan in tl:
-                like = call.watched[j]._r("jvp").a
-                tans.append(check_cotangent(tan, like, "jvp (tangent)", k, True))
-                j += 1
-        tape = call.tape
-        if call.nested:
-            res = f(*call.args)
-        else:
-            with call.tape:
-                res = f(*call.args)
-        leaves, rebuild = _output_leaves(res, "jvp")
-        seeds: dict[int, Any] = {}
-        us: list[Any] = []
-        for leaf in leaves:
-            u = None
-            if isinstance(leaf, EagerTensor) and leaf._tape is tape.key and leaf._id >= 0:
-                a = leaf._r("jvp").a
-                zeros = ts.kernel.adopt_output(np.zeros(a.shape, a.dtype), STATE.reason, "jvp")
-                vid = len(tape.nodes)
-                tape.nodes.append(None)
-                urec = record_owner(zeros, ts.kernel.read_array(zeros), "jvp")
-                u = make_handle(urec, tape.key, vid)
-                prev = seeds.get(leaf._id)
-                with _recording_on(tape):
-                    seeds[leaf._id] = u if prev is None else prev + u
-            us.append(u)
-        wids = [h._id for h in call.watched]
-        with _recording_on(tape):
-            gs = tape.sweep(seeds, None, wids, HANDLE_NS, True) if seeds else {}
-            back: dict[int, Any] = {}
-            for w, t in zip(wids, tans, strict=True):
-                g = gs.get(w)
-                if g is not None and g._tape is tape.key and g._id >= 0:
-                    prev = back.get(g._id)
-                    back[g._id] = t if prev is None else prev + t
-            uids = [u._id for u in us if u is not None]
-            jt = tape.sweep(back, None, uids, HANDLE_NS, True) if back and uids else {}
-        outs_t = [
-            _zeros_handle(leaf if isinstance(leaf, EagerTensor) else constant(leaf))
-            if u is None or u._id not in jt
-            else _fresh_handle(jt[u._id], {id(t) for t in tans})
-            for leaf, u in zip(leaves, us, strict=True)
-        ]
-        return rebuild(list(leaves)), rebuild(outs_t)
-    except BaseException:
-        call.discard(n0)
-        raise
-    finally:
-        call.release()

@@ -20,7 +20,8 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._functional import jvp, vjp
+from ._forward import jvp
+from ._functional import vjp
 from ._handle import EagerTensor
 from ._state import STATE
 from .errors import ArgumentError, ArgumentTypeError
