@@ -10,6 +10,7 @@ audited import boundary: nothing else in the package constructs a root.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Final, NoReturn
 
 import attrs
@@ -18,7 +19,7 @@ import numpy as np
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider
-from .errors import AliasedOutputError, LayoutError, OwnershipError
+from .errors import AliasedOutputError, DTypeError, LayoutError, OwnershipError
 
 _BUFFERS: Final[dict[int, int]] = {}
 """``id(buffer) -> allocation id`` for the buffer of every live root.
@@ -309,7 +310,14 @@ class OwnedSpanClaim(Lender):
         """Consume this claim into the sub-range ``[start, stop)`` (relative bytes). O(1)."""
         self._live("OwnedSpanClaim.narrow")
         n = self.stop - self.start
-        if not (isinstance(start, int) and isinstance(stop, int) and 0 <= start <= stop <= n):
+        try:  # numpy integers are byte offsets too; anything else is the wrong type
+            start, stop = operator.index(start), operator.index(stop)
+        except TypeError:
+            raise DTypeError(
+                f"OwnedSpanClaim.narrow: start and stop must be integers (byte offsets), got "
+                f"{type(start).__name__} and {type(stop).__name__}"
+            ) from None
+        if not 0 <= start <= stop <= n:
             raise LayoutError(
                 "OwnedSpanClaim.narrow",
                 f"range [{start!r}:{stop!r}) is not inside the claim's {n} bytes (claims "
