@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -10,29 +11,43 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
+from tenferro_ad._primitive import REGISTRY
 
 
-def _sin_with(rule: Any, name: str) -> Any:
-    return extend.defprimitive(name, lambda x: np.sin(x), 1, save_in=(0,), vjp=(rule,))
+@pytest.fixture
+def sin_with() -> Iterator[Callable[[Any, str], Any]]:
+    """Define a user sine with a given VJP rule; unregistered afterwards (so registry-driven
+    tests elsewhere never see a deliberately broken rule)."""
+    made: list[str] = []
+
+    def make(rule: Any, name: str) -> Any:
+        made.append(name)
+        return extend.defprimitive(name, lambda x: np.sin(x), 1, save_in=(0,), vjp=(rule,))
+
+    yield make
+    for name in made:
+        REGISTRY.pop(name, None)
 
 
-BAD_SHAPE = _sin_with(lambda ops, g, x: np.ones(7, np.float64), "test_bad_shape_rule")
-BAD_DTYPE = _sin_with(lambda ops, g, x: np.ones(3, np.int32), "test_bad_dtype_rule")
-GOOD = _sin_with(lambda ops, g, x: ops.mul(g, ops.cos(x)), "test_good_rule")
-
-
-def test_a_rule_returning_the_wrong_shape_is_refused_naming_the_primitive() -> None:
+def test_a_rule_returning_the_wrong_shape_is_refused_naming_the_primitive(
+    sin_with: Callable[[Any, str], Any],
+) -> None:
+    bad = sin_with(lambda ops, g, x: np.ones(7, np.float64), "test_bad_shape_rule")
     x = ts.from_numpy(np.ones(3))
-    with pytest.raises(ad.errors.ArgumentError, match="test_bad_shape_rule.*argument 0"):
-        ad.grad(lambda v: ad.sum(extend.bind(BAD_SHAPE, v)))(x)
+    with pytest.raises(ad.errors.ArgumentError, match=r"test_bad_shape_rule.*argument 0"):
+        ad.grad(lambda v: ad.sum(extend.bind(bad, v)))(x)
     np.testing.assert_array_equal(x.to_numpy(), np.ones(3))  # nothing changed
 
 
-def test_a_rule_returning_an_integer_cotangent_is_refused() -> None:
+def test_a_rule_returning_an_integer_cotangent_is_refused(
+    sin_with: Callable[[Any, str], Any],
+) -> None:
+    bad = sin_with(lambda ops, g, x: np.ones(3, np.int32), "test_bad_dtype_rule")
     with pytest.raises(ad.errors.ArgumentTypeError, match="test_bad_dtype_rule"):
-        ad.grad(lambda v: ad.sum(extend.bind(BAD_DTYPE, v)))(ts.from_numpy(np.ones(3)))
+        ad.grad(lambda v: ad.sum(extend.bind(bad, v)))(ts.from_numpy(np.ones(3)))
 
 
-def test_a_correct_rule_passes_the_check() -> None:
-    g = ad.grad(lambda v: ad.sum(extend.bind(GOOD, v)))(ts.from_numpy(np.ones(3)))
+def test_a_correct_rule_passes_the_check(sin_with: Callable[[Any, str], Any]) -> None:
+    good = sin_with(lambda ops, g, x: ops.mul(g, ops.cos(x)), "test_good_rule")
+    g = ad.grad(lambda v: ad.sum(extend.bind(good, v)))(ts.from_numpy(np.ones(3)))
     np.testing.assert_allclose(g.to_numpy(), np.cos(np.ones(3)))
