@@ -7,7 +7,7 @@ prepared objects whose hot loop is numpy's; two ledgers (:mod:`tenferro_storage.
 record every allocation and every byte-preserving copy with its reason.
 """
 
-from . import errors, kernel, ledger, random, runtime
+from . import errors, kernel, ledger, providers, random, runtime
 from ._access import (
     PreparedContiguousRead,
     PreparedContiguousWrite,
@@ -108,6 +108,7 @@ __all__ = [
     "kernel",
     "ledger",
     "ones",
+    "providers",
     "random",
     "runtime",
     "view_as_complex",

@@ -99,6 +99,7 @@ PUBLIC_SURFACE = (
     "kernel",
     "ledger",
     "ones",
+    "providers",
     "random",
     "runtime",
     "view_as_complex",
