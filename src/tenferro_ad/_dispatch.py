@@ -186,7 +186,8 @@ class _Traced(Exception):
 def _resolve(
     prim: Primitive, a: Any, key: object | None, args: tuple[Any, ...], params: dict[str, Any]
 ) -> tuple[Any, Any, int]:
-    """(kernel input, record-or-scalar-or-owner, value id) for one argument (general path)."""
+    """(kernel input, record-or-scalar, value id) for an argument the loop in ``bind`` does not
+    inline (a consumed handle, a numpy scalar type, an array to import)."""
     t = type(a)
     if t is _ET:
         rec = a._rec
@@ -197,8 +198,6 @@ def _resolve(
         return rec.a, rec, (a._id if key is not None and a._tape is key else -1)
     if t in _SCALARS or isinstance(a, np.generic):
         return a, a, -1
-    if t in _OWNERS:  # borrowed for the kernel call; retained below only if needed
-        return _read(a), a, -1
     for b in args:  # an import is a side effect: traced mode first, if a tracer is coming
         tb = _TRACERS.get(type(b))
         if tb is not None:
