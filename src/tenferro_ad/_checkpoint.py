@@ -37,6 +37,7 @@ from ._handle import EagerTensor, make_handle
 from ._retention import AdValueRecord
 from ._state import STATE
 from ._tape import Tape
+from ._trace import trace_region, tracing
 from .errors import ArgumentTypeError, CheckpointError
 
 __all__ = [
@@ -119,6 +120,8 @@ def checkpoint(
 
     @functools.wraps(f)
     def region_call(*args: Any) -> Any:
+        if tracing(args):  # traced code: a graph-level region (_trace.trace_region)
+            return trace_region(f, policy, label, args)
         if STATE.tape is None and STATE.region is None:
             return f(*args)  # nothing records: a plain call
         inputs = [a.clone() for a in args if isinstance(a, EagerTensor)]

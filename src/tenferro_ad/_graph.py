@@ -110,13 +110,58 @@ def _frozen_params(p: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 @attrs.frozen(eq=False)
+class Region:
+    """A checkpoint region of a traced program (``ad.checkpoint(f, policy=...)`` traced).
+
+    ``label`` names it (``f``'s name), ``policy`` is the eager
+    :class:`~tenferro_ad.CheckpointPolicy` (anything with ``saves_output(name)``),
+    ``parent`` the enclosing region when regions nest.  Compared by identity. O(1)."""
+
+    label: str
+    policy: Any
+    parent: Region | None = None
+
+    def chain(self) -> tuple[Region, ...]:
+        """The enclosing regions and this one, outermost first. O(depth)."""
+        out: list[Region] = []
+        r: Region | None = self
+        while r is not None:
+            out.append(r)
+            r = r.parent
+        return tuple(reversed(out))
+
+    def saves(self, prim: Primitive) -> bool:
+        """Whether the policy keeps ``prim``'s outputs (they are boundaries). O(1)."""
+        return bool(self.policy.saves_output(prim.name))
+
+    def __str__(self) -> str:
+        return f"{self.label} policy={self.policy!r}"
+
+
+@attrs.frozen
+class Note:
+    """Where an equation sits in a transformed program (inert annotations, ignored by
+    evaluation): its checkpoint ``region``; ``backward``: emitted by a reverse sweep (the
+    second half of a gradient program); ``recompute``: a checkpoint interior re-emitted
+    for backward (its allocations are ``CHECKPOINT_RECOMPUTE_OUTPUT``); ``origin``: the
+    forward primitive whose rule emitted it (a region's label for a recompute)."""
+
+    region: Region | None = None
+    backward: bool = False
+    recompute: bool = False
+    origin: str = ""
+
+
+@attrs.frozen(eq=False)
 class Eqn:
-    """``out = prim(*inputs, **params)``: one equation. ``params`` is a read-only mapping."""
+    """``out = prim(*inputs, **params)``: one equation. ``params`` is a read-only mapping;
+    ``note`` (optional, see :class:`Note`) annotates it without changing what it computes."""
 
     prim: Primitive
     inputs: tuple[Atom, ...]
     params: Mapping[str, Any] = attrs.field(converter=_frozen_params)
     out: Var = attrs.field(kw_only=True)
+    note: Note | None = attrs.field(default=None, kw_only=True)
 
 
 # -- pytree structure
@@ -388,11 +433,41 @@ def eqn_str(e: Eqn, names: Any) -> str:
     return f"{names(e.out)}:{type_str(e.out.shape, e.out.dtype)} = {head} {args}"
 
 
+def _blocks(e: Eqn) -> tuple[tuple[Region, str], ...]:
+    note = e.note
+    if note is None or note.region is None:
+        return ()
+    kind = "recompute" if note.recompute else "checkpoint"
+    return tuple((r, kind) for r in note.region.chain())
+
+
+def _body(graph: Graph, names: _Names) -> list[str]:
+    """Equation lines; runs of a checkpoint region (or of its backward recomputation) are
+    printed as an indented ``checkpoint[...] { ... }`` / ``recompute[...] { ... }`` block."""
+    lines: list[str] = []
+    open_: tuple[tuple[Region, str], ...] = ()
+    for e in graph.eqns:
+        want = _blocks(e)
+        keep = 0
+        while keep < min(len(open_), len(want)) and open_[keep] == want[keep]:
+            keep += 1
+        for depth in range(len(open_), keep, -1):
+            lines.append("    " + "  " * (depth - 1) + "}")
+        for depth in range(keep, len(want)):
+            r, kind = want[depth]
+            lines.append("    " + "  " * depth + f"{kind}[{r}] {{")
+        open_ = want
+        lines.append("    " + "  " * len(want) + eqn_str(e, names))
+    for depth in range(len(open_), 0, -1):
+        lines.append("    " + "  " * (depth - 1) + "}")
+    return lines
+
+
 def pretty(graph: Graph) -> str:
-    """The graph as text, jaxpr style. O(size of the graph)."""
+    """The graph as text, jaxpr style (checkpoint regions as blocks). O(size of the graph)."""
     names = _Names.of(graph)
     ins = " ".join(f"{names(v)}:{type_str(v.shape, v.dtype)}" for v in graph.invars)
-    body = [f"    {eqn_str(e, names)}" for e in graph.eqns]
+    body = _body(graph, names)
     outs = ", ".join(names(a) if isinstance(a, Var) else _lit_str(a) for a in graph.outvars)
     return "\n".join([f"{{ lambda {ins} . let", *body, f"  in ({outs}) }}"])
 

@@ -30,6 +30,8 @@ from ._graph import (
     Eqn,
     Graph,
     Lit,
+    Note,
+    Region,
     TracerError,
     TreeDef,
     Var,
@@ -48,6 +50,7 @@ _SCALARS = (bool, int, float, complex, np.generic)
 class _Active(threading.local):
     def __init__(self) -> None:
         self.stack: list[Builder] = []
+        self.note: Note | None = None  # the annotation of the equations emitted now
 
 
 _ACTIVE = _Active()
@@ -116,13 +119,53 @@ class Builder:
                 return Tracer(self, folded)
         shape, dtype = abstract_eval(prim, atoms, params)
         out = Var(shape, dtype)
-        self.eqns.append(Eqn(prim, atoms, params, out=out))
+        self.eqns.append(Eqn(prim, atoms, params, out=out, note=_ACTIVE.note))
         return Tracer(self, out)
 
     def finish(self, outs: Sequence[Any], in_tree: TreeDef, out_tree: TreeDef) -> Graph:
         """The graph with these output leaves (tracers or constants)."""
         atoms = tuple(self.atom(o, "trace (output)") for o in outs)
         return Graph(tuple(self.invars), tuple(self.eqns), atoms, in_tree, out_tree)
+
+
+@contextmanager
+def noting(note: Note | None) -> Iterator[None]:
+    """Annotate every equation emitted inside the block with ``note`` (see
+    :class:`~._graph.Note`; ``None``: no annotation). O(1)."""
+    prev = _ACTIVE.note
+    _ACTIVE.note = note
+    try:
+        yield
+    finally:
+        _ACTIVE.note = prev
+
+
+def current_note() -> Note | None:
+    """The annotation equations emitted now receive. O(1)."""
+    return _ACTIVE.note
+
+
+def tracing(args: Sequence[Any]) -> bool:
+    """Whether a call on ``args`` is traced: some argument is a tracer, or a trace is
+    active and no argument is an eager handle. O(len(args))."""
+    if any(type(a) is Tracer for a in args):
+        return True
+    return bool(_ACTIVE.stack) and not any(isinstance(a, EagerTensor) for a in args)
+
+
+def trace_region(f: Callable[..., Any], policy: Any, label: str, args: Sequence[Any]) -> Any:
+    """``ad.checkpoint(f, policy=policy)(*args)`` inside a trace: call ``f`` with every
+    equation it emits annotated as interior of a new checkpoint :class:`~._graph.Region`
+    (nested in the current one).  The forward program is unchanged; reverse-mode
+    transformations keep the region's boundary and re-emit its interior in backward.
+    Cost: ``f``'s tracing plus O(1)."""
+    outer = _ACTIVE.note
+    region = Region(label, policy, outer.region if outer is not None else None)
+    note = Note(region=region) if outer is None else Note(
+        region, outer.backward, outer.recompute, outer.origin
+    )
+    with noting(note):
+        return f(*args)
 
 
 _FOLD = 16  # elements: equations on literals this small are evaluated at trace time
@@ -382,9 +425,17 @@ def run_bound(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
             if isinstance(a, Var):
                 last[a] = i
     keep = {a for a in graph.outvars if isinstance(a, Var)}
+    outer = _ACTIVE.note
     for i, e in enumerate(graph.eqns):
         vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
-        env[e.out] = eager_bind(e.prim, *vals, **e.params)
+        if e.note is None:
+            env[e.out] = eager_bind(e.prim, *vals, **e.params)
+        else:  # inlined into a trace: the equation keeps its annotation
+            _ACTIVE.note = e.note
+            try:
+                env[e.out] = eager_bind(e.prim, *vals, **e.params)
+            finally:
+                _ACTIVE.note = outer
         for a in e.inputs:
             if isinstance(a, Var) and last[a] == i and a not in keep:
                 env.pop(a, None)
