@@ -27,6 +27,13 @@ Program format (what traced AD compiles into)
       refused (``LayoutError``), never adopted.  ``release_after`` lists the intermediate
       slots whose last use is this instruction; they are dropped right after it.  Every
       intermediate (not an input, not an output) is released exactly once.
+      Optional ``into``: the result is written (``out=``) into the buffer of a slot
+      released at or before the instruction, or of a donated input -- no allocation.
+    * ``donated``: input slots a detached submission lets instructions overwrite (the
+      package owns them; submission refuses, ``SubmitErrorKind.DONATION``, when the
+      engine cannot or another binding or record sees their bytes; scoped execution
+      refuses any donating program).  An output held in a donated input's buffer is
+      that input's record in the bundle.
     * ``outputs``: a tuple of :class:`ProgramOutput` ``(kind, value, metadata)`` with
       :class:`OutputKind` ``FRESH`` (an instruction's value), ``IDENTITY`` (an input slot
       returned as is), ``REPEATED`` (a value already returned by an earlier output) or

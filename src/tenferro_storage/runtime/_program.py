@@ -60,6 +60,13 @@ class Instruction:
     ``params`` are static keyword parameters (sorted ``(name, value)`` pairs).
     ``release_after`` lists the intermediate value slots whose last use is this
     instruction: the interpreter drops them (releasing their allocation) right after it.
+
+    ``into`` (optional, single-output instructions only): the value slot whose buffer
+    receives the result instead of a fresh allocation -- an intermediate released at or
+    before this instruction (its buffer is kept, not freed, until here) or a donated
+    input (``CompiledGraph.donated``).  The kernel is then called with ``out=`` (a
+    writable numpy array over that buffer) and must return that very array; the output
+    slot takes the buffer over (no allocation event).
     """
 
     kernel: Callable[..., Any]
@@ -68,6 +75,7 @@ class Instruction:
     params: tuple[tuple[str, Any], ...] = ()
     release_after: tuple[int, ...] = ()
     name: str = ""
+    into: int | None = None
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -133,6 +141,9 @@ def _validate(g: CompiledGraph) -> None:
             defined[s] = i
     if any(d == -2 for d in defined):
         raise fail("some value slots are never defined")
+    donated = set(g.donated)
+    if len(donated) != len(g.donated) or not all(0 <= k < g.n_inputs for k in donated):
+        raise fail(f"donated={g.donated} must name distinct input slots")
     seen: set[int] = set()
     output_values: set[int] = set()
     for k, out in enumerate(g.outputs):
@@ -167,6 +178,28 @@ def _validate(g: CompiledGraph) -> None:
     dead = set(range(g.n_inputs, g.n_values)) - output_values - released - constant_slots
     if dead:
         raise fail(f"intermediate values {sorted(dead)} are never released")
+    released_at = {s: i for i, ins in enumerate(g.instructions) for s in ins.release_after}
+    taken: set[int] = set()
+    for i, ins in enumerate(g.instructions):
+        if ins.into is None:
+            continue
+        s = ins.into
+        if len(ins.outputs) != 1:
+            raise fail(f"instruction {i} ({ins.name}) writes into v{s} but has several outputs")
+        if s in taken:
+            raise fail(f"instruction {i} ({ins.name}) writes into v{s}, already written into")
+        if s < g.n_inputs:
+            if s not in donated or s in output_values or last_use.get(s, -1) > i:
+                raise fail(
+                    f"instruction {i} ({ins.name}) writes into input v{s}: it must be donated, "
+                    "not an output and not read after this instruction"
+                )
+        elif s not in released_at or released_at[s] > i:
+            raise fail(
+                f"instruction {i} ({ins.name}) writes into v{s}, which is not released at or "
+                "before it"
+            )
+        taken.add(s)
 
 
 @attrs.frozen
@@ -186,12 +219,31 @@ class CompiledGraph:
     outputs: tuple[ProgramOutput, ...]
     name: str = ""
     constants: tuple[Constant, ...] = ()
+    donated: tuple[int, ...] = ()
 
     _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
+    _kept: frozenset[int] = attrs.field(init=False, repr=False, eq=False)
+    _backing: dict[int, int] = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _validate(self)
         object.__setattr__(self, "_kinds", tuple(o.kind for o in self.outputs))
+        kept = frozenset(
+            ins.into for ins in self.instructions
+            if ins.into is not None and ins.into >= self.n_inputs
+        )
+        object.__setattr__(self, "_kept", kept)
+        backing: dict[int, int] = {}  # value slot -> donated input whose buffer holds it
+        for ins in self.instructions:
+            if ins.into is not None:
+                src = ins.into if ins.into < self.n_inputs else backing.get(ins.into)
+                if src is not None:
+                    backing[ins.outputs[0]] = src
+        object.__setattr__(self, "_backing", backing)
+
+    def backing_input(self, value: int) -> int | None:
+        """The donated input slot whose buffer holds ``value`` (``None``: its own). O(1)."""
+        return self._backing.get(value)
 
     @property
     def output_kinds(self) -> tuple[OutputKind, ...]:
@@ -199,7 +251,9 @@ class CompiledGraph:
         return self._kinds
 
     def __str__(self) -> str:
-        params_in = ", ".join(f"v{i}" for i in range(self.n_inputs))
+        params_in = ", ".join(
+            f"v{i}{' (donated)' if i in self.donated else ''}" for i in range(self.n_inputs)
+        )
         lines = [f"program {self.name or '<anonymous>'}({params_in}):"]
         for c in self.constants:
             v = c.value
@@ -214,7 +268,8 @@ class CompiledGraph:
                 if ins.release_after
                 else ""
             )
-            lines.append(f"  {outs} = {ins.name}({args}{params}){rel}")
+            into = f" into v{ins.into}" if ins.into is not None else ""
+            lines.append(f"  {outs} = {ins.name}({args}{params}){into}{rel}")
         rets = ", ".join(
             f"{o.metadata.value!r}" if o.metadata is not None else f"v{o.value} ({o.kind.value})"
             for o in self.outputs
@@ -336,14 +391,21 @@ class KernelOutputError(RuntimeError):
 
 
 def run_program(
-    program: CompiledGraph, arrays: Sequence[np.ndarray[Any, Any]]
+    program: CompiledGraph,
+    arrays: Sequence[np.ndarray[Any, Any]],
+    writable: Mapping[int, np.ndarray[Any, Any]] | None = None,
 ) -> dict[int, Tensor[Any, Any]]:
     """Interpret ``program`` over read-only input ``arrays``; return the fresh owners of
-    its FRESH output values, by value slot.
+    its FRESH output values, by value slot (except those held in a donated input's
+    buffer: see :meth:`CompiledGraph.backing_input`).
 
     Each kernel result is adopted as a new owner (one ``OPERATION_OUTPUT`` allocation;
-    a result that is not a fresh C-contiguous array — for example an input returned
-    or a view of one — raises ``LayoutError`` rather than aliasing).  Intermediates are
+    a result that is not a fresh C-contiguous array -- for example an input returned
+    or a view of one -- raises ``LayoutError`` rather than aliasing).  An instruction
+    with ``into`` writes into that slot's buffer instead (no allocation): a released
+    intermediate's owner moves to the new slot; a donated input's buffer comes from
+    ``writable`` (input slot -> writable array, given by a provider that owns the
+    input exclusively; ``KernelOutputError`` when it is missing).  Intermediates are
     dropped at their last use.  Any exception propagates after every intermediate made
     so far has been released.  Cost: the kernels plus O(instructions) bookkeeping.
     """
@@ -352,26 +414,65 @@ def run_program(
     for c in program.constants:
         values[c.slot] = c.value
     owners: dict[int, Tensor[Any, Any]] = {}
+    kept: dict[int, Tensor[Any, Any]] = {}  # released intermediates whose buffer is reused
+    keep = program._kept
+    backing = program._backing
     try:
         for ins in program.instructions:
-            result = ins.kernel(*[values[s] for s in ins.inputs], **dict(ins.params))
-            results = result if type(result) is tuple else (result,)
-            if len(results) != len(ins.outputs):
-                raise KernelOutputError(
-                    f"{ins.name}: the kernel returned {len(results)} result(s), the program "
-                    f"declares {len(ins.outputs)}"
+            into = ins.into
+            if into is None:
+                result = ins.kernel(*[values[s] for s in ins.inputs], **dict(ins.params))
+                results = result if type(result) is tuple else (result,)
+                if len(results) != len(ins.outputs):
+                    raise KernelOutputError(
+                        f"{ins.name}: the kernel returned {len(results)} result(s), the "
+                        f"program declares {len(ins.outputs)}"
+                    )
+                for slot, arr in zip(ins.outputs, results, strict=True):
+                    t = adopt_output(arr, _OPERATION_OUTPUT, ins.name)
+                    owners[slot] = t
+                    values[slot] = read_array(t)
+            else:
+                slot = ins.outputs[0]
+                src = backing.get(into, into)
+                if src < program.n_inputs:
+                    if writable is None or src not in writable:
+                        raise KernelOutputError(
+                            f"{ins.name}: writes into donated input v{src}, but the engine "
+                            "gave no writable buffer for it"
+                        )
+                    out = writable[src]
+                    owner = None
+                else:
+                    owner = kept.pop(into, None)
+                    if owner is None:  # released by this very instruction: in place
+                        owner = owners.pop(into)
+                    out = owner._meta("run_program").array()
+                result = ins.kernel(
+                    *[values[s] for s in ins.inputs], out=out, **dict(ins.params)
                 )
-            for slot, arr in zip(ins.outputs, results, strict=True):
-                t = adopt_output(arr, _OPERATION_OUTPUT, ins.name)
-                owners[slot] = t
-                values[slot] = read_array(t)
+                if result is not out:
+                    raise KernelOutputError(
+                        f"{ins.name}: the kernel was asked to write into v{into}'s buffer "
+                        "(out=) and returned another array"
+                    )
+                if owner is not None:
+                    owners[slot] = owner
+                    values[slot] = read_array(owner)
+                else:
+                    ro = out.view()
+                    ro.flags.writeable = False
+                    values[slot] = ro
             for s in ins.release_after:
                 values[s] = None
-                del owners[s]
+                gone = owners.pop(s, None)
+                if gone is not None and s in keep:
+                    kept[s] = gone
     except BaseException:
         # The traceback keeps this frame: drop every owner it could keep alive.
         values.clear()
         owners.clear()
+        kept.clear()
         raise
     return owners
 

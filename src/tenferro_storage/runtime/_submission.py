@@ -59,6 +59,7 @@ class SubmitErrorKind(enum.Enum):
     UNSUPPORTED = "the engine does not support this submission mode"
     PROVIDER_REJECTED = "the provider refused before enqueue"
     BIND_FAILED = "the provider could not prepare or bind an input"
+    DONATION = "a donated input cannot be written in place"
 
 
 @attrs.frozen
@@ -698,6 +699,10 @@ def _detached_cause(
             group._resolve(slot, _SUBMIT)
         except GroupError as exc:
             return err(SubmitErrorKind.INVALID_BINDING, f"binding {k}: {exc}")
+    if program.donated:
+        cause = _donation_cause(provider, engine, program, inputs)
+        if cause is not None:
+            return err(SubmitErrorKind.DONATION, cause)
     names = provider.domain_names()
     for root in inputs._roots():
         if root.provider.placement not in names:
@@ -706,6 +711,36 @@ def _detached_cause(
                 f"alloc#{root.alloc_id} lives in domain {root.provider.placement!r}, which "
                 f"{engine} cannot access (it reaches {sorted(names)})",
             )
+    return None
+
+
+def _donation_cause(
+    provider: ExecutionProvider, engine: object, program: CompiledGraph, inputs: ExecutionInputs
+) -> str | None:
+    """Why the donated inputs of ``program`` cannot be written in place (``None``: they can).
+
+    The provider must declare ``supports_donation``; a donated binding must be the only
+    binding of its record and the only record of its allocation (nothing else in the
+    package sees the bytes it overwrites) and its layout must be writable."""
+    if not getattr(provider, "supports_donation", False):
+        return f"{engine} does not write into donated inputs"
+    group = inputs._group
+    assert group is not None
+    bindings = inputs._bindings
+    for k in program.donated:
+        index = bindings[k]._index
+        if sum(1 for b in bindings if b._index == index) != 1:
+            return f"input {k} is donated but its record is bound to another input too"
+        a = group._rec_alloc[index]
+        if group._refs[a] != 1:
+            return (
+                f"input {k} is donated but {group._refs[a] - 1} other record(s) of the group "
+                "refer to its allocation"
+            )
+        desc = group._descs[index]
+        assert desc is not None
+        if not desc.array().flags.writeable:
+            return f"input {k} is donated but its layout cannot be written"
     return None
 
 
@@ -759,6 +794,12 @@ def execute_scoped_read_only(
         raise reject(SubmitErrorKind.INVALID_PROGRAM, f"got {type(program).__name__}")
     if inputs._moved_by is not None:
         raise reject(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
+    if program.donated:
+        raise reject(
+            SubmitErrorKind.DONATION,
+            f"{program.name or 'the program'} writes into donated inputs {program.donated}; "
+            "borrowed views are never written: submit() it with owning ExecutionInputs",
+        )
     if len(inputs._views) != program.n_inputs:
         raise reject(
             SubmitErrorKind.ARITY,
@@ -790,7 +831,8 @@ def detached_bundle(
         assert v is not None
         slot = slots.get(v)
         if slot is None:
-            slot = bindings[v] if v < program.n_inputs else group.insert(fresh.pop(v))
+            src = v if v < program.n_inputs else program.backing_input(v)
+            slot = bindings[src] if src is not None else group.insert(fresh.pop(v))
             slots[v] = slot
         outputs.append(slot)
     return ExecutionBundle._make(group, tuple(outputs), program.output_kinds)
