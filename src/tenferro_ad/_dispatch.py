@@ -43,7 +43,7 @@ from tenferro_storage.errors import (
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
 from ._retention import AdValueRecord, RetentionContainer, record_alias, record_borrow
-from ._state import STATE
+from ._state import LOCAL, STATE
 from ._tape import TapeNode
 from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 
@@ -56,6 +56,7 @@ _read: Final = ts.kernel.read_array
 _ET: Final = EagerTensor
 _REC: Final = AdValueRecord
 _RC: Final = RetentionContainer
+_LOCAL: Final = LOCAL
 # Tracer types and their binders (traced mode registers itself; the core knows no tracer).
 _TRACERS: dict[type, Callable[[Primitive, tuple[Any, ...], dict[str, Any]], Any]] = {}
 
@@ -207,15 +208,22 @@ def _resolve(
 
 
 def _retain_owner(owner: Any, tape: Any, name: str) -> AdValueRecord:
-    """A tape residual that is a borrowed owner: a record holding a named shared borrow."""
-    r = record_borrow(owner, "borrowed argument", f"{tape.name}: residual of {name}")
+    """A tape residual that is a borrowed owner: the record holding the tape's named shared
+    borrow of it (made on first use, shared by every later node of the tape). O(1)."""
+    hit = tape._borrowed.get(id(owner))
+    if hit is not None and hit[0] is owner:
+        r = hit[1]
+    else:
+        r = record_borrow(owner, "borrowed argument", f"{tape.name}: residual of {name}")
+        tape._borrowed[id(owner)] = (owner, r)
     r.count += 1
     return r
 
 
 def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     """Apply ``prim`` eagerly (see the module docstring). Returns a new handle."""
-    key = STATE.key
+    st = _LOCAL.fields
+    key = st.key
     a0 = args[0] if len(args) == 1 else None
     if type(a0) is _ET and a0._rec is not None:  # the commonest case: one live handle
         rec = a0._rec
@@ -223,11 +231,48 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         recs: list[Any] = [rec]
         tracked = key is not None and a0._tape is key
         ids: list[int] = [a0._id if tracked else -1]
+        impl = prim.fast  # the bare kernel of a float-only op, for floating input
+        if impl is None or rec.a.dtype.kind not in "fc":
+            impl = prim.impl
+    elif (
+        len(args) == 2
+        and type(a0 := args[0]) is _ET
+        and a0._rec is not None
+        and (
+            type(b := args[1]) in _SCALARS
+            or (type(b) is _ET and b._rec is not None)
+            or type(b) in _OWNERS
+        )
+    ):  # a binary op on a live handle and a scalar, another live handle or an owner
+        ra = a0._rec
+        ta = key is not None and a0._tape is key
+        if type(b) is _ET:
+            rb = b._rec
+            tb = key is not None and b._tape is key
+            vals = [ra.a, rb.a]
+            recs = [ra, rb]
+            ids = [a0._id if ta else -1, b._id if tb else -1]
+            tracked = ta or tb
+        elif type(b) in _OWNERS:  # borrowed for the kernel; retained below only if needed
+            try:
+                vals = [ra.a, _read(b)]
+            except Exception as e:
+                raise _argument_error(prim.name, 1, e) from None
+            recs = [ra, b]
+            ids = [a0._id if ta else -1, -1]
+            tracked = ta
+        else:
+            vals = [ra.a, b]
+            recs = [ra, b]
+            ids = [a0._id if ta else -1, -1]
+            tracked = ta
+        impl = prim.impl
     else:
         vals = []
         recs = []
         ids = []
         tracked = False
+        impl = prim.impl
         try:
             for a in args:
                 t = type(a)
@@ -263,10 +308,10 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             raise _argument_error(prim.name, len(vals), e) from None
     name = prim.name
     try:
-        out = prim.impl(*vals, **params)
+        out = impl(*vals, **params)
     except (ValueError, TypeError, IndexError) as e:
         raise kernel_error(name, e) from None
-    tans = STATE.jvp
+    tans = st.jvp
     tan = None if tans is None else tans.push(prim, recs, vals, out, params)
     if prim.alias and type(recs[0]) is _REC:
         rec = record_alias(recs[0], out, name)
@@ -278,7 +323,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         if prim.alias:  # a view of a scalar parameter: lay it out afresh
             out = np.array(out, order="C")
         try:  # refuses views and memory an existing value holds (-> _fresh)
-            tensor = _adopt(out, STATE.reason, name)
+            tensor = _adopt(out, st.reason, name)
         except LayoutError:
             tensor, out = _fresh(out, name)
         if type(out) is not np.ndarray:  # rank-0 numpy scalar: read the owner's array
@@ -301,7 +346,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     if tan is not None:
         tans.tangents[rec] = tan
     if tracked and not prim.nondiff:
-        tape = STATE.tape
+        tape = st.tape
         vid = len(tape.nodes)
         node = TapeNode.__new__(TapeNode)
         node.prim = prim
@@ -353,7 +398,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     else:
         h._tape = None
         h._id = -1
-    region = STATE.region
+    region = st.region
     if region is not None:  # inside a checkpoint region: store the op (_checkpoint.py)
         for i, r in enumerate(recs):
             if type(r) in _OWNERS:

@@ -75,7 +75,7 @@ class Primitive:
     """
 
     __slots__ = (
-        "alias", "broadcasts", "checked", "impl", "jvps", "name", "nargs", "nondiff",
+        "alias", "broadcasts", "checked", "fast", "impl", "jvps", "name", "nargs", "nondiff",
         "save_in", "save_out", "variadic", "vjps",
     )
 
@@ -111,6 +111,9 @@ class Primitive:
         self.broadcasts = broadcasts
         self.variadic = variadic
         self.impl = impl
+        # The bare kernel for a unary ``impl`` that only promotes non-floating arguments
+        # first (``impl.inexact_kernel``): eager mode calls it directly on floating input.
+        self.fast: Callable[..., Any] | None = getattr(impl, "inexact_kernel", None)
         self.nargs = nargs
         self.save_in = save_in
         self.save_out = save_out

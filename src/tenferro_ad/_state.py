@@ -1,6 +1,7 @@
 """Recording state, one per thread.
 
-Each thread has its own ``STATE`` (a ``threading.local``): a tape entered in one thread
+Each thread has its own ``STATE`` (its fields live in a ``threading.local``; the per-op path
+reads ``LOCAL.fields`` once and then plain slots): a tape entered in one thread
 records only that thread's ops, and a thread that dies takes its state with it.  Values
 themselves (handles, owners) may cross threads, but their borrow cells are not locked:
 hand a value to another thread only when this one no longer uses it.
@@ -19,29 +20,54 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final, cast
 
 from tenferro_storage import AllocationReason
 
 
-class _State(threading.local):
-    """Per-thread fields; ``__init__`` runs once in every thread that touches them."""
+class Fields:
+    """One thread's recording fields (a plain object: reading a field is one slot load)."""
+
+    __slots__ = ("jvp", "key", "reason", "region", "tape")
 
     tape: Any
     key: object | None
     reason: AllocationReason
     jvp: Any
-    region: Any
+    region: Any  # the checkpoint region recording ops (_checkpoint.py)
 
     def __init__(self) -> None:
-        self.tape: Any = None
-        self.key: object | None = None
-        self.reason: AllocationReason = AllocationReason.OPERATION_OUTPUT
-        self.jvp: Any = None
-        self.region: Any = None  # the checkpoint region recording ops (_checkpoint.py)
+        self.tape = None
+        self.key = None
+        self.reason = AllocationReason.OPERATION_OUTPUT
+        self.jvp = None
+        self.region = None
 
 
-STATE = _State()
+class _Local(threading.local):
+    """``fields`` is built once in every thread that touches it."""
+
+    def __init__(self) -> None:
+        self.fields = Fields()
+
+
+LOCAL: Final = _Local()
+"""Hot paths read ``LOCAL.fields`` once (one thread-local lookup) and then plain slots."""
+
+
+class _ThisThread:
+    """``STATE``: attribute access forwards to the calling thread's :class:`Fields`."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(LOCAL.fields, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(LOCAL.fields, name, value)
+
+
+STATE: Final = cast(Fields, _ThisThread())
 
 
 @contextmanager

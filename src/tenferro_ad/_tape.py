@@ -88,7 +88,8 @@ class Tape(NoCopy):
     """
 
     __slots__ = (
-        "__weakref__", "_active", "_kept", "_prev", "_released", "key", "name", "nodes",
+        "__weakref__", "_active", "_borrowed", "_kept", "_prev", "_released", "key", "name",
+        "nodes",
     )
 
     def __init__(self, name: str | None = None) -> None:
@@ -96,6 +97,9 @@ class Tape(NoCopy):
         self.nodes: list[TapeNode | None] = []
         self.key = object()  # identity token carried by this tape's handles
         self._kept: list[AdValueRecord] = []
+        # id(owner or view) -> (it, the record holding the tape's one named shared borrow of
+        # it): an owner used by many ops is borrowed once per tape, not once per op
+        self._borrowed: dict[int, tuple[Any, AdValueRecord]] = {}
         self._released = False
         self._active = 0
         self._prev: list[tuple[Any, Any]] = []
@@ -191,6 +195,9 @@ class Tape(NoCopy):
                         r.count -= 1
                 node.res = None
             nodes[vid] = _FAILED
+        # a borrow that only the discarded nodes needed ends now: the owner is as before
+        for k in [k for k, (_, r) in self._borrowed.items() if r.count <= 0]:
+            del self._borrowed[k]
 
     def _release(self) -> None:
         for node in self.nodes:
@@ -203,6 +210,7 @@ class Tape(NoCopy):
         for r in self._kept:
             r.count -= 1
         self._kept = []
+        self._borrowed.clear()  # the tape's borrows of caller owners end here
         self._released = True
 
     def release(self) -> None:

@@ -54,6 +54,7 @@ def _float_only(f: Any) -> Any:
         return f(*[_inexact(a) for a in args])
 
     impl.__name__ = getattr(f, "__name__", "impl")
+    impl.inexact_kernel = f  # type: ignore[attr-defined]  # Primitive.fast: skip this frame
     return impl
 
 
