@@ -27,10 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage.ledger import AllocationReason
 from tenferro_storage.runtime import CompiledGraph, Instruction, OutputKind, ProgramOutput
 
 from ._graph import Graph, Lit, Var
 from ._primitive import Primitive
+
+_RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
+_OPERATION = AllocationReason.OPERATION_OUTPUT
 
 # A view: its base (a slot index or a literal) and the metadata-only steps applied to it.
 _Step = tuple[Primitive, tuple[Any, ...], tuple[tuple[str, Any], ...]]
@@ -120,6 +124,7 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
     pending: list[_Pending] = []
     nbytes: dict[int, int] = {}
     n_values = n_in
+    recompute: set[int] = set()  # value slots a checkpoint's backward recomputes
 
     def source(a: Any) -> tuple[Any, int | None]:
         """(pattern entry, the slot it reads or None) for one equation input."""
@@ -155,6 +160,8 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
         label = _label(e.prim.name, pattern)
         kernel = EqnKernel(label, e.prim.impl, pattern)
         slot[e.out] = n_values
+        if e.note is not None and e.note.recompute:  # a checkpoint's backward recomputation
+            recompute.add(n_values)
         nbytes[n_values] = int(np.prod(e.out.shape, dtype=np.int64)) * e.out.dtype.itemsize
         pending.append((label, kernel, reads, tuple(sorted(e.params.items())), (n_values,)))
         n_values += 1
@@ -183,6 +190,7 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
         outputs = [ProgramOutput(o.kind, value=remap[o.value]) for o in outputs
                    if o.value is not None]
         seen = {remap[s] for s in seen}
+        recompute = {remap[s] for s in recompute if s in remap}
         n_values = len(remap)
     last: dict[int, int] = {}
     for i, (_n, _k, reads, _p, outs) in enumerate(pending):
@@ -193,7 +201,9 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
         if s >= n_in and s not in seen:
             releases.setdefault(i, []).append(s)
     instructions = tuple(
-        Instruction(kernel, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm)
+        Instruction(kernel, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm,
+                    reason=_RECOMPUTE if outs and all(s in recompute for s in outs)
+                    else _OPERATION)
         for i, (nm, kernel, reads, params, outs) in enumerate(pending)
     )
     return CompiledGraph(n_in, n_values, instructions, tuple(outputs), name)

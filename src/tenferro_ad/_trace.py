@@ -140,6 +140,14 @@ def noting(note: Note | None) -> Iterator[None]:
         _ACTIVE.note = prev
 
 
+def swap_note(note: Note | None) -> Note | None:
+    """Set the annotation of the equations emitted from now on; return the previous one
+    (the per-equation form of :func:`noting`, for interpreters). O(1)."""
+    prev = _ACTIVE.note
+    _ACTIVE.note = note
+    return prev
+
+
 def current_note() -> Note | None:
     """The annotation equations emitted now receive. O(1)."""
     return _ACTIVE.note

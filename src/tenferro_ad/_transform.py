@@ -9,6 +9,14 @@ equations that depend on a differentiated input get rules applied, and the resul
 dead-code eliminated.  Because the output is an ordinary graph, transformations compose:
 ``grad(grad(g))``, ``jvp(grad(g))`` (forward-over-reverse), ``vmap(grad(g))``.
 
+Checkpoint regions (equations annotated with a :class:`~._graph.Region`, from
+``ad.checkpoint`` traced) are kept by every transformation.  The reverse sweep does not
+read a region's interior values: when it reaches the region it re-emits the interior
+from the region's boundary (its inputs and the values the policy saves), annotated
+``recompute``, and the region's rules read those.  The forward interior values then
+die after their forward use; only the boundary lives until backward — the eager
+checkpoint's behaviour, as a graph.
+
 The core knows no ops: it sees ``Primitive`` objects, their rule tables and residual
 declarations, and calls ``ops.add`` / ``ops.unbroadcast`` / ``ops.broadcast_to`` on the
 namespace, exactly as the eager tape does.
@@ -21,9 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from ._graph import Graph, Lit, TreeDef, Var, dce, type_str
+from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, type_str
 from ._primitive import NONDIFF, RealTarget, Zero
-from ._trace import TRACE_NS, Builder, Tracer, tracer_of
+from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
+
+_BACKWARD = Note(backward=True)
 
 
 def _read(b: Builder, env: dict[Var, Any], a: Var | Lit) -> Any:
@@ -38,54 +48,128 @@ def zeros_like(b: Builder, shape: tuple[int, ...], dtype: Any) -> Any:
     return TRACE_NS.broadcast_to(z, tuple(shape)) if shape else z
 
 
+def _forward_note(e: Eqn) -> Note | None:
+    """The annotation of ``e`` re-emitted as forward (first) half of a new program."""
+    n = e.note
+    if n is None or not n.backward:
+        return n
+    return Note(n.region, False, n.recompute, n.origin)
+
+
 def _forward(
     graph: Graph, b: Builder, env: dict[Var, Any], active: set[Var]
 ) -> None:
     """Re-emit the primal equations; grow ``active`` (values depending on ``active``)."""
-    for e in graph.eqns:
-        args = [_read(b, env, a) for a in e.inputs]
-        env[e.out] = b.emit(e.prim, args, dict(e.params))
-        if not e.prim.nondiff and any(isinstance(a, Var) and a in active for a in e.inputs):
-            active.add(e.out)
+    prev = swap_note(None)
+    try:
+        for e in graph.eqns:
+            args = [_read(b, env, a) for a in e.inputs]
+            swap_note(_forward_note(e))
+            env[e.out] = b.emit(e.prim, args, dict(e.params))
+            if not e.prim.nondiff and any(isinstance(a, Var) and a in active for a in e.inputs):
+                active.add(e.out)
+    finally:
+        swap_note(prev)
+
+
+def _in_region(e: Eqn, r: Region) -> bool:
+    q = e.note.region if e.note is not None else None
+    while q is not None:
+        if q is r:
+            return True
+        q = q.parent
+    return False
+
+
+class _Residuals:
+    """Where the reverse sweep reads an equation's residuals: inside a checkpoint region,
+    the region's recomputation (re-emitted lazily, once, when the sweep first reaches the
+    region); elsewhere, and for the region's boundary, the forward values."""
+
+    def __init__(self, graph: Graph, b: Builder, env: dict[Var, Any]) -> None:
+        self.graph, self.b, self.env = graph, b, env
+        self.rec: dict[Region, dict[Var, Any]] = {}
+
+    def read(self, a: Var | Lit, region: Region | None) -> Any:
+        if isinstance(a, Lit):
+            return a.value if a.is_scalar else Tracer(self.b, a)
+        r = region
+        while r is not None:
+            got = self.rec[r].get(a)
+            if got is not None:
+                return got
+            r = r.parent
+        return self.env[a]
+
+    def enter(self, region: Region) -> None:
+        """Make sure ``region`` and its enclosing regions are recomputed (outermost first)."""
+        for r in region.chain():
+            if r in self.rec:
+                continue
+            self.rec[r] = m = {}
+            prev = swap_note(Note(r, True, True, r.label))
+            try:
+                for e in self.graph.eqns:
+                    if not _in_region(e, r) or r.saves(e.prim):
+                        continue  # outside, or a value the policy keeps (a boundary)
+                    args = [self.read(a, r) for a in e.inputs]
+                    m[e.out] = self.b.emit(e.prim, args, dict(e.params))
+            finally:
+                swap_note(prev)
 
 
 def _backward(
     graph: Graph, b: Builder, env: dict[Var, Any], cts: dict[Var, Any], active: set[Var]
 ) -> None:
     """Reverse sweep: pull ``cts`` back through the active equations (in place)."""
+    resid = _Residuals(graph, b, env)
+    prev = swap_note(None)
+    try:
+        for e in reversed(graph.eqns):
+            if e.out in active:
+                _pull(e, b, resid, cts, active)
+    finally:
+        swap_note(prev)
+
+
+def _pull(
+    e: Eqn, b: Builder, resid: _Residuals, cts: dict[Var, Any], active: set[Var]
+) -> None:
+    """Apply ``e``'s VJP rules to its output cotangent (if any), accumulating into ``cts``."""
     ns = TRACE_NS
-    for e in reversed(graph.eqns):
-        if e.out not in active:
+    g = cts.pop(e.out, None)
+    if g is None:
+        return
+    region = e.note.region if e.note is not None else None
+    if region is not None:
+        resid.enter(region)
+    swap_note(Note(backward=True, origin=e.prim.name))
+    prim, params = e.prim, dict(e.params)
+    args = [resid.read(a, region) for a in e.inputs]
+    res = [args[i] for i in prim.save_in]
+    if prim.save_out:
+        res.append(resid.read(e.out, region))
+    cplx = e.out.dtype.kind == "c"
+    for i, a in enumerate(e.inputs):
+        if not isinstance(a, Var) or a not in active:
             continue
-        g = cts.pop(e.out, None)
-        if g is None:
+        rule = prim.vjp_rule(i)
+        if rule is NONDIFF:
             continue
-        prim, params = e.prim, dict(e.params)
-        args = [_read(b, env, a) for a in e.inputs]
-        res = [args[i] for i in prim.save_in]
-        if prim.save_out:
-            res.append(env[e.out])
-        cplx = e.out.dtype.kind == "c"
-        for i, a in enumerate(e.inputs):
-            if not isinstance(a, Var) or a not in active:
-                continue
-            rule = prim.vjp_rule(i)
-            if rule is NONDIFF:
-                continue
-            if prim.variadic:
-                ct = rule(ns, g, *res, argnum=i, **params)  # type: ignore[operator]
-            else:
-                ct = rule(ns, g, *res, **params)  # type: ignore[operator]
-            if type(ct) is Zero:
-                continue
-            ct = tracer_of(b, ct)
-            target: tuple[int, ...] = a.shape
-            if cplx and a.dtype.kind != "c":
-                target = RealTarget(a.shape)
-            if type(target) is RealTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
-                ct = ns.unbroadcast(ct, target)
-            prev = cts.get(a)
-            cts[a] = ct if prev is None else ns.add(prev, ct)
+        if prim.variadic:
+            ct = rule(ns, g, *res, argnum=i, **params)  # type: ignore[operator]
+        else:
+            ct = rule(ns, g, *res, **params)  # type: ignore[operator]
+        if type(ct) is Zero:
+            continue
+        ct = tracer_of(b, ct)
+        target: tuple[int, ...] = a.shape
+        if cplx and a.dtype.kind != "c":
+            target = RealTarget(a.shape)
+        if type(target) is RealTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
+            ct = ns.unbroadcast(ct, target)
+        old = cts.get(a)
+        cts[a] = ct if old is None else ns.add(old, ct)
 
 
 def _leaf_range(tree: TreeDef, argnum: int) -> range:
@@ -111,8 +195,10 @@ def jvp(graph: Graph) -> Graph:
             v: t for v, t in zip(graph.invars, tins, strict=True) if v.dtype.kind in "fc"
         }
         ns = TRACE_NS
+        prev = swap_note(None)
         for e in graph.eqns:
             args = [_read(b, env, a) for a in e.inputs]
+            swap_note(e.note)  # a region's tangent equations belong to the region
             out = env[e.out] = b.emit(e.prim, args, dict(e.params))
             prim = e.prim
             tin = [tans.get(a) if isinstance(a, Var) else None for a in e.inputs]
@@ -140,6 +226,7 @@ def jvp(graph: Graph) -> Graph:
                 if tuple(total.shape) != e.out.shape:
                     total = ns.broadcast_to(total, e.out.shape)
                 tans[e.out] = total
+        swap_note(prev)
         outs = [_read(b, env, a) for a in graph.outvars]
         touts = [
             tans.get(a) if isinstance(a, Var) and a in tans else zeros_like(b, a.shape, a.dtype)
@@ -173,10 +260,12 @@ def _reverse(
                 cts[a] = g if a not in cts else TRACE_NS.add(cts[a], g)
         _backward(graph, b, env, cts, active)
         grads = []
+        prev = swap_note(_BACKWARD)
         for i in wrt:
             v = graph.invars[i]
             ct = cts.get(v)
             grads.append(zeros_like(b, v.shape, v.dtype) if ct is None else ct)
+        swap_note(prev)
         return b, outs, grads
 
 

@@ -76,6 +76,9 @@ class Instruction:
     release_after: tuple[int, ...] = ()
     name: str = ""
     into: int | None = None
+    reason: AllocationReason = _OPERATION_OUTPUT
+    """How the ledger classifies the allocations of this instruction's outputs (a
+    checkpoint's backward recomputation: ``CHECKPOINT_RECOMPUTE_OUTPUT``)."""
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -429,7 +432,7 @@ def run_program(
                         f"program declares {len(ins.outputs)}"
                     )
                 for slot, arr in zip(ins.outputs, results, strict=True):
-                    t = adopt_output(arr, _OPERATION_OUTPUT, ins.name)
+                    t = adopt_output(arr, ins.reason, ins.name)
                     owners[slot] = t
                     values[slot] = read_array(t)
             else:
