@@ -38,6 +38,7 @@ from ._compile import compile_graph
 from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
 from ._handle import EagerTensor
 from ._trace import Tracer, aval_of, run_bound, trace_flat
+from ._traced_retained import ProgramRetainedEntry, retained
 
 _SCALARS = (bool, int, float, complex)
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
@@ -84,6 +85,14 @@ class Jitted:
         """Trace and compile for ``args``' signature (cached) without running anything."""
         leaves, tree = tree_flatten(args)
         return self._entry(leaves, tree)
+
+    def retained(self, *args: Any) -> list[ProgramRetainedEntry]:
+        """What the compiled program for ``args``' signature keeps between its forward and
+        backward halves, and why (``traced.retained``: the ``tape.retained()`` of a jitted
+        gradient; each entry's ``slot`` is the execution's value slot).  Traces and
+        compiles once per signature (cached); runs nothing. O(size of the graph)."""
+        entry = self.lower(*args)
+        return retained(entry.graph, entry.program)
 
     def _entry(self, leaves: Sequence[Any], tree: TreeDef) -> Compiled:
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]

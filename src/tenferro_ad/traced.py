@@ -19,7 +19,12 @@ transformation returns a new graph built with the primitives' own rules (one rul
 primitive, used by eager and traced mode alike), so they compose freely.
 
 Graph-level functions here: :func:`eval_graph`, :func:`check`, :func:`dce`, :func:`jvp`,
-:func:`vjp`, :func:`grad`, :func:`value_and_grad`, :func:`vmap`.  Function-level entry
+:func:`vjp`, :func:`grad`, :func:`value_and_grad`, :func:`vmap`, and :func:`retained`
+(what a gradient program keeps between its forward and backward halves, the traced
+``tape.retained()``).  ``ad.checkpoint(f, policy=...)`` called on traced values makes a
+checkpoint :class:`Region`: reverse-mode transformations keep its boundary and re-emit
+its interior in backward (annotated ``recompute``; compiled, those allocations are
+``CHECKPOINT_RECOMPUTE_OUTPUT``).  Function-level entry
 points live at the top level: ``tenferro_ad.trace`` and ``tenferro_ad.vmap``.
 """
 
@@ -33,10 +38,11 @@ from . import _trace
 from . import ops as _ops
 from ._batching import vmap_graph as vmap
 from ._eval import eval_graph
-from ._graph import Eqn, Graph, GraphTypeError, Lit, TracerError, TreeDef, Var, dce
+from ._graph import Eqn, Graph, GraphTypeError, Lit, Note, Region, TracerError, TreeDef, Var, dce
 from ._graph import check_graph as check
 from ._primitive import RealTarget
 from ._trace import TRACE_NS, Tracer, fill_namespace, trace
+from ._traced_retained import ProgramRetainedEntry, retained
 from ._transform import grad, jvp, value_and_grad, vjp
 from .ops import complex as _complex
 from .ops import elementwise as _ew
@@ -49,6 +55,9 @@ __all__ = [
     "Graph",
     "GraphTypeError",
     "Lit",
+    "Note",
+    "ProgramRetainedEntry",
+    "Region",
     "Tracer",
     "TracerError",
     "TreeDef",
@@ -58,6 +67,7 @@ __all__ = [
     "eval_graph",
     "grad",
     "jvp",
+    "retained",
     "trace",
     "value_and_grad",
     "vjp",

@@ -1,0 +1,127 @@
+"""What a compiled gradient program keeps between its forward and backward halves, and why.
+
+The traced counterpart of ``tape.retained()``.  A program made by a reverse-mode
+transformation (``traced.grad``/``vjp``/``value_and_grad``, or ``ad.jit`` of ``ad.grad``)
+runs its forward half, then its backward half; the equations of the backward half are
+annotated ``Note(backward=True)`` by the sweep (``_transform.py``), each with the forward
+primitive whose rule emitted it (``origin``), and a checkpoint's recomputation with
+``recompute=True``.  A value is *retained* when the forward half (or the caller, for an
+input) makes it and the backward half reads it: the execution keeps it as one of its own
+value slots -- a descriptor in the execution's group, released at its last backward use
+-- never as a shared tensor owner.  Metadata-only values (transposes, reshapes ...) are
+views folded into their readers, so the value retained is the one they view.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import numpy as np
+
+from ._graph import Eqn, Graph, Lit, Var, _Names
+
+__all__ = ["ProgramRetainedEntry", "retained"]
+
+
+@attrs.frozen
+class ProgramRetainedEntry:
+    """One value a gradient program keeps from its forward half for its backward half.
+
+    The first five fields match ``tape.retained()``'s entries: ``producer`` (the primitive
+    that made it, or ``"input"``), ``needed_by`` (``"<primitive>.vjp"`` for a rule's
+    residual, ``"checkpoint(<label>).recompute"`` for a checkpoint boundary the
+    recomputation starts from), ``nbytes``, ``shape``, ``dtype``.  ``var`` is the value's
+    name in ``str(graph)``; ``slot`` its value slot in the compiled program (the
+    execution's descriptor), ``None`` for a bare graph.
+    """
+
+    producer: str
+    needed_by: tuple[str, ...]
+    nbytes: int
+    shape: tuple[int, ...]
+    dtype: str
+    var: str
+    slot: int | None = None
+
+
+def _base(views: dict[Var, Var | None], a: Var) -> Var | None:
+    """The value a (possibly view) variable reads: its view chain's base (None: a literal)."""
+    while a in views:
+        b = views[a]
+        if b is None:
+            return None
+        a = b
+    return a
+
+
+def _views(graph: Graph) -> dict[Var, Var | None]:
+    """Metadata-only equations (the compiler folds them into their readers): out -> source."""
+    out: dict[Var, Var | None] = {}
+    for e in graph.eqns:
+        first = e.inputs[0] if e.inputs else None
+        if e.prim.alias and first is not None and all(isinstance(a, Lit) for a in e.inputs[1:]):
+            out[e.out] = first if isinstance(first, Var) else None
+    return out
+
+
+def _slots(graph: Graph, views: dict[Var, Var | None], program: Any) -> dict[Var, int]:
+    """Value slots of the compiled program: inputs first, then one per non-view equation
+    in order (the compiler's numbering); checked against the program's instruction names
+    so a differently numbered program reports no slot rather than a wrong one."""
+    slot = {v: i for i, v in enumerate(graph.invars)}
+    n = len(graph.invars)
+    for e in graph.eqns:
+        if e.out not in views:
+            slot[e.out] = n
+            n += 1
+    if program is None:
+        return {}
+    made = {s: ins.name for ins in program.instructions for s in ins.outputs}
+    eqn_of = {e.out: e for e in graph.eqns}
+    for v, s in slot.items():
+        if v in eqn_of and not made.get(s, "").startswith(eqn_of[v].prim.name):
+            return {}
+    return slot
+
+
+def _reason(e: Eqn) -> str:
+    note = e.note
+    assert note is not None
+    if note.recompute and note.region is not None:
+        return f"checkpoint({note.region.label}).recompute"
+    return f"{note.origin or 'backward'}.vjp"
+
+
+def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
+    """What ``graph`` (a gradient program) keeps between its forward and backward halves,
+    and why: one entry per retained value, in definition order (see the module
+    docstring).  A graph with no backward half (no reverse-mode transformation) retains
+    nothing.  ``program``: the graph's compiled program, to report each value's slot.
+    Cost: O(size of the graph); allocates nothing, runs nothing."""
+    views = _views(graph)
+    producer: dict[Var, str] = {v: "input" for v in graph.invars}
+    needs: dict[Var, list[str]] = {}
+    for e in graph.eqns:
+        if e.note is None or not e.note.backward:
+            producer.setdefault(e.out, e.prim.name)
+            continue
+        why = _reason(e)
+        for a in e.inputs:
+            if not isinstance(a, Var):
+                continue
+            b = _base(views, a)
+            if b is not None and b in producer:
+                reasons = needs.setdefault(b, [])
+                if why not in reasons:
+                    reasons.append(why)
+    names = _Names.of(graph)
+    slots = _slots(graph, views, program)
+    order = {v: i for i, v in enumerate([*graph.invars, *(e.out for e in graph.eqns)])}
+    out = []
+    for v in sorted(needs, key=order.__getitem__):
+        nbytes = int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
+        out.append(ProgramRetainedEntry(
+            producer[v], tuple(needs[v]), nbytes, v.shape, v.dtype.name, names(v), slots.get(v)
+        ))
+    return out
