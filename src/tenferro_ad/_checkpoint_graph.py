@@ -20,7 +20,7 @@ never replays anything; it is split from replay so each reads in one sitting.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -115,15 +115,21 @@ Ref = tuple[str, Any]
 class _Eqn:
     """One stored op: a primitive (one output) or a nested region (several outputs)."""
 
-    __slots__ = ("args", "op", "outs", "params")
+    __slots__ = ("args", "aval", "op", "outs", "params")
 
     def __init__(
-        self, op: Primitive | _Graph, args: list[Ref], params: dict[str, Any], outs: list[int]
+        self,
+        op: Primitive | _Graph,
+        args: list[Ref],
+        params: dict[str, Any],
+        outs: list[int],
+        aval: tuple[tuple[int, ...], Any] | None = None,
     ) -> None:
         self.op = op
         self.args = args
         self.params = params
         self.outs = outs
+        self.aval = aval  # a primitive's output (shape, dtype): a node without its kernel
 
 
 class _Graph:
@@ -217,7 +223,8 @@ class _Recorder:
         var = g.n_vars
         g.n_vars += 1
         g.producer.append(len(g.eqns))
-        g.eqns.append(_Eqn(prim, refs, params, [var]))
+        a = h._r("checkpoint").a
+        g.eqns.append(_Eqn(prim, refs, params, [var], (a.shape, a.dtype)))
         h._tape = self.key
         h._id = var
         if self.track:
@@ -294,12 +301,15 @@ class _Cot:
 class _NodeState:
     """What a ``checkpoint`` node's rules need: the graph and the pending token."""
 
-    __slots__ = ("graph", "n_out", "pending", "tape", "vid")
+    __slots__ = ("graph", "n_out", "peers", "pending", "tape", "vid")
 
     def __init__(self, graph: _Graph, n_out: int, tape: Tape, vid: int) -> None:
         self.graph = graph
         self.n_out = n_out
         self.pending: weakref.ref[_Cot] | None = None
+        # output j -> (value id of a later region node, its argument index): that node
+        # keeps output j as a boundary record, which backward reads instead of recomputing
+        self.peers: dict[int, list[tuple[int, int]]] = {}
         self.tape = weakref.ref(tape)  # the node's residual records: tape.nodes[vid].res
         self.vid = vid
 
@@ -346,23 +356,26 @@ def _last_uses(graph: _Graph, eqn_ids: list[int]) -> dict[int, int]:
     return last
 
 
-def _segments(graph: _Graph) -> list[list[int]]:
+def _segments(graph: _Graph, saved: Container[int]) -> list[list[int]]:
     """Owned equations per segment: a segment ends after each equation whose output
-    is saved."""
+    is ``saved`` (kept by the policy, or available from a record at backward time)."""
     segs: list[list[int]] = [[]]
     for e, eqn in enumerate(graph.eqns):
         segs[-1].append(e)
-        if eqn.outs[0] in graph.saved:
+        if eqn.outs[0] in saved:
             segs.append([])
     return [s for s in segs if s]
 
 
-def _needed(graph: _Graph, owned: list[int]) -> tuple[list[int], set[int]]:
-    """Equations to recompute for a segment, and the saved variables it reads as leaves."""
+def _needed(
+    graph: _Graph, owned: list[int], saved: Container[int]
+) -> tuple[list[int], set[int]]:
+    """Equations to put on a segment's sub-tape, and the saved variables it reads as
+    leaves.  ``saved``: the variables whose values are records (not recomputed)."""
     run: set[int] = set()
     leaves: set[int] = set()
     stack: list[int] = []
-    manual = {e for e in owned if all(v in graph.saved for v in graph.eqns[e].outs)}
+    manual = {e for e in owned if all(v in saved for v in graph.eqns[e].outs)}
     for e in owned:
         if e not in manual:
             run.add(e)
@@ -373,7 +386,7 @@ def _needed(graph: _Graph, owned: list[int]) -> tuple[list[int], set[int]]:
         for kind, v in graph.eqns[e].args:
             if kind != "v":
                 continue
-            if v in graph.saved:
+            if v in saved:
                 if graph.producer[v] not in manual:
                     leaves.add(v)
                 continue
@@ -383,3 +396,30 @@ def _needed(graph: _Graph, owned: list[int]) -> tuple[list[int], set[int]]:
                 run.add(p)
                 stack.append(p)
     return sorted(run | manual), leaves
+
+
+def _computed(graph: _Graph, run: list[int], saved: Container[int]) -> set[int]:
+    """The equations of ``run`` whose kernels must run again: those whose output value
+    something reads -- their own VJP (``save_out``), a VJP that saves it as an input, or
+    another equation that runs.  Every other equation gets a tape node built from
+    records (its residuals are its saved inputs), so a value nothing reads is never
+    recomputed.  Nested regions always run (they read all their inputs). O(run)."""
+    need: set[int] = set()
+    out: set[int] = set()
+    for e in reversed(run):
+        eqn = graph.eqns[e]
+        op = eqn.op
+        args = eqn.args
+        if type(op) is Primitive:
+            v0 = eqn.outs[0]
+            if v0 not in saved and (v0 in need or op.save_out):
+                out.add(e)
+                need.update(v for kind, v in args if kind == "v")
+            else:
+                for i in op.save_in:
+                    if i < len(args) and args[i][0] == "v":
+                        need.add(args[i][1])
+        else:
+            out.add(e)
+            need.update(v for kind, v in args if kind == "v")
+    return out

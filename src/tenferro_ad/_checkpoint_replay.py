@@ -37,6 +37,7 @@ import numpy as np
 import tenferro_storage as ts
 
 from ._checkpoint_graph import (
+    _computed,
     _Cot,
     _Eqn,
     _Graph,
@@ -122,6 +123,11 @@ def _attach(
     nodes = tape.nodes
     rid = len(nodes)
     st = _NodeState(graph, len(out_recs), tape, rid)
+    for k, i in enumerate(ids):  # an input that is an earlier region's output: tell it
+        producer = nodes[i] if i >= 0 else None
+        if producer is not None and producer.prim is _OUTPUT_PRIM:
+            p = producer.params
+            p["st"].peers.setdefault(p["j"], []).append((rid, k))
     nodes.append(_node(prim, ids, {"st": st}, res))
     out: list[EagerTensor] = []
     for j, rec in enumerate(out_recs):
@@ -282,13 +288,48 @@ def _vjp_all(
         tgt = ct_var if kind == "v" else ct_in
         tgt[v] = g if v not in tgt else ns.add(tgt[v], g)
     recs = st.records()  # the boundary records, watched as sub-tape leaves (no copy)
-    in_recs, saved_recs = recs[:n_in], recs[n_in : n_in + len(graph.saved)]
-    for owned in reversed(_segments(graph)):
+    in_recs = recs[:n_in]
+    saved: dict[int, AdValueRecord] = {v: recs[n_in + k] for v, k in graph.saved.items()}
+    saved.update(_outputs_kept(st))
+    for owned in reversed(_segments(graph, saved)):
         produced = {v for e in owned for v in graph.eqns[e].outs}
         if not any(v in ct_var for v in produced):
             continue
-        _segment_vjp(graph, owned, ct_var, ct_in, in_recs, saved_recs)
+        _segment_vjp(graph, owned, ct_var, ct_in, in_recs, saved)
     return [ct_in.get(k) for k in range(n_in)]
+
+
+def _outputs_kept(st: _NodeState) -> dict[int, AdValueRecord]:
+    """Region outputs whose value a later region still keeps as a boundary record
+    (``st.peers``): backward reads that record instead of recomputing the output (the
+    last op of a segment in a chain of regions).  Only outputs of primitives."""
+    tape = st.tape()
+    if not st.peers or tape is None:
+        return {}
+    graph = st.graph
+    out: dict[int, AdValueRecord] = {}
+    for j, holders in st.peers.items():
+        kind, v = graph.outputs[j]
+        if kind != "v" or type(graph.eqns[graph.producer[v]].op) is not Primitive:
+            continue
+        for vid, k in holders:
+            node = tape.nodes[vid]
+            res = None if node is None else node.res
+            if res is not None and type(res[k]) is AdValueRecord:
+                out[v] = res[k]
+                break
+    return out
+
+
+class _Unrun:
+    """A sub-tape value whose kernel is not re-run (nothing reads it): its value id and
+    aval only, enough to connect the nodes that consume it. O(1), no allocation."""
+
+    __slots__ = ("aval", "vid")
+
+    def __init__(self, vid: int, aval: tuple[tuple[int, ...], Any]) -> None:
+        self.vid = vid
+        self.aval = aval
 
 
 def _segment_vjp(
@@ -297,9 +338,10 @@ def _segment_vjp(
     ct_var: dict[int, Any],
     ct_in: dict[int, Any],
     in_recs: list[Any],
-    saved_recs: list[Any],
+    saved: dict[int, AdValueRecord],
 ) -> None:
-    run, leaf_vars = _needed(graph, owned)
+    run, leaf_vars = _needed(graph, owned, saved)
+    computed = _computed(graph, run, saved)
     ns = _numpy_ns()
     sub = Tape()
     with allocation_reason(_RECOMPUTE), sub:
@@ -315,7 +357,7 @@ def _segment_vjp(
         env: dict[int, Any] = {}
         leaf_ids: dict[int, int] = {}
         for v in sorted(leaf_vars):
-            h = sub.watch(make_handle(saved_recs[graph.saved[v]], None, -1))
+            h = sub.watch(make_handle(saved[v], None, -1))
             env[v] = h
             leaf_ids[h._id] = v
         consts = [make_handle(c, None, -1) for c in graph.consts]
@@ -325,22 +367,23 @@ def _segment_vjp(
         for pos, e in enumerate(run):
             eqn = graph.eqns[e]
             out_v = eqn.outs[0]
-            if out_v in graph.saved and type(eqn.op) is Primitive:
-                env[out_v] = _manual_node(
-                    sub, eqn, env, inputs, consts, saved_recs[graph.saved[out_v]]
-                )
-            elif (
-                type(eqn.op) is Primitive and not eqn.op.save_out and out_v not in last
-            ):  # nothing reads this output again: its VJP needs only the inputs
-                if out_v in wanted:
-                    ct = ct_var.pop(out_v)
-                    seeds[_unrun_node(sub, eqn, env, inputs, consts, ct)] = ct
-            else:
+            if e in computed:
                 _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
+            elif out_v in saved:  # the value is a record: a node without the kernel
+                rec = saved[out_v]
+                vid = _node_from_records(sub, eqn, env, inputs, consts, rec, rec.a.shape)
+                env[out_v] = make_handle(rec, sub.key, vid)
+            else:  # nothing reads the value: a node from the inputs only
+                assert eqn.aval is not None
+                vid = _node_from_records(sub, eqn, env, inputs, consts, None, eqn.aval[0])
+                env[out_v] = _Unrun(vid, eqn.aval)
             for v in eqn.outs:  # a seed needs only the value id; the sub-tape keeps residuals
                 out_h = env.get(v)
-                if v in wanted and out_h is not None and out_h._tape is sub.key:
-                    seeds[out_h._id] = ct_var.pop(v)
+                if v in wanted and out_h is not None:
+                    if type(out_h) is _Unrun:
+                        seeds[out_h.vid] = ct_var.pop(v)
+                    elif out_h._tape is sub.key:
+                        seeds[out_h._id] = ct_var.pop(v)
             out_h = None
             for kind, v in eqn.args:  # interior values die right after their last use
                 if kind == "v" and last.get(v) == pos and v not in leaf_vars:
@@ -370,7 +413,6 @@ def _node_from_records(
     consts: list[Any],
     saved: AdValueRecord | None,
     out_shape: Any,
-    out_dtype: Any,
 ) -> int:
     """Append a tape node for ``eqn`` built from records, without running its kernel: its
     residuals are its saved inputs, plus ``saved`` (the output's record) when the rule
@@ -379,13 +421,23 @@ def _node_from_records(
     assert type(prim) is Primitive
     handles: list[Any] = []
     ids: list[int] = []
+    vals: list[Any] = []
     for kind, v in eqn.args:
         a = env[v] if kind == "v" else inputs[v] if kind == "i" else consts[v] if kind == "c" else v
         handles.append(a)
-        ids.append(a._id if type(a) is EagerTensor and a._tape is sub.key else -1)
+        if type(a) is _Unrun:  # only its shape and dtype are read (zero bytes)
+            ids.append(a.vid)
+            vals.append(np.broadcast_to(np.zeros((), a.aval[1]), a.aval[0]))
+        elif type(a) is EagerTensor:
+            ids.append(a._id if a._tape is sub.key else -1)
+            vals.append(a._r("checkpoint").a)
+        else:
+            ids.append(-1)
+            vals.append(a)
     res: list[Any] = []
     for i in prim.save_in:
         a = handles[i]
+        assert type(a) is not _Unrun  # _computed runs every value a VJP saves
         if type(a) is EagerTensor:
             r = a._r("checkpoint")
             r.count += 1
@@ -396,35 +448,15 @@ def _node_from_records(
         assert saved is not None
         saved.count += 1
         res.append(saved)
-    vals = [a._r("checkpoint").a if type(a) is EagerTensor else a for a in handles]
+    if saved is not None:
+        out_dtype = saved.a.dtype
+    else:
+        assert eqn.aval is not None  # every primitive equation records its aval
+        out_dtype = eqn.aval[1]
     shapes = arg_targets(prim, ids, vals, out_shape, out_dtype)
     vid = len(sub.nodes)
     sub.nodes.append(_node(prim, ids, eqn.params, res, shapes))
     return vid
-
-
-def _manual_node(
-    sub: Tape,
-    eqn: _Eqn,
-    env: dict[int, Any],
-    inputs: list[Any],
-    consts: list[Any],
-    saved: AdValueRecord,
-) -> EagerTensor:
-    """A tape node for a saved equation, built from records instead of recomputing."""
-    vid = _node_from_records(sub, eqn, env, inputs, consts, saved, saved.a.shape, saved.a.dtype)
-    return make_handle(saved, sub.key, vid)
-
-
-def _unrun_node(
-    sub: Tape, eqn: _Eqn, env: dict[int, Any], inputs: list[Any], consts: list[Any], ct: Any
-) -> int:
-    """A tape node for an equation whose output nothing needs (not a later equation, not
-    its own VJP): its residuals are its inputs, so the kernel is not re-run.  Returns the
-    value id to seed with ``ct`` (whose shape and dtype are the output's)."""
-    return _node_from_records(
-        sub, eqn, env, inputs, consts, None, np.shape(ct), np.asarray(ct).dtype
-    )
 
 
 def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> list[Any]:

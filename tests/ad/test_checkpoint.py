@@ -147,11 +147,12 @@ def test_policy_decides_what_is_recomputed() -> None:
             if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
         ]
 
-    assert recomputed(ad.save_nothing) == ["exp", "matmul", "sin"]
+    # sin's output is read only by reshape, whose VJP needs nothing: never recomputed
+    assert recomputed(ad.save_nothing) == ["exp", "matmul"]
     assert recomputed(ad.save_everything) == []
-    assert recomputed(ad.save_named("e")) == ["matmul", "sin"]
-    assert recomputed(ad.save_named("other")) == ["exp", "matmul", "sin"]
-    assert recomputed(ad.save_contractions) == ["sin", "exp"]  # latest segment first
+    assert recomputed(ad.save_named("e")) == ["matmul"]
+    assert recomputed(ad.save_named("other")) == ["exp", "matmul"]
+    assert recomputed(ad.save_contractions) == ["exp"]
     assert repr(ad.save_named("e")) == "save_named('e')"
 
 
