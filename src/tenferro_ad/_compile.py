@@ -14,7 +14,17 @@
   liveness the runtime enforces (every intermediate released exactly once);
 * outputs: an equation's value is ``FRESH`` (``REPEATED`` the second time), an input
   returned as is is ``IDENTITY``; an output that is only a view, or a literal, gets a
-  small layout instruction (one allocation, a kernel write).
+  small layout instruction (one allocation, a kernel write);
+* **buffer reuse** (``reuse=True``, the default): an instruction whose kernel is a numpy
+  ufunc over operands of its own dtype writes its result (``Instruction.into``, numpy
+  ``out=``) into the buffer of a value of the same shape and dtype that died earlier --
+  in place into an operand read for the last time, or into a buffer released since the
+  last fresh allocation (so no buffer is held across an allocation: the peak never
+  grows).  Fewer ``OPERATION_OUTPUT`` allocations; a chain of elementwise ops runs in
+  one buffer;
+* **donation** (``donate=(k, ...)``): input ``k`` is written in place by the first such
+  instruction after its last read (the program's ``donated``); ``DonationError`` when
+  none can (no result of its shape and dtype after its last read, or it is returned).
 
 The compiler knows no ops: it reads ``prim.impl``, ``prim.alias`` and the equations.
 """
@@ -32,6 +42,7 @@ from tenferro_storage.runtime import CompiledGraph, Instruction, OutputKind, Pro
 
 from ._graph import Graph, Lit, Var
 from ._primitive import Primitive
+from .errors import DonationError
 
 _RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 _OPERATION = AllocationReason.OPERATION_OUTPUT
@@ -111,18 +122,79 @@ def _layout(a: Any) -> Any:
     return np.array(a, order="C")
 
 
-def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> CompiledGraph:
+class OutKernel:
+    """The kernel of an instruction that writes into a dead value's buffer: the numpy
+    ufunc of the primitive called with ``out=`` (the runtime's writable array); it
+    returns ``out`` itself.  No allocation (the compiler only lets an operand overlap
+    ``out`` exactly, which numpy's ufuncs handle without a temporary)."""
+
+    __slots__ = ("__name__", "direct", "pattern", "ufunc")
+
+    def __init__(self, name: str, ufunc: np.ufunc, pattern: Sequence[Any]) -> None:
+        self.__name__ = name
+        self.ufunc = ufunc
+        self.pattern = tuple(pattern)
+        self.direct = all(p[0] == "slot" and p[1] == i for i, p in enumerate(self.pattern))
+
+    def __call__(self, *arrays: Any, out: Any) -> Any:
+        args = arrays if self.direct else [_arg(p, arrays) for p in self.pattern]
+        return self.ufunc(*args, out=out)
+
+    def __repr__(self) -> str:
+        return f"OutKernel({self.__name__})"
+
+
+def _ufunc_of(prim: Primitive, inputs: Sequence[Any], out: Var, params: Any) -> np.ufunc | None:
+    """The numpy ufunc computing ``prim`` into an ``out=`` array, when that gives exactly
+    ``impl``'s result: ``impl`` is a single-output ufunc (or wraps one for inexact inputs,
+    ``impl.inexact_kernel``), there are no parameters, and every array operand already
+    has the output's dtype (Python scalars are weak: they do not promote)."""
+    if params:
+        return None
+    f: Any = prim.impl
+    if not isinstance(f, np.ufunc):
+        f = getattr(f, "inexact_kernel", None)
+    if not isinstance(f, np.ufunc) or f.nout != 1 or f.nin != len(inputs):
+        return None
+    for a in inputs:
+        if isinstance(a, Lit):
+            v = a.value
+            if type(v) in (bool, int, float, complex):
+                if out.dtype.kind not in "fc":
+                    return None
+            elif getattr(v, "dtype", None) != out.dtype:
+                return None
+        elif a.dtype != out.dtype:
+            return None
+    return f
+
+
+def compile_graph(
+    graph: Graph,
+    name: str = "",
+    *,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate: Sequence[int] = (),
+) -> CompiledGraph:
     """The runtime program of ``graph`` (see the module docstring). O(size of the graph).
 
     ``scratch_bytes > 0`` fuses runs of consecutive instructions whose values are at most
     that many bytes into one :class:`FusedKernel` (their intermediates become numpy scratch
     instead of ledger allocations: less bookkeeping per op for small arrays, at the price
-    of not seeing those allocations in the ledger).  ``0`` (the default) fuses nothing."""
+    of not seeing those allocations in the ledger).  ``0`` (the default) fuses nothing.
+    ``reuse``: write results into dead buffers where shape and dtype allow (default).
+    ``donate``: input leaf indices the program overwrites (run it detached, with owning
+    inputs); ``DonationError`` names the first one that cannot be written in place."""
     n_in = len(graph.invars)
     slot: dict[Var, int] = {v: i for i, v in enumerate(graph.invars)}
     views: dict[Var, _Chain] = {}
     pending: list[_Pending] = []
     nbytes: dict[int, int] = {}
+    aval: dict[int, tuple[tuple[int, ...], str]] = {
+        i: (tuple(v.shape), v.dtype.str) for i, v in enumerate(graph.invars)
+    }
+    ufuncs: dict[int, np.ufunc] = {}
     n_values = n_in
     recompute: set[int] = set()  # value slots a checkpoint's backward recomputes
 
@@ -163,6 +235,10 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
         if e.note is not None and e.note.recompute:  # a checkpoint's backward recomputation
             recompute.add(n_values)
         nbytes[n_values] = int(np.prod(e.out.shape, dtype=np.int64)) * e.out.dtype.itemsize
+        aval[n_values] = (tuple(e.out.shape), e.out.dtype.str)
+        uf = _ufunc_of(e.prim, e.inputs, e.out, e.params)
+        if uf is not None:
+            ufuncs[n_values] = uf
         pending.append((label, kernel, reads, tuple(sorted(e.params.items())), (n_values,)))
         n_values += 1
     outputs: list[ProgramOutput] = []
@@ -192,6 +268,8 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
         seen = {remap[s] for s in seen}
         recompute = {remap[s] for s in recompute if s in remap}
         n_values = len(remap)
+        aval = {remap[s]: a for s, a in aval.items() if s in remap}
+        ufuncs = {remap[s]: u for s, u in ufuncs.items() if s in remap}
     last: dict[int, int] = {}
     for i, (_n, _k, reads, _p, outs) in enumerate(pending):
         for s in (*outs, *reads):
@@ -200,13 +278,100 @@ def compile_graph(graph: Graph, name: str = "", *, scratch_bytes: int = 0) -> Co
     for s, i in last.items():
         if s >= n_in and s not in seen:
             releases.setdefault(i, []).append(s)
-    instructions = tuple(
-        Instruction(kernel, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm,
-                    reason=_RECOMPUTE if outs and all(s in recompute for s in outs)
-                    else _OPERATION)
-        for i, (nm, kernel, reads, params, outs) in enumerate(pending)
-    )
-    return CompiledGraph(n_in, n_values, instructions, tuple(outputs), name)
+    donated = _check_donate(donate, n_in, seen)
+    into = _plan_into(pending, n_in, aval, ufuncs, last, releases, donated, reuse)
+    for k in donated:
+        if k not in into.values():
+            shape, dt = aval[k]
+            raise DonationError(
+                f"jit: donated argument leaf {k} ({np.dtype(dt).name}{list(shape)}) cannot be "
+                "written in place: no elementwise result of its shape and dtype is computed "
+                "after its last read; nothing was run, consumed or copied"
+            )
+    instructions = []
+    for i, (nm, kernel, reads, params, outs) in enumerate(pending):
+        target = into.get(i)
+        run: Any = kernel if target is None else OutKernel(nm, ufuncs[outs[0]], kernel.pattern)
+        instructions.append(Instruction(
+            run, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm,
+            into=target,
+            reason=_RECOMPUTE if outs and all(s in recompute for s in outs) else _OPERATION,
+        ))
+    return CompiledGraph(n_in, n_values, tuple(instructions), tuple(outputs), name,
+                         donated=donated)
+
+
+def _check_donate(donate: Sequence[int], n_in: int, outputs: set[int]) -> tuple[int, ...]:
+    """The donated input slots, sorted; ``DonationError`` for a leaf that does not exist
+    or is returned as is (it cannot be both the caller's result and overwritten)."""
+    ks = tuple(sorted(set(donate)))
+    for k in ks:
+        if type(k) is not int or not 0 <= k < n_in:
+            raise DonationError(f"jit: donated argument leaf {k!r} does not exist ({n_in} leaves)")
+        if k in outputs:
+            raise DonationError(
+                f"jit: donated argument leaf {k} is returned as is, so it cannot also be "
+                "overwritten; do not donate it"
+            )
+    return ks
+
+
+def _plan_into(
+    pending: Sequence[_Pending],
+    n_in: int,
+    aval: dict[int, tuple[tuple[int, ...], str]],
+    ufuncs: dict[int, np.ufunc],
+    last: dict[int, int],
+    releases: dict[int, list[int]],
+    donated: Sequence[int],
+    reuse: bool,
+) -> dict[int, int]:
+    """Instruction index -> the slot whose buffer it writes into. O(instructions * reads).
+
+    Candidates for an instruction with an ufunc kernel (``ufuncs``), same shape and dtype
+    only: a donated input read for the last time here or earlier (donation first: it must
+    happen); an operand read directly (never through a view) for the last time (in place);
+    a buffer released earlier with nothing freshly allocated since (so holding it never
+    raises the peak)."""
+    into: dict[int, int] = {}
+    donors = {k: last.get(k, -1) for k in donated}
+    pool: dict[tuple[tuple[int, ...], str], list[int]] = {}
+    for i, (_nm, kernel, reads, _p, outs) in enumerate(pending):
+        target: int | None = None
+        if len(outs) == 1 and outs[0] in ufuncs:
+            want = aval[outs[0]]
+            for k, at in donors.items():
+                if at <= i and aval[k] == want and (at < i or _direct_only(kernel, reads, k)):
+                    target = k
+                    break
+            if target is not None:
+                del donors[target]
+            elif reuse:
+                mine = releases.get(i, ())
+                for s in reads:
+                    if s in mine and aval[s] == want and _direct_only(kernel, reads, s):
+                        target = s
+                        break
+                if target is None and pool.get(want):
+                    target = pool[want].pop()
+        if target is None:
+            pool.clear()  # a fresh allocation: a held buffer would add to its peak
+        else:
+            into[i] = target
+        if reuse:
+            for s in releases.get(i, ()):
+                if s != target:
+                    pool.setdefault(aval[s], []).append(s)
+    return into
+
+
+def _direct_only(kernel: Any, reads: Sequence[int], s: int) -> bool:
+    """Whether ``kernel`` reads slot ``s`` only as a whole array (never through a view)."""
+    pattern = getattr(kernel, "pattern", None)
+    if pattern is None:
+        return False
+    j = list(reads).index(s)
+    return all(p[0] == "slot" for p in pattern if p[0] in ("slot", "view") and p[1] == j)
 
 
 # -- fusion: small intermediates become kernel scratch -----------------------------------------

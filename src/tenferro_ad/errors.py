@@ -23,6 +23,7 @@ __all__ = [
     "AxisError",
     "BackwardError",
     "CheckpointError",
+    "DonationError",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
@@ -153,6 +154,13 @@ class ArgumentError(TenferroError, ValueError):
     """An op argument has a value the op cannot accept (an empty list of values, an axis on a
     0-d value, shapes that do not fit together, a bad shape).  The message names the op
     and the argument; nothing is computed or recorded."""
+
+
+class DonationError(ArgumentError):
+    """A donated argument (``jit(f, donate_argnums=...)``) cannot be written in place: no
+    result of its shape and dtype is computed after its last read, it is returned as is,
+    it is borrowed or not an owner the call can consume, or the engine refuses.  Raised
+    before anything runs or is consumed; nothing is copied instead."""
 
 
 class ArgumentTypeError(TenferroError, TypeError):
