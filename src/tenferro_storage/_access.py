@@ -26,6 +26,7 @@ ledger events (ledger totals are identical with and without debug mode) and
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Iterator
 from typing import Any, Final, Generic, TypeVar
@@ -33,8 +34,10 @@ from typing import Any, Final, Generic, TypeVar
 import numpy as np
 
 from ._descriptor import CheckedDescriptor
-from ._layout import CheckedInjectiveStrided, CheckedStrided, Contiguous, Strided
+from ._dtypes import DType
+from ._layout import CheckedInjectiveStrided, CheckedLayout, CheckedStrided, Contiguous, Strided
 from ._linear import Borrow, Lender
+from ._root import OwnedStorage
 
 DT = TypeVar("DT")
 R = TypeVar("R")
@@ -357,3 +360,119 @@ def _iter_offsets(typed: np.ndarray[Any, Any], plan: CheckedStrided, lo: int) ->
 
 PreparedHostRead = PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
 PreparedHostWrite = PreparedContiguousWrite[Any, Any] | PreparedStridedWrite[Any, Any]
+
+
+# -- the device half of the hierarchy ---------------------------------------------------------
+
+
+class AccessTarget(enum.Enum):
+    """Where a prepared access is for: the host (numpy arrays) or a device (bindings)."""
+
+    HOST = "host"
+    DEVICE = "device"
+
+
+class _DevicePayload(Borrow):
+    """The payload every device access state carries: the view's borrow, its retained
+    checked descriptor, the owning storage it reaches the root through, and the provider
+    context it was prepared for.  No numpy array, slice, iterator or host guard.
+
+    The states are distinct classes (prepared, bound, retirement-held), never flags; each
+    step consumes the previous object into the next one carrying the same borrow.
+    """
+
+    __slots__ = ("_context", "_desc", "_ended", "_exclusive_borrow", "_lender", "_storage")
+
+    _desc: CheckedDescriptor
+    _storage: OwnedStorage
+    _context: Any  # providers.ProviderContext (lifetime only)
+
+    def __init__(self) -> None:
+        raise TypeError(
+            f"{type(self).__name__} cannot be constructed directly; it is produced from a "
+            "view by providers.prepare_read/prepare_write and bind_read/bind_write"
+        )
+
+    @classmethod
+    def _make(
+        cls,
+        lender: Lender,
+        exclusive: bool,
+        desc: CheckedDescriptor,
+        storage: OwnedStorage,
+        context: Any,
+    ) -> Any:
+        p = cls.__new__(cls)
+        p._lender = lender
+        p._exclusive_borrow = exclusive
+        p._ended = None
+        p._desc = desc
+        p._storage = storage
+        p._context = context
+        return p
+
+    def _successor(self, cls: type[_DevicePayload], operation: str) -> Any:
+        """Consume this payload into ``cls`` carrying the same borrow (no re-check). O(1)."""
+        lender = self._transfer(operation)
+        return cls._make(lender, self._exclusive_borrow, self._desc, self._storage, self._context)
+
+    def _check(self, operation: str) -> CheckedDescriptor:
+        if self._lender is None:
+            self._dead(operation)
+        return self._desc
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Extents per axis (retained metadata). O(1)."""
+        return self._check("shape").shape
+
+    @property
+    def dtype(self) -> DType:
+        """The element type. O(1)."""
+        return self._check("dtype").dtype
+
+    @property
+    def layout(self) -> CheckedLayout:
+        """The retained checked layout used for launch/binding. O(1)."""
+        return self._check("layout").layout
+
+    @property
+    def context(self) -> Any:
+        """The provider context this payload was prepared for (lifetime only)."""
+        self._check("context")
+        return self._context
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self._lender is None else "live"
+        d = self._desc
+        name = getattr(self._context, "name", "?")
+        return f"{type(self).__name__}({d.dtype.name}, shape={d.shape}, {name}, {state})"
+
+
+class PreparedDeviceRead(_DevicePayload):
+    """Device read access prepared from a shared view (``PreparedRead``'s device variant).
+
+    Made by ``providers.prepare_read``; consumed by ``providers.bind_read``.  Exposes
+    shape, dtype and the retained layout, never a host array.
+    """
+
+    __slots__ = ()
+
+
+class PreparedDeviceWrite(_DevicePayload):
+    """Device write access prepared from an exclusive mutable view (``PreparedWrite``'s
+    device variant; the layout is write-injective).  Consumed by ``providers.bind_write``."""
+
+    __slots__ = ()
+
+
+PreparedRead = PreparedHostRead | PreparedDeviceRead
+"""Prepared read access: exactly one host traversal state or the device state."""
+PreparedWrite = PreparedHostWrite | PreparedDeviceWrite
+"""Prepared write access: exactly one host traversal state or the device state."""

@@ -11,6 +11,7 @@ audited import boundary: nothing else in the package constructs a root.
 from __future__ import annotations
 
 import operator
+import threading
 from typing import Any, Final, NoReturn
 
 import attrs
@@ -18,8 +19,14 @@ import numpy as np
 
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
-from ._provider import HOST, HostProvider
-from .errors import AliasedOutputError, DTypeError, LayoutError, OwnershipError
+from ._provider import HOST, HostProvider, ProviderCounters
+from .errors import (
+    AliasedOutputError,
+    DeviceResidentError,
+    DTypeError,
+    LayoutError,
+    OwnershipError,
+)
 
 _BUFFERS: Final[dict[int, int]] = {}
 """``id(buffer) -> allocation id`` for the buffer of every live root.
@@ -87,18 +94,98 @@ class AllocationDiagnostics:
     capacity_bytes: int
 
 
+class DeviceMemory(NoCopy):
+    """The provider allocation of a device-domain root: an opaque handle, not a buffer.
+
+    It exposes no buffer protocol and no array, so nothing on the host can build a numpy
+    array over device bytes (numpy refuses it as a buffer).  Only the device provider
+    reaches the bytes (``_backing``, provider-internal).  For the
+    simulated device the backing store is a numpy array the host process could address;
+    "device memory" is an ownership and visibility boundary, not a different allocator.
+    """
+
+    __slots__ = ("_backing", "domain")
+
+    _backing: np.ndarray[Any, Any]
+    domain: DeviceDomain
+
+    def __init__(self) -> None:
+        raise OwnershipError(
+            "DeviceMemory cannot be constructed directly: device roots are created only by "
+            "the audited root module (runtime.upload, or a device engine's outputs)"
+        )
+
+    @property
+    def nbytes(self) -> int:
+        """The allocation's capacity in bytes. O(1)."""
+        return int(self._backing.nbytes)
+
+    def __repr__(self) -> str:
+        return f"DeviceMemory({self.domain.name}, {self.nbytes} bytes)"
+
+
+class DeviceDomain(NoCopy):
+    """A device allocation domain: the storage-side provider of device-resident roots.
+
+    ``placement`` (= ``name``) is the domain a root reports (``root.domain``) and the one
+    an engine lists in its ``domains``; ``counters`` count allocations, releases and the
+    descriptor validations of its roots (the same :class:`ProviderCounters` as the host
+    provider's).  ``live_bytes``/``live_allocations`` are the device allocations alive now,
+    recorded under this domain (their ledger allocation events name it too:
+    ``"<operation> @<domain>"``).  Host access is refused: :meth:`map_host` raises
+    :class:`~tenferro_storage.errors.DeviceResidentError`.
+    """
+
+    __slots__ = ("_live", "counters", "lock", "name", "placement")
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name or name == HOST.placement:
+            raise ValueError(f"DeviceDomain: a device domain needs a non-host name, got {name!r}")
+        self.name = name
+        self.placement = name
+        self.counters = ProviderCounters()
+        self.lock = threading.Lock()
+        self._live: dict[int, int] = {}
+
+    @property
+    def live_bytes(self) -> int:
+        """Bytes of this domain's allocations alive now. O(live allocations)."""
+        with self.lock:
+            return sum(self._live.values())
+
+    @property
+    def live_allocations(self) -> int:
+        """How many of this domain's allocations are alive now. O(1)."""
+        with self.lock:
+            return len(self._live)
+
+    def map_host(self) -> NoReturn:
+        """Refused: device memory is not host-visible (counts one resolution first)."""
+        self.counters.resolutions += 1
+        raise DeviceResidentError(
+            f"the value is device-resident in domain {self.name!r}, which the host cannot "
+            "read or write; copy it to the host first with runtime.download(value) (one "
+            "recorded TRANSFER)"
+        )
+
+    def __repr__(self) -> str:
+        return f"DeviceDomain({self.name!r})"
+
+
 class RootResource(NoCopy):
     """One physical allocation: provider, provider allocation, capacity, diagnostics.
 
     Held by plain references from claims and descriptor records; released by its
     provider exactly once when the last reference goes.  Holding a reference grants
-    neither ownership nor write authority.
+    neither ownership nor write authority.  ``domain`` names where the bytes live
+    (``"host"``, or a device domain such as ``"sim-device:1"``).
     """
 
     __slots__ = ("_allocation", "_operation", "alloc_id", "capacity_bytes", "provider", "reason")
 
-    provider: HostProvider
-    _allocation: np.ndarray[Any, Any]  # the whole buffer: private, never handed out
+    provider: HostProvider | DeviceDomain
+    # the whole buffer (host) or the DeviceMemory handle (device): private, never handed out
+    _allocation: Any
     capacity_bytes: int
     alloc_id: int
     reason: AllocationReason
@@ -124,6 +211,11 @@ class RootResource(NoCopy):
             "bytes. Read values with prepare_host(), write them with prepare_host_mut() on an "
             "owner or view"
         )
+
+    @property
+    def domain(self) -> str:
+        """The allocation domain the bytes live in (``"host"`` or a device domain). O(1)."""
+        return self.provider.placement
 
     def span(self, start: int, stop: int) -> str:
         """A printable span identity such as ``alloc#12[0:96)``."""
@@ -154,6 +246,74 @@ class RootResource(NoCopy):
         return (
             f"RootResource(alloc#{self.alloc_id}, {self.capacity_bytes} bytes, {self.reason.name})"
         )
+
+
+class DeviceRootResource(RootResource):
+    """A root whose allocation lives in a :class:`DeviceDomain` (not host-visible).
+
+    Its provider is the domain; its allocation is a :class:`DeviceMemory` handle.  Released
+    exactly once like every root, and then also leaves the domain's live set.
+    """
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        try:
+            alloc_id = self.alloc_id
+        except AttributeError:  # a refused direct construction: nothing was allocated
+            return
+        memory: DeviceMemory = self._allocation
+        _BUFFERS.pop(id(memory._backing), None)
+        domain = memory.domain
+        with domain.lock:
+            domain._live.pop(alloc_id, None)
+        LEDGER.release(self.reason, self.capacity_bytes, alloc_id)
+        domain.counters.releases += 1
+
+    def __repr__(self) -> str:
+        return (
+            f"RootResource(alloc#{self.alloc_id}, {self.capacity_bytes} bytes, "
+            f"{self.reason.name}, domain {self.domain})"
+        )
+
+
+def adopt_device(
+    domain: DeviceDomain, array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
+) -> OwnedStorage:
+    """Make a fresh array the device memory of a new root in ``domain``; return its claim.
+
+    For device providers whose memory is a numpy array (the simulated device): the
+    array is what the device wrote, and from here on only the provider reaches it.
+    Checked like :func:`adopt` (a fresh C-contiguous array that owns its memory and is
+    no live root's buffer).  Records one allocation event with ``reason`` and the
+    operation ``"<operation> @<domain>"``; the domain's live set records it too. O(1).
+    """
+    if not isinstance(domain, DeviceDomain):
+        raise TypeError(f"{operation}: expected a DeviceDomain, got {type(domain).__name__}")
+    refuse_existing_memory(array, operation)
+    if array.base is not None or not array.flags.c_contiguous:
+        raise LayoutError(
+            operation,
+            "device memory must be a fresh C-contiguous array that owns its memory",
+            shape=tuple(array.shape),
+            dtype=str(array.dtype),
+        )
+    memory = DeviceMemory.__new__(DeviceMemory)
+    memory._backing = array
+    memory.domain = domain
+    root = DeviceRootResource.__new__(DeviceRootResource)
+    nbytes = array.nbytes
+    root.provider = domain
+    root._allocation = memory
+    root.capacity_bytes = nbytes
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, f"{operation} @{domain.name}")
+    _BUFFERS[id(array)] = alloc_id
+    with domain.lock:
+        domain._live[alloc_id] = nbytes
+    domain.counters.allocations += 1
+    return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
 
 
 def _new_root(

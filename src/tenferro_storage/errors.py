@@ -25,6 +25,7 @@ __all__ = [
     "ConversionError",
     "CopyForbiddenError",
     "DTypeError",
+    "DeviceResidentError",
     "DisjointCause",
     "DisjointViewError",
     "EngineError",
@@ -42,6 +43,7 @@ __all__ = [
     "ScopedSubmitRejected",
     "SubmitRejected",
     "TenferroError",
+    "TransferError",
     "UseAfterMoveError",
 ]
 
@@ -249,6 +251,24 @@ class CopyForbiddenError(TenferroError, RuntimeError):
 
 
 # -- runtime (tenferro_storage.runtime) and providers (tenferro_storage.providers) ----------
+
+
+class DeviceResidentError(TenferroError, RuntimeError):
+    """Raised when host code reads or writes a value whose bytes live in a device domain.
+
+    Device memory (for example the simulated device's, ``providers.SimulatedAsyncProvider``)
+    is not host-visible: ``to_numpy``, ``item``, ``prepare_host``, ``borrow_arrays``,
+    ``kernel.read_array`` and the operators refuse it (the prepared-access paths wrap this
+    error in an ``AccessError`` that hands the view back).  The message names the
+    operation, the allocation and its domain.  Copy the value to the host first with
+    ``runtime.download(value)`` (one recorded ``TRANSFER``).  Nothing is changed.
+    """
+
+
+class TransferError(TenferroError, ValueError):
+    """Raised by ``runtime.upload``/``runtime.download`` for a transfer that has no meaning:
+    downloading a value that already lives on the host, or uploading to an engine that has
+    no device memory.  Nothing is copied, allocated or recorded."""
 
 
 class EngineError(TenferroError, LookupError):

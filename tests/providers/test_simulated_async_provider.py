@@ -189,7 +189,7 @@ def test_completed_releases_bindings_event_roots_context_exactly_once() -> None:
         assert (c.records_released, c.bindings_released, c.events_released) == (1, 2, 1)
         assert c.roots_released == 2
         assert sys.getrefcount(root) == refs  # the record's reference went exactly once
-        out.bundle.into_output(0).to_numpy()
+        rt.download(out.bundle.into_output(0)).to_numpy()
         del out, root
 
 

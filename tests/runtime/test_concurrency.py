@@ -1,5 +1,8 @@
 """Concurrency: 16 threads x 1,000 detached submissions to the asynchronous provider.
 
+Inputs are partly device-resident (uploaded) and every output is device-resident until
+downloaded.
+
 Handles are dropped at random and faults are injected at random (every boundary).  At
 the end every submission has exactly one terminal fate, every record was released
 exactly once or retained permanently, and live ledger bytes are the baseline plus
@@ -15,6 +18,7 @@ from collections import Counter
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage import providers
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import SubmitRejected
 from tenferro_storage.providers import Fault
@@ -53,7 +57,8 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
     with sim_provider(completion_timeout=0.0005) as sim:
         sim.fault_policy = policy
         engine = sim.engine
-        assert engine is not None
+        assert engine is not None and sim.domain is not None
+        domain = sim.domain.name
 
         def worker(tid: int) -> None:
             rng = random.Random(tid)
@@ -61,7 +66,7 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
             try:
                 for _ in range(PER_THREAD):
                     g = ts.AllocationGroup()
-                    sx = g.insert(ts.full(N, float(tid)))
+                    sx = g.insert(sim.upload(ts.full(N, float(tid))))  # device-resident
                     sy = g.insert(ts.ones(N))
                     pkg = rt.ExecutionInputs(g, [sx, sy])
                     del g
@@ -80,8 +85,9 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
                     match outcome:
                         case rt.Completed(bundle):
                             t = bundle.into_output(0)
+                            assert providers.domain_of(t) == domain  # device-resident
                             expected = np.full(N, float(tid) ** 2 + 1.0)
-                            np.testing.assert_array_equal(t.to_numpy(), expected)
+                            np.testing.assert_array_equal(rt.download(t).to_numpy(), expected)
                             seen["completed"] += 1
                         case rt.RetiredFailed(cause, inputs):
                             assert inputs.bindings == (sx, sy)
@@ -114,6 +120,7 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
         assert total["rejected"] > 0 and total["completed"] > 0 and c.records_retained > 0
         assert any(k.startswith("failed:PANIC") for k in total)
         assert live_bytes() == base + c.retained_bytes
+        assert sim.domain.live_bytes <= c.retained_bytes  # device bytes only in retained records
         assert ts.ledger.double_releases() == ()
     del sim
     assert live_bytes() == base

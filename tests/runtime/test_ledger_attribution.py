@@ -26,5 +26,5 @@ def test_submitters_capture_sees_the_allocations_of_its_asynchronous_program() -
         # the program's one fresh output was allocated on the worker thread, for us
         assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 1}
         out = outcome.bundle.into_output(0)
-        np.testing.assert_array_equal(out.to_numpy(), 2 * np.arange(4.0))
+        np.testing.assert_array_equal(rt.download(out).to_numpy(), 2 * np.arange(4.0))
         del outcome, out

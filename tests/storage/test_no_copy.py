@@ -30,6 +30,7 @@ CORE_MODULES = (
 # Classes that hold no owner and no borrow (values, metadata, counters, mixins), and why
 # copying them is harmless.
 HOLD_NOTHING: dict[str, str] = {
+    "_access.AccessTarget": "an enum",
     "_access._Staging": "debug instrumentation: a private staging buffer, never an owner",
     "_descriptor.CheckedDescriptor": "validated metadata; reached only through owners",
     "_dtypes.DType": "a value object (copy returns itself)",

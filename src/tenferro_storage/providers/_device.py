@@ -1,7 +1,15 @@
-"""Device-prepared access, bindings, events and retirement records (G1 retirement, G5).
+"""Device memory, device-prepared access, bindings, events and retirement records (G1
+retirement, G5).
 
-The device half of the prepared hierarchy, for providers whose memory a host cannot
-read directly:
+Device memory is not host-visible.  A device-resident owner (an output of a device
+engine, or :func:`upload`'s result) lives in a :class:`~tenferro_storage._root.DeviceDomain`;
+its descriptor refuses every host array (``DeviceResidentError``) and its provider refuses
+host mapping, so ``to_numpy``, ``item``, ``prepare_host``, ``borrow_arrays``,
+``kernel.read_array`` and the operators all refuse it.  :func:`download` is the way to
+the host and :func:`upload` the way back: each one recorded ``TRANSFER`` copy.
+
+The device half of the prepared hierarchy (the payload classes themselves are in
+``tenferro_storage._access``, next to the host variants):
 
 * ``provider.prepare_read(view)`` consumes a shared ``TensorView`` into a
   :class:`PreparedDeviceRead`; ``provider.prepare_write(view_mut)`` consumes an
@@ -23,19 +31,28 @@ produce a ``StorageMut``, an owner or a write binding.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import attrs
 import numpy as np
 
+from .. import _descriptor
+from .._access import PreparedDeviceRead, PreparedDeviceWrite, _DevicePayload
 from .._descriptor import CheckedDescriptor
-from .._dtypes import DType
-from .._layout import CheckedLayout
-from .._linear import Borrow, Lender
-from .._root import OwnedStorage, RootResource
-from .._tensor import TensorView, TensorViewMut
-from ..errors import AccessError, BindError
+from .._dtypes import from_numpy_dtype
+from .._layout import c_strides, whole
+from .._ledger import LEDGER, AllocationReason, CopyReason
+from .._root import (
+    DeviceDomain,
+    DeviceMemory,
+    RootResource,
+    adopt_device,
+)
+from .._tensor import Tensor, TensorView, TensorViewMut
+from ..errors import AccessError, BindError, DeviceResidentError, TransferError
 
 
 @attrs.define
@@ -75,15 +92,19 @@ class DeviceCounters:
 class ProviderContext:
     """The provider context a root/record keeps alive ("Arc<ProviderContext>").
 
-    Holds the counters, their lock, the fault switches of preparation/binding and the
-    provider-private permanent list of records whose completion could not be proven.
-    Nothing public takes anything out of that list.
+    ``domain`` is the device memory the provider owns (``None``: it has none and works
+    on host memory only).  Its endpoint reaches roots of that domain and host roots
+    (read in place through its host mapping); roots of any other device domain are
+    refused at preparation.  Holds the counters, their lock, the fault switches of
+    preparation/binding and the provider-private permanent list of records whose
+    completion could not be proven.  Nothing public takes anything out of that list.
     """
 
-    __slots__ = ("_faults", "_permanent", "counters", "lock", "name")
+    __slots__ = ("_faults", "_permanent", "counters", "domain", "lock", "name")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, domain: DeviceDomain | None = None) -> None:
         self.name = name
+        self.domain = domain
         self.counters = DeviceCounters()
         self.lock = threading.Lock()
         self._permanent: list[RetirementRecord] = []
@@ -128,109 +149,19 @@ class ProviderContext:
         return f"ProviderContext({self.name!r})"
 
 
-class _DeviceAccess(Borrow):
-    """Common payload: the carried borrow, the checked descriptor, storage and context."""
-
-    __slots__ = ("_context", "_desc", "_ended", "_exclusive_borrow", "_lender", "_storage")
-
-    _desc: CheckedDescriptor
-    _storage: OwnedStorage
-    _context: ProviderContext
-
-    def __init__(self) -> None:
-        raise TypeError(
-            f"{type(self).__name__} cannot be constructed directly; it is produced from a "
-            "view by provider.prepare_read/prepare_write and bind_read/bind_write"
-        )
-
-    @classmethod
-    def _make(
-        cls,
-        lender: Lender,
-        exclusive: bool,
-        desc: CheckedDescriptor,
-        storage: OwnedStorage,
-        context: ProviderContext,
-    ) -> Any:
-        p = cls.__new__(cls)
-        p._lender = lender
-        p._exclusive_borrow = exclusive
-        p._ended = None
-        p._desc = desc
-        p._storage = storage
-        p._context = context
-        return p
-
-    def _successor(self, cls: type[_DeviceAccess], operation: str) -> Any:
-        """Consume this payload into ``cls`` carrying the same borrow (no re-check)."""
-        lender = self._transfer(operation)
-        return cls._make(lender, self._exclusive_borrow, self._desc, self._storage, self._context)
-
-    def _check(self, operation: str) -> CheckedDescriptor:
-        if self._lender is None:
-            self._dead(operation)
-        return self._desc
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """Extents per axis (retained metadata). O(1)."""
-        return self._check("shape").shape
-
-    @property
-    def dtype(self) -> DType:
-        """The element type. O(1)."""
-        return self._check("dtype").dtype
-
-    @property
-    def layout(self) -> CheckedLayout:
-        """The retained checked layout used for launch/binding. O(1)."""
-        return self._check("layout").layout
-
-    @property
-    def context(self) -> ProviderContext:
-        """The provider context this payload was prepared for (lifetime only)."""
-        self._check("context")
-        return self._context
-
-    def __enter__(self) -> Any:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    def __repr__(self) -> str:
-        state = "released" if self._lender is None else "live"
-        d = self._desc
-        return (
-            f"{type(self).__name__}({d.dtype.name}, shape={d.shape}, {self._context.name}, {state})"
-        )
-
-
-class PreparedDeviceRead(_DeviceAccess):
-    """Device read access prepared from a shared view (no host array is exposed)."""
-
-    __slots__ = ()
-
-
-class PreparedDeviceWrite(_DeviceAccess):
-    """Device write access prepared from an exclusive mutable view (injective layout)."""
-
-    __slots__ = ()
-
-
-class DeviceRead(_DeviceAccess):
+class DeviceRead(_DevicePayload):
     """A bound device read: consumed by enqueue into a retirement binding."""
 
     __slots__ = ()
 
 
-class DeviceWrite(_DeviceAccess):
+class DeviceWrite(_DevicePayload):
     """A bound device write: consumed by enqueue into a retirement binding."""
 
     __slots__ = ()
 
 
-class ProviderRetirementBinding(_DeviceAccess):
+class ProviderRetirementBinding(_DevicePayload):
     """A binding after enqueue, owned by a retirement record until retirement.
 
     The provider (only) reads or writes through it while the work runs.
@@ -239,12 +170,36 @@ class ProviderRetirementBinding(_DeviceAccess):
     __slots__ = ()
 
     def _kernel_array(self) -> np.ndarray[Any, Any]:
-        """The provider-side array the device kernel works on (provider-internal)."""
+        """The provider-side array the device kernel works on (provider-internal).
+
+        Device memory is reached through its backing store (the device's own view);
+        a host-domain input is read in place through the device's host mapping."""
         d = self._check("kernel")
+        if type(d.buffer) is DeviceMemory:  # type: ignore[comparison-overlap]
+            return _device_array(d, self._exclusive_borrow)
         return d.array() if self._exclusive_borrow else d.readonly()
 
 
 _PREPARE: Final = "prepare_read"
+
+
+def _reachable(
+    context: ProviderContext, view: TensorView[Any, Any] | TensorViewMut[Any, Any], operation: str
+) -> None:
+    """Access-time provider resolution: can ``context``'s endpoint reach ``view``'s root?
+
+    Host roots and roots of the context's own device domain: yes; another device domain:
+    ``AccessError`` carrying ``view`` unchanged.  O(1); no layout re-check."""
+    root = view._storage._root
+    assert root is not None
+    provider = root.provider
+    if type(provider) is DeviceDomain and provider is not context.domain:
+        raise AccessError(
+            f"{operation}: {view._storage.span} lives in device domain {provider.name!r}, "
+            f"which {context.name} cannot reach; download it to the host (runtime.download) "
+            "and upload it to this engine",
+            view,
+        )
 
 
 def prepare_read(context: ProviderContext, view: TensorView[Any, Any]) -> PreparedDeviceRead:
@@ -259,6 +214,7 @@ def prepare_read(context: ProviderContext, view: TensorView[Any, Any]) -> Prepar
             f"prepare_read: expected a TensorView, got {type(view).__name__} (use as_view())"
         )
     desc = view._d(_PREPARE)
+    _reachable(context, view, _PREPARE)
     if context._fault("prepare"):
         raise AccessError(
             f"{_PREPARE}: {context.name} could not map {view._storage.span} (injected fault)",
@@ -282,6 +238,7 @@ def prepare_write(context: ProviderContext, view: TensorViewMut[Any, Any]) -> Pr
             "write access starts only from an exclusive borrow (as_view_mut())"
         )
     desc = view._writable("prepare_write")
+    _reachable(context, view, "prepare_write")
     if context._fault("prepare"):
         raise AccessError(
             f"prepare_write: {context.name} could not map {view._storage.span} (injected fault)",
@@ -293,9 +250,9 @@ def prepare_write(context: ProviderContext, view: TensorViewMut[Any, Any]) -> Pr
 
 
 def _bind(
-    prepared: _DeviceAccess,
-    expected: type[_DeviceAccess],
-    out: type[_DeviceAccess],
+    prepared: _DevicePayload,
+    expected: type[_DevicePayload],
+    out: type[_DevicePayload],
     forced_failure: bool = False,
 ) -> Any:
     operation = "bind_read" if out is DeviceRead else "bind_write"
@@ -416,3 +373,245 @@ class RetirementRecord:
     def __repr__(self) -> str:
         n_b, n_r = len(self.bindings), len(self.roots)
         return f"RetirementRecord({self.state}, {n_b} bindings, {n_r} roots)"
+
+
+# -- device-resident values ---------------------------------------------------------------------
+
+_INTERNAL_FILES: Final = frozenset({__file__, _descriptor.__file__})
+_KERNEL_FILE: Final = os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernel.py")
+
+
+def _host_operation() -> str:
+    """The public operation that asked a device descriptor for a host array (for messages).
+
+    Walks out of this module and the descriptor module; a ``kernel.read_array`` call is
+    named with its caller (``"read_array in <caller>"``).  Only on the refusal path."""
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in _INTERNAL_FILES:
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return "host read"
+    name = frame.f_code.co_qualname
+    if frame.f_code.co_filename == _KERNEL_FILE and frame.f_back is not None:
+        name = f"{name} in {frame.f_back.f_code.co_qualname}"
+    return name
+
+
+class _DeviceDescriptor(CheckedDescriptor):
+    """The checked descriptor of a device-resident owner: every host array refused.
+
+    The same retained proofs as a host descriptor (views, slots and device bindings use
+    its shape, strides and layout), but :meth:`array`, :meth:`readonly` and :meth:`flat`
+    raise :class:`~tenferro_storage.errors.DeviceResidentError` naming the operation, the
+    allocation and its domain.  Its ``buffer`` is the root's :class:`DeviceMemory`
+    handle, which numpy refuses as a buffer, so descriptors derived from it (slices,
+    transposes) cannot build a host array either.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, what: str) -> NoReturn:
+        memory: DeviceMemory = self.buffer  # type: ignore[assignment]
+        operation = _host_operation()
+        raise DeviceResidentError(
+            f"{operation}: the value is device-resident (domain {memory.domain.name!r}); "
+            f"the host cannot {what} device memory. Copy it to the host first with "
+            "runtime.download(value) (one recorded TRANSFER), then read the host owner"
+        )
+
+    def array(self) -> np.ndarray[Any, Any]:
+        """Refused: device memory has no host array (``DeviceResidentError``)."""
+        self._refuse("write")
+
+    def readonly(self) -> np.ndarray[Any, Any]:
+        """Refused: device memory has no host array (``DeviceResidentError``).
+
+        ``repr()`` of a small device value shows a placeholder instead of raising."""
+        if _host_operation() == "_repr":
+            memory: DeviceMemory = self.buffer  # type: ignore[assignment]
+            return np.array(f"<device-resident in {memory.domain.name}>", dtype=object)
+        self._refuse("read")
+
+    def flat(self, writable: bool) -> np.ndarray[Any, Any]:
+        """Refused: device memory has no host array (``DeviceResidentError``)."""
+        self._refuse("write" if writable else "read")
+
+
+_PROOF_FRESH: Final = _descriptor._PROOF_FRESH
+
+
+def device_tensor(
+    domain: DeviceDomain, array: Any, reason: AllocationReason, operation: str
+) -> Tensor[Any, Any]:
+    """Own ``array`` (fresh, written by the device) as a device-resident tensor in ``domain``.
+
+    One allocation event (``"<operation> @<domain>"``), no copy; the whole-array
+    descriptor is trivially valid (one validation counted on the domain). O(1).
+    Provider-internal: the simulated device's kernels write numpy arrays.
+    """
+    if type(array) is not np.ndarray:
+        array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
+    dt = from_numpy_dtype(array.dtype, operation)
+    storage = adopt_device(domain, array, reason, operation)
+    root = storage._root
+    assert root is not None
+    shape = array.shape
+    size = array.size
+    d = _DeviceDescriptor.__new__(_DeviceDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = c_strides(shape)
+    d.offset = 0
+    d.size = size
+    d.lo = 0
+    d.hi = size - 1
+    d.start = 0
+    d.stop = root.capacity_bytes
+    d.buffer = root._allocation
+    d.layout = whole(size)
+    d._array = None
+    d._readonly = None
+    d._injective = _PROOF_FRESH
+    domain.counters.validations += 1
+    t: Tensor[Any, Any] = Tensor.__new__(Tensor)
+    t._init_lender()
+    t._storage = storage
+    t._desc = d
+    return t
+
+
+class DeviceAdopter:
+    """For ``runtime.run_program``: own each kernel result as device memory of ``domain``
+    and hand the interpreter the device's own arrays (provider-internal)."""
+
+    __slots__ = ("domain",)
+
+    def __init__(self, domain: DeviceDomain) -> None:
+        self.domain = domain
+
+    def adopt(
+        self, array: Any, reason: AllocationReason, operation: str
+    ) -> tuple[Tensor[Any, Any], np.ndarray[Any, Any]]:
+        """A device-resident owner of ``array`` and its read-only device view. O(1)."""
+        t = device_tensor(self.domain, array, reason, operation)
+        return t, self.readable(t)
+
+    def writable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
+        """The writable device array of an owner this engine made. O(rank)."""
+        return _device_array(owner._meta("run_program"), True)
+
+    def readable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
+        """The read-only device array of an owner this engine made. O(rank)."""
+        return _device_array(owner._meta("run_program"), False)
+
+
+def _device_array(desc: CheckedDescriptor, writable: bool) -> np.ndarray[Any, Any]:
+    """Provider-internal: the array over exactly ``desc``'s layout in device memory.
+
+    The same arithmetic as ``CheckedDescriptor.array`` (already checked at construction),
+    over the backing store of the root's :class:`DeviceMemory`. O(rank)."""
+    memory: DeviceMemory = desc.buffer  # type: ignore[assignment]
+    item = desc.dtype.itemsize
+    size = desc.size
+    arr: np.ndarray[Any, Any] = np.ndarray(
+        desc.shape,
+        dtype=desc.dtype.numpy,
+        buffer=memory._backing,
+        offset=desc.start + desc.offset * item if size else desc.start,
+        strides=tuple(
+            s * item if size and n > 1 else 0 for n, s in zip(desc.shape, desc.strides, strict=True)
+        ),
+    )
+    if not writable:
+        arr.flags.writeable = False
+    return arr
+
+
+_Value = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
+
+
+def _shared_view(value: _Value, operation: str) -> TensorView[Any, Any]:
+    if not isinstance(value, Tensor | TensorView | TensorViewMut):
+        raise TypeError(
+            f"{operation}: expected a Tensor, TensorView or TensorViewMut, got "
+            f"{type(value).__name__}"
+        )
+    return value.as_view()  # BorrowError / UseAfterMoveError / ExpiredBorrowError
+
+
+def download(value: _Value) -> Tensor[Any, Any]:
+    """Copy a device-resident value to a new host owner: one recorded ``TRANSFER``.
+
+    ``value`` (an owner or view whose bytes live in a device domain) is borrowed shared for
+    the call, never consumed.  Records one ``TRANSFER_DESTINATION`` allocation (host) and one
+    ``CopyReason.TRANSFER`` copy event of the value's logical bytes
+    (``"download <domain> -> host"``); the result is C-contiguous.  Refused before anything
+    is copied, allocated or recorded: inside ``ledger.forbid_copies()``
+    (``CopyForbiddenError``), for a value already on the host (``TransferError``: read it
+    with ``to_numpy()``/``prepare_host()``), for a borrowed or consumed value
+    (``BorrowError``/``UseAfterMoveError``). O(size).
+    """
+    view = _shared_view(value, "download")
+    try:
+        desc = view._desc
+        root = view._storage._root
+        assert root is not None
+        if type(root._allocation) is not DeviceMemory:
+            raise TransferError(
+                f"download: {view._storage.span} already lives in the host domain; read it "
+                "with to_numpy() or prepare_host(), or duplicate() it for a second owner"
+            )
+        domain = root.domain
+        LEDGER.check_copy_allowed(f"download ({domain} -> host)")
+        out = np.array(_device_array(desc, False), copy=True, order="C")
+        t: Tensor[Any, Any] = Tensor._adopt(
+            out, desc.dtype, AllocationReason.TRANSFER_DESTINATION, "download"
+        )
+        LEDGER.copy(CopyReason.TRANSFER, out.nbytes, f"download {domain} -> host")
+        return t
+    finally:
+        view.release()
+
+
+def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
+    """Copy a host value into a new device-resident owner in ``domain``: one ``TRANSFER``.
+
+    ``value`` is borrowed shared for the call, never consumed.  Records one
+    ``TRANSFER_DESTINATION`` allocation in the domain (``"upload @<domain>"``) and one
+    ``CopyReason.TRANSFER`` copy event (``"upload host -> <domain>"``); the device copy is
+    C-contiguous.  Refused before anything happens inside ``ledger.forbid_copies()``
+    (``CopyForbiddenError``) and for a value that is not on the host (``TransferError``:
+    download it first). O(size).
+    """
+    if not isinstance(domain, DeviceDomain):
+        raise TransferError(f"upload: expected a DeviceDomain, got {type(domain).__name__}")
+    view = _shared_view(value, "upload")
+    try:
+        desc = view._desc
+        root = view._storage._root
+        assert root is not None
+        if type(root._allocation) is DeviceMemory:
+            raise TransferError(
+                f"upload: {view._storage.span} is device-resident in {root.domain!r}, not on "
+                f"the host; download() it first to move it to {domain.name!r}"
+            )
+        LEDGER.check_copy_allowed(f"upload (host -> {domain.name})")
+        root.provider.map_host()
+        arr = np.array(desc.readonly(), copy=True, order="C")
+        t = device_tensor(domain, arr, AllocationReason.TRANSFER_DESTINATION, "upload")
+        LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, f"upload host -> {domain.name}")
+        return t
+    finally:
+        view.release()
+
+
+def domain_of(value: _Value) -> str:
+    """The allocation domain ``value``'s bytes live in (``"host"`` or a device domain). O(1)."""
+    if not isinstance(value, Tensor | TensorView | TensorViewMut):
+        raise TypeError(f"domain_of: expected a Tensor or view, got {type(value).__name__}")
+    storage = value._storage
+    if storage is None or storage._root is None:
+        value._d("domain_of")  # raises UseAfterMoveError / ExpiredBorrowError
+    assert storage is not None and storage._root is not None
+    return storage._root.domain
+

@@ -24,10 +24,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Final
 
+from .._access import PreparedDeviceRead
 from .._ledger import attributed_to
-from .._root import RootResource
-from .._tensor import TensorView
-from ..errors import AccessError, BindError, SubmitRejected
+from .._root import DeviceDomain, RootResource
+from .._tensor import Tensor, TensorView
+from ..errors import AccessError, BindError, SubmitRejected, TransferError
 from ..runtime._engine import (
     HOST_DOMAIN,
     AccessEndpoint,
@@ -56,15 +57,18 @@ from ..runtime._submission import (
     execution_error,
 )
 from ._device import (
+    DeviceAdopter,
     DeviceCounters,
     DeviceRead,
-    PreparedDeviceRead,
     ProviderContext,
     ProviderEvent,
     ProviderRetirementBinding,
     RetirementRecord,
     _bind,
+    _Value,
+    download,
     prepare_read,
+    upload,
 )
 
 
@@ -91,6 +95,8 @@ class SimulatedDeviceError(RuntimeError):
 
 _SUBMIT: Final = "runtime.submit"
 _SUBMISSIONS: Final = itertools.count(1)
+_DOMAINS: Final = itertools.count(1)
+_MEMORY: Final = ("device", "host-visible")
 
 
 class _Work:
@@ -115,7 +121,14 @@ class _Work:
 
 
 class SimulatedAsyncProvider(ExecutionProvider):
-    """An asynchronous engine over host-domain allocations with its own access endpoint.
+    """An asynchronous device engine with its own access endpoint and device memory.
+
+    ``memory="device"`` (the default): the provider owns a :class:`DeviceDomain`
+    (``domain``, named ``sim-device:<n>``) that the host cannot read.  Program outputs are
+    allocated there and stay device-resident until ``download``-ed; inputs may be
+    device-resident in this domain (``upload`` puts them there) or host memory, which the
+    device reads in place through its host mapping.  ``memory="host-visible"`` models
+    unified memory: outputs are host memory (``domain`` is ``None``).
 
     ``completion_timeout`` (seconds) bounds how long the reaper waits for an event before
     declaring completion unproven.  Use as a context manager to register it as an engine
@@ -125,9 +138,19 @@ class SimulatedAsyncProvider(ExecutionProvider):
     kind: ClassVar[str] = "sim-async"
     synchronous: ClassVar[bool] = False
 
-    def __init__(self, *, completion_timeout: float = 5.0, name: str = "sim-async") -> None:
+    def __init__(
+        self, *, completion_timeout: float = 5.0, name: str = "sim-async", memory: str = "device"
+    ) -> None:
+        if memory not in _MEMORY:
+            raise ValueError(
+                f"SimulatedAsyncProvider: memory must be one of {_MEMORY}, got {memory!r}"
+            )
         self.completion_timeout = completion_timeout
-        self.context = ProviderContext(name)
+        self.domain: DeviceDomain | None = (
+            DeviceDomain(f"sim-device:{next(_DOMAINS)}") if memory == "device" else None
+        )
+        self._device = DeviceAdopter(self.domain) if self.domain is not None else None
+        self.context = ProviderContext(name, self.domain)
         self.fault_policy: Callable[[], Fault | None] | None = None
         self._faults: collections.deque[Fault] = collections.deque()
         self._queue: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
@@ -145,10 +168,37 @@ class SimulatedAsyncProvider(ExecutionProvider):
         return AccessEndpoint(f"sim-queue:{engine.index}")
 
     def domains(self) -> frozenset[AllocationDomainId]:
-        return frozenset({HOST_DOMAIN})
+        if self.domain is None:
+            return frozenset({HOST_DOMAIN})
+        return frozenset({HOST_DOMAIN, AllocationDomainId(self.domain.name)})
 
     def describe(self) -> str:
-        return "simulated asynchronous device: one worker-thread queue, events, fault injection"
+        memory = (
+            f"device memory {self.domain.name} (not host-visible; outputs stay there until "
+            "downloaded)"
+            if self.domain is not None
+            else "host-visible (unified) memory"
+        )
+        return (
+            f"simulated asynchronous device: one worker-thread queue, events, fault "
+            f"injection; {memory}"
+        )
+
+    # -- transfers ------------------------------------------------------------------------
+    def upload(self, value: _Value) -> Tensor[Any, Any]:
+        """Copy a host value into this provider's device memory (``providers.upload``):
+        one ``TRANSFER`` copy and one ``TRANSFER_DESTINATION`` allocation in ``domain``.
+        ``TransferError`` for a host-visible provider (it has no device memory)."""
+        if self.domain is None:
+            raise TransferError(
+                f"upload: {self!r} has host-visible memory; submit host values directly"
+            )
+        return upload(self.domain, value)
+
+    @staticmethod
+    def download(value: _Value) -> Tensor[Any, Any]:
+        """Copy a device-resident value to a new host owner (``providers.download``)."""
+        return download(value)
 
     @property
     def counters(self) -> DeviceCounters:
@@ -322,7 +372,9 @@ class SimulatedAsyncProvider(ExecutionProvider):
                 raise SimulatedDeviceError("injected device execution failure")
             if fault is Fault.PANIC_PROVEN or fault is Fault.PANIC_UNPROVEN:
                 raise SimulatedPanic("injected worker panic")
-            fresh = run_program(program, [b._kernel_array() for b in record.bindings])
+            fresh = run_program(
+                program, [b._kernel_array() for b in record.bindings], device=self._device
+            )
         except SimulatedPanic as exc:  # contained at the worker-thread boundary
             cause = execution_error(ExecutionErrorKind.PANIC, "worker", exc)
         except SimulatedDeviceError as exc:

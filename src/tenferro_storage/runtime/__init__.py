@@ -55,6 +55,12 @@ Scoped read-only execution
     synchronous engine only -> ``Completed(ScopedExecutionBundle)`` |
     ``RetiredFailed(cause, inputs)``; refusals raise ``ScopedSubmitRejected`` with the
     exact package.  Identity/repeated inputs come back borrowed, fresh results owned.
+
+Device memory and transfers
+    An engine with device memory (``SimulatedAsyncProvider()``: domain ``sim-device:<n>``)
+    keeps its outputs there; the host cannot read them (``DeviceResidentError``).
+    ``download(value)`` copies one to a new host owner and ``upload(engine, value)`` a
+    host value into the engine's memory: each one recorded ``TRANSFER``.
 """
 
 from ._engine import (
@@ -103,6 +109,7 @@ from ._submission import (
     execute_scoped_read_only,
     submit,
 )
+from ._transfer import download, upload
 
 
 def host_engine() -> EngineId:
@@ -144,6 +151,7 @@ __all__ = [
     "SubmitError",
     "SubmitErrorKind",
     "Value",
+    "download",
     "engine_info",
     "engines",
     "execute_scoped_read_only",
@@ -152,4 +160,5 @@ __all__ = [
     "run_program",
     "submit",
     "unregister_engine",
+    "upload",
 ]

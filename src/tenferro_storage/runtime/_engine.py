@@ -3,8 +3,9 @@
 An *engine* is one execution provider registered under an :class:`EngineId` the
 caller selects; nothing in the runtime assumes a default or "engine 0".  Where bytes
 live (an :class:`AllocationDomainId`) is kept apart from who can touch them (an
-:class:`AccessEndpoint`): the simulated asynchronous engine executes on its own
-endpoint over allocations that live in the host domain, the way one owner can be
+:class:`AccessEndpoint`): a simulated asynchronous engine executes on its own
+endpoint over its own device domain (memory the host cannot read) and over the host
+domain (which the device reaches through its host mapping), the way one owner can be
 reached from several access endpoints.
 """
 
@@ -146,7 +147,9 @@ def _ensure_defaults() -> None:
             return
         _DEFAULTS_READY[0] = True
     register_engine(HostExecutionProvider())
-    register_engine(SimulatedAsyncProvider())
+    # The default asynchronous engine has host-visible (unified) memory, so its outputs
+    # are host owners; SimulatedAsyncProvider() (device memory) is registered explicitly.
+    register_engine(SimulatedAsyncProvider(memory="host-visible"))
 
 
 def register_engine(provider: ExecutionProvider) -> EngineId:

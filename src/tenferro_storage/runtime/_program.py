@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import numpy as np
@@ -393,10 +393,28 @@ class KernelOutputError(RuntimeError):
     """A kernel returned the wrong number of results."""
 
 
+class DeviceOutputs(Protocol):
+    """How a device engine owns and reaches program values in its own memory (see
+    :func:`run_program`; ``providers._device.DeviceAdopter`` is the simulated device's)."""
+
+    def adopt(
+        self, array: Any, reason: AllocationReason, operation: str
+    ) -> tuple[Tensor[Any, Any], np.ndarray[Any, Any]]:
+        """Own a kernel result as device memory; return it and the array later
+        instructions read (the device's read-only view)."""
+
+    def writable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
+        """The device's writable array of an owner it made (for ``into``)."""
+
+    def readable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
+        """The device's read-only array of an owner it made."""
+
+
 def run_program(
     program: CompiledGraph,
     arrays: Sequence[np.ndarray[Any, Any]],
     writable: Mapping[int, np.ndarray[Any, Any]] | None = None,
+    device: DeviceOutputs | None = None,
 ) -> dict[int, Tensor[Any, Any]]:
     """Interpret ``program`` over read-only input ``arrays``; return the fresh owners of
     its FRESH output values, by value slot (except those held in a donated input's
@@ -408,9 +426,11 @@ def run_program(
     with ``into`` writes into that slot's buffer instead (no allocation): a released
     intermediate's owner moves to the new slot; a donated input's buffer comes from
     ``writable`` (input slot -> writable array, given by a provider that owns the
-    input exclusively; ``KernelOutputError`` when it is missing).  Intermediates are
-    dropped at their last use.  Any exception propagates after every intermediate made
-    so far has been released.  Cost: the kernels plus O(instructions) bookkeeping.
+    input exclusively; ``KernelOutputError`` when it is missing).  Owners are host
+    memory unless a device engine passes ``device``: then every result is owned in its
+    device domain and stays device-resident.  Intermediates are dropped at their last
+    use.  Any exception propagates after every intermediate made so far has been
+    released.  Cost: the kernels plus O(instructions) bookkeeping.
     """
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
@@ -432,6 +452,9 @@ def run_program(
                         f"program declares {len(ins.outputs)}"
                     )
                 for slot, arr in zip(ins.outputs, results, strict=True):
+                    if device is not None:
+                        owners[slot], values[slot] = device.adopt(arr, ins.reason, ins.name)
+                        continue
                     t = adopt_output(arr, ins.reason, ins.name)
                     owners[slot] = t
                     values[slot] = read_array(t)
@@ -450,7 +473,11 @@ def run_program(
                     owner = kept.pop(into, None)
                     if owner is None:  # released by this very instruction: in place
                         owner = owners.pop(into)
-                    out = owner._meta("run_program").array()
+                    out = (
+                        owner._meta("run_program").array()
+                        if device is None
+                        else device.writable(owner)
+                    )
                 result = ins.kernel(
                     *[values[s] for s in ins.inputs], out=out, **dict(ins.params)
                 )
@@ -461,7 +488,7 @@ def run_program(
                     )
                 if owner is not None:
                     owners[slot] = owner
-                    values[slot] = read_array(owner)
+                    values[slot] = read_array(owner) if device is None else device.readable(owner)
                 else:
                     ro = out.view()
                     ro.flags.writeable = False

@@ -709,7 +709,8 @@ def _detached_cause(
             return err(
                 SubmitErrorKind.DOMAIN,
                 f"alloc#{root.alloc_id} lives in domain {root.provider.placement!r}, which "
-                f"{engine} cannot access (it reaches {sorted(names)})",
+                f"{engine} cannot access (it reaches {sorted(names)}); move it with "
+                "runtime.download(value) (to the host) or runtime.upload(engine, value)",
             )
     return None
 
@@ -809,6 +810,15 @@ def execute_scoped_read_only(
     for k, v in enumerate(inputs._views):
         if v._lender is None:
             raise reject(SubmitErrorKind.INVALID_BINDING, f"view {k} was released ({v._ended})")
+    names = provider.domain_names()
+    for k, v in enumerate(inputs._views):
+        root = v._storage._root
+        if root is not None and root.provider.placement not in names:
+            raise reject(
+                SubmitErrorKind.DOMAIN,
+                f"view {k} ({v._storage.span}) lives in domain {root.provider.placement!r}, "
+                f"which {engine} cannot access; download it first (runtime.download)",
+            )
     return provider.execute_scoped(engine, program, inputs)
 
 
