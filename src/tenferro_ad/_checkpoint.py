@@ -26,18 +26,18 @@ from ._checkpoint_graph import (
     CheckpointPolicy,
     _Recorder,
     _recording,
-    name,
     save_contractions,
     save_everything,
     save_named,
     save_nothing,
 )
+from ._checkpoint_graph import name as _name_eager
 from ._checkpoint_replay import _attach
 from ._handle import EagerTensor, make_handle
 from ._retention import AdValueRecord
 from ._state import STATE
 from ._tape import Tape
-from ._trace import trace_region, tracing
+from ._trace import Tracer, name_traced, trace_region, tracing
 from .errors import ArgumentTypeError, CheckpointError
 
 __all__ = [
@@ -50,6 +50,20 @@ __all__ = [
     "save_named",
     "save_nothing",
 ]
+
+
+def name(x: Any, label: str) -> Any:
+    """Name ``x`` for checkpoint policies; returns ``x`` itself. O(1), no allocation.
+
+    Inside a checkpoint region whose policy saves ``label`` (:func:`save_named`), the
+    value becomes a saved region boundary.  Elsewhere it does nothing.  Naming a region
+    input or a value from outside the region has no effect (it is a boundary already).
+    On a traced value the equation that made it is annotated instead (the same
+    policies apply when the traced program is differentiated).
+    """
+    if type(x) is Tracer and isinstance(label, str):
+        return name_traced(x, label)
+    return _name_eager(x, label)
 
 
 # -- the function form -------------------------------------------------------------------------

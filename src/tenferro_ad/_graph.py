@@ -130,9 +130,13 @@ class Region:
             r = r.parent
         return tuple(reversed(out))
 
-    def saves(self, prim: Primitive) -> bool:
-        """Whether the policy keeps ``prim``'s outputs (they are boundaries). O(1)."""
-        return bool(self.policy.saves_output(prim.name))
+    def saves(self, e: Eqn) -> bool:
+        """Whether the policy keeps ``e``'s output (a boundary, never recomputed): by its
+        primitive, or by the label it was named with (``Note.label``). O(1)."""
+        if self.policy.saves_output(e.prim.name):
+            return True
+        label = e.note.label if e.note is not None else ""
+        return bool(label) and bool(self.policy.saves_label(label))
 
     def __str__(self) -> str:
         return f"{self.label} policy={self.policy!r}"
@@ -144,12 +148,14 @@ class Note:
     evaluation): its checkpoint ``region``; ``backward``: emitted by a reverse sweep (the
     second half of a gradient program); ``recompute``: a checkpoint interior re-emitted
     for backward (its allocations are ``CHECKPOINT_RECOMPUTE_OUTPUT``); ``origin``: the
-    forward primitive whose rule emitted it (a region's label for a recompute)."""
+    forward primitive whose rule emitted it (a region's label for a recompute); ``label``:
+    the name given to its value with ``ad.name`` (for ``save_named`` policies)."""
 
     region: Region | None = None
     backward: bool = False
     recompute: bool = False
     origin: str = ""
+    label: str = ""
 
 
 @attrs.frozen(eq=False)

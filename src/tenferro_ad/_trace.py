@@ -176,6 +176,22 @@ def trace_region(f: Callable[..., Any], policy: Any, label: str, args: Sequence[
         return f(*args)
 
 
+def name_traced(x: Tracer, label: str) -> Tracer:
+    """``ad.name(x, label)`` on a traced value: the equation that made ``x`` is annotated
+    with ``label`` (so a ``save_named`` policy of its checkpoint region keeps it as a
+    boundary); returns ``x``.  An input or a literal is a boundary already: unchanged.
+    O(equations of the trace) to find the equation."""
+    eqns, v = x._b.eqns, x._atom
+    for i in range(len(eqns) - 1, -1, -1):
+        e = eqns[i]
+        if e.out is v:
+            n = e.note if e.note is not None else Note()
+            note = Note(n.region, n.backward, n.recompute, n.origin, label)
+            eqns[i] = Eqn(e.prim, e.inputs, e.params, out=e.out, note=note)
+            break
+    return x
+
+
 _FOLD = 16  # elements: equations on literals this small are evaluated at trace time
 
 

@@ -53,7 +53,7 @@ def _forward_note(e: Eqn) -> Note | None:
     n = e.note
     if n is None or not n.backward:
         return n
-    return Note(n.region, False, n.recompute, n.origin)
+    return Note(n.region, False, n.recompute, n.origin, n.label)
 
 
 def _forward(
@@ -110,7 +110,7 @@ class _Residuals:
             prev = swap_note(Note(r, True, True, r.label))
             try:
                 for e in self.graph.eqns:
-                    if not _in_region(e, r) or r.saves(e.prim):
+                    if not _in_region(e, r) or r.saves(e):
                         continue  # outside, or a value the policy keeps (a boundary)
                     args = [self.read(a, r) for a in e.inputs]
                     m[e.out] = self.b.emit(e.prim, args, dict(e.params))
