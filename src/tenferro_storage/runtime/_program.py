@@ -455,9 +455,8 @@ def run_program(
                     if device is not None:
                         owners[slot], values[slot] = device.adopt(arr, ins.reason, ins.name)
                         continue
-                    t = adopt_output(arr, ins.reason, ins.name)
-                    owners[slot] = t
-                    values[slot] = read_array(t)
+                    owners[slot] = adopt_output(arr, ins.reason, ins.name)
+                    values[slot] = read_array(owners[slot])
             else:
                 slot = ins.outputs[0]
                 src = backing.get(into, into)
@@ -493,11 +492,13 @@ def run_program(
                     ro = out.view()
                     ro.flags.writeable = False
                     values[slot] = ro
+                owner = None  # no local may keep an owner alive past its release below
             for s in ins.release_after:
                 values[s] = None
-                gone = owners.pop(s, None)
-                if gone is not None and s in keep:
-                    kept[s] = gone
+                if s in keep and s in owners:
+                    kept[s] = owners.pop(s)
+                else:
+                    owners.pop(s, None)
     except BaseException:
         # The traceback keeps this frame: drop every owner it could keep alive.
         values.clear()
