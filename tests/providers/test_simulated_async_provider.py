@@ -200,8 +200,8 @@ def test_retired_failed_releases_bindings_event_roots_context_exactly_once() -> 
             s = g.insert(ts.arange(3.0))
             if fault is not None:
                 sim.inject(fault)
-            out = rt.submit(  # type: ignore[arg-type]
-                sim.engine, failing_program(), rt.ExecutionInputs(g, [s])
+            out = rt.submit(
+                sim.engine, failing_program(), rt.ExecutionInputs(g, [s])  # type: ignore[arg-type]
             ).wait(5)
             assert isinstance(out, rt.RetiredFailed)
             out.inputs.group.view_mut(s).release()  # no binding borrow remains

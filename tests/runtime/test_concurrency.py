@@ -66,7 +66,7 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
             try:
                 for _ in range(PER_THREAD):
                     g = ts.AllocationGroup()
-                    sx = g.insert(sim.upload(ts.full(N, float(tid))))  # device-resident
+                    sx = g.insert(rt.upload(engine, ts.full(N, float(tid))))  # device-resident
                     sy = g.insert(ts.ones(N))
                     pkg = rt.ExecutionInputs(g, [sx, sy])
                     del g
