@@ -330,7 +330,8 @@ def _plan_into(
 
     Candidates for an instruction with an ufunc kernel (``ufuncs``), same shape and dtype
     only: a donated input read for the last time here or earlier (donation first: it must
-    happen); an operand read directly (never through a view) for the last time (in place);
+    happen); an operand read directly (never through a view) for the last time (in place,
+    elementwise ufuncs only: a gufunc such as matmul would buffer the overlap);
     a buffer released earlier with nothing freshly allocated since (so holding it never
     raises the peak)."""
     into: dict[int, int] = {}
@@ -341,15 +342,20 @@ def _plan_into(
         if len(outs) == 1 and outs[0] in ufuncs:
             want = aval[outs[0]]
             for k, at in donors.items():
-                if at <= i and aval[k] == want and (at < i or _direct_only(kernel, reads, k)):
+                if at <= i and aval[k] == want and (
+                    at < i or (ufuncs[outs[0]].signature is None
+                               and _direct_only(kernel, reads, k))
+                ):
                     target = k
                     break
             if target is not None:
                 del donors[target]
             elif reuse:
                 mine = releases.get(i, ())
+                elementwise = ufuncs[outs[0]].signature is None  # a gufunc would buffer
                 for s in reads:
-                    if s in mine and aval[s] == want and _direct_only(kernel, reads, s):
+                    if (elementwise and s in mine and aval[s] == want
+                            and _direct_only(kernel, reads, s)):
                         target = s
                         break
                 if target is None and pool.get(want):
