@@ -100,6 +100,8 @@ DIAGNOSTIC_FIELDS: dict[str, frozenset[str]] = {
     code: frozenset(fields)
     for code, fields in {
         # invocation and manifest loading
+        "E_USAGE": ("options",),
+        "E_SUMMARY_WRITE": ("path",),
         "E_ROOT_INVALID": ("root",),
         "E_MANIFEST_PATH_ESCAPE": ("path",),
         "E_MANIFEST_MISSING": ("path",),
@@ -117,6 +119,8 @@ DIAGNOSTIC_FIELDS: dict[str, frozenset[str]] = {
         "E_PROMOTION_MODE": ("obligation_id", "actual"),
         # registry, graph and cohort
         "E_REVISION_INVALID": ("actual",),
+        "E_REVISION_LOG": ("expected", "actual"),
+        "E_ACKNOWLEDGED_INVALID": ("commit", "diagnostic_code"),
         "E_UNKNOWN_UNIT": ("obligation_id", "unit"),
         "E_UNKNOWN_GATE": ("obligation_id", "gate"),
         "E_GATE_LIST": ("obligation_id", "gates"),
@@ -164,6 +168,13 @@ DIAGNOSTIC_FIELDS: dict[str, frozenset[str]] = {
         "E_OBLIGATION_ADDED": ("obligation_id",),
         "E_STATE_REGRESSION": ("obligation_id",),
         "E_PREREQUISITE_NOT_ALREADY_ACTIVE": ("node", "prerequisite"),
+        "E_REVISION_LOG_CHANGED": ("revision",),
+        "E_ACKNOWLEDGED_CHANGED": ("base_count", "candidate_count"),
+        # history replay (scripts/replay-storage-ownership-history.py)
+        "E_HISTORY_UNACKNOWLEDGED": ("commit", "diagnostic_code", "fields"),
+        "E_HISTORY_ACK_STALE": ("commit", "diagnostic_code", "fields"),
+        # the runner's interpreter resolution
+        "E_INTERPRETER_UNRESOLVED": ("argv0",),
         # provenance
         "E_GIT_CANDIDATE": ("root",),
         "E_TREE_DIRTY": ("paths",),
@@ -313,9 +324,26 @@ class Registry:
 
 
 @dataclass(frozen=True)
+class Acknowledgement:
+    """A historical violation the ledger admits instead of hiding (see the replay tool).
+
+    ``diagnostics`` holds one canonical key per diagnostic (``diagnostic_key``) that replaying
+    ``commit`` against its first parent must reproduce exactly.
+    """
+
+    commit: str
+    reason: str
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Manifest:
     registry: Registry
     obligations: tuple[Obligation, ...]
+    # The revision log: (revision, reason) for revisions 2.. in order; None when absent (the
+    # manifests written before the log existed).
+    revisions: tuple[tuple[int, str], ...] | None = None
+    acknowledged: tuple[Acknowledgement, ...] = ()
 
     def by_id(self) -> dict[str, Obligation]:
         return {o.id: o for o in self.obligations}
@@ -406,6 +434,7 @@ def parse_manifest(data: Mapping[str, Any], sink: Diagnostics) -> Manifest | Non
         "manifest",
         dict(data),
         {"schema": "string", "registry": "table", "obligations": "array of tables"},
+        {"revisions": "array of tables", "acknowledged": "array of tables"},
     )
     if top is None:
         return None
@@ -418,9 +447,72 @@ def parse_manifest(data: Mapping[str, Any], sink: Diagnostics) -> Manifest | Non
             rows_ok = False
         else:
             rows.append(parsed)
-    if registry is None or not rows_ok:
+    revisions_ok, revisions = _parse_revisions(top.get("revisions"), shape)
+    acknowledged = _parse_acknowledged(top.get("acknowledged", []), shape, sink)
+    if registry is None or not rows_ok or not revisions_ok or acknowledged is None:
         return None
-    return Manifest(registry, tuple(rows))
+    return Manifest(registry, tuple(rows), revisions, acknowledged)
+
+
+def diagnostic_key(code: str, fields: Mapping[str, Any]) -> str:
+    """One canonical string per (code, identifying fields): how replayed and acknowledged
+    diagnostics are compared.  O(size of the fields); allocates one string."""
+    return json.dumps({"code": code, "fields": dict(fields)}, sort_keys=True)
+
+
+def _parse_revisions(value: Any, shape: _Shape) -> tuple[bool, tuple[tuple[int, str], ...] | None]:
+    """The optional revision log as (well-formed, entries); entries is None when absent."""
+    if value is None:
+        return True, None
+    entries: list[tuple[int, str]] = []
+    for i, entry in enumerate(value):
+        t = shape.table(f"revisions[{i}]", entry, {"revision": "integer", "reason": "string"})
+        if t is None:
+            return False, None
+        entries.append((t["revision"], t["reason"]))
+    return True, tuple(entries)
+
+
+def _parse_acknowledged(
+    value: list[Any], shape: _Shape, sink: Diagnostics
+) -> tuple[Acknowledgement, ...] | None:
+    result: list[Acknowledgement] = []
+    ok = True
+    for i, entry in enumerate(value):
+        t = shape.table(
+            f"acknowledged[{i}]",
+            entry,
+            {"commit": "string", "reason": "string", "diagnostics": "array of tables"},
+        )
+        if t is None:
+            ok = False
+            continue
+        keys: list[str] = []
+        if not t["diagnostics"]:
+            sink.add(
+                "E_ACKNOWLEDGED_INVALID",
+                f"acknowledged[{i}] ({t['commit']}) lists no diagnostic",
+                commit=t["commit"],
+                diagnostic_code=None,
+            )
+            ok = False
+        for d in t["diagnostics"]:
+            code = d.get("code")
+            fields = {k: v for k, v in d.items() if k != "code"}
+            expected = DIAGNOSTIC_FIELDS.get(code) if isinstance(code, str) else None
+            if expected is None or frozenset(fields) != expected:
+                sink.add(
+                    "E_ACKNOWLEDGED_INVALID",
+                    f"acknowledged[{i}] ({t['commit']}): {code!r} with fields "
+                    f"{sorted(fields)} is not a registered diagnostic shape",
+                    commit=t["commit"],
+                    diagnostic_code=code if isinstance(code, str) else None,
+                )
+                ok = False
+                continue
+            keys.append(diagnostic_key(code, fields))
+        result.append(Acknowledgement(t["commit"], t["reason"], tuple(keys)))
+    return tuple(result) if ok else None
 
 
 def _parse_registry(value: Any, shape: _Shape, sink: Diagnostics) -> Registry | None:
@@ -729,6 +821,17 @@ def check_registry(manifest: Manifest, sink: Diagnostics) -> None:
                     obligation_id=o.id,
                     actual=o.state.promotion_mode,
                 )
+    if manifest.revisions is not None:
+        expected_log = list(range(2, reg.revision + 1))
+        actual_log = [r for r, _ in manifest.revisions]
+        if actual_log != expected_log:
+            sink.add(
+                "E_REVISION_LOG",
+                f"the revision log must record revisions {expected_log} in order (revision 1 "
+                f"is the original registry), found {actual_log}",
+                expected=expected_log,
+                actual=actual_log,
+            )
     owned = {o.unit for o in manifest.obligations}
     for u in reg.unit_ids:
         if u not in owned:
@@ -870,9 +973,48 @@ def _argv_index(argv: Sequence[str], path: str) -> int | None:
     return None
 
 
-def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
-    """Confines every artifact, cwd and path argument; returns obligation ids with failures."""
+class TreeFiles:
+    """The files of one commit's tree (``git ls-tree -r``): existence without a checkout.
+
+    The history replay checks old candidates against the files they committed, not against
+    today's working tree.  Construction is O(files x depth); lookups are O(1).
+    """
+
+    def __init__(self, files: Iterable[str]) -> None:
+        self.files = frozenset(files)
+        dirs = {"."}
+        for f in self.files:
+            parts = f.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                dirs.add("/".join(parts[:i]))
+        self.dirs = frozenset(dirs)
+
+    def exists(self, rel: str) -> bool:
+        return rel in self.files or rel in self.dirs
+
+    def is_dir(self, rel: str) -> bool:
+        return rel in self.dirs
+
+
+def check_paths(
+    root: Path, manifest: Manifest, sink: Diagnostics, tree: TreeFiles | None = None
+) -> set[str]:
+    """Confines every artifact, cwd and path argument; returns obligation ids with failures.
+
+    Existence is read from the filesystem, or from ``tree`` (a commit's files) when given.
+    """
     failed: set[str] = set()
+    real_root = root.resolve()
+
+    def rel(resolved: Path) -> str:
+        return resolved.relative_to(real_root).as_posix() or "."
+
+    def exists(resolved: Path) -> bool:
+        return resolved.exists() if tree is None else tree.exists(rel(resolved))
+
+    def is_dir(resolved: Path) -> bool:
+        return resolved.is_dir() if tree is None else tree.is_dir(rel(resolved))
+
     for o in manifest.obligations:
         before = len(sink)
         a, c = o.artifact, o.command
@@ -893,7 +1035,7 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
                 artifact_id=a.id,
                 path=a.path,
             )
-        elif o.active and resolved is not None and not resolved.exists():
+        elif o.active and resolved is not None and not exists(resolved):
             # Only active rows need evidence on disk; a deferred path is a future
             # specification and is never fabricated.
             sink.add(
@@ -920,7 +1062,7 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
                 command_id=c.id,
                 cwd=c.cwd,
             )
-        elif o.active and cwd_resolved is not None and not cwd_resolved.is_dir():
+        elif o.active and cwd_resolved is not None and not is_dir(cwd_resolved):
             sink.add(
                 "E_CWD_MISSING",
                 f"{o.id}: command cwd {c.cwd!r} is not a directory",
@@ -928,7 +1070,7 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
                 command_id=c.id,
                 cwd=c.cwd,
             )
-        if cwd_resolved is not None and cwd_resolved.is_dir():
+        if cwd_resolved is not None and is_dir(cwd_resolved):
             for p in dict.fromkeys(c.path_args):
                 index = _argv_index(c.argv, p)
                 if index is None or p == a.path:
@@ -951,7 +1093,7 @@ def check_paths(root: Path, manifest: Manifest, sink: Diagnostics) -> set[str]:
                         index=index,
                         path=p,
                     )
-                elif o.active and resolved is not None and not resolved.exists():
+                elif o.active and resolved is not None and not exists(resolved):
                     sink.add(
                         "E_ARGV_PATH_MISSING",
                         f"{o.id}: argv[{index}] {p!r} does not exist",
@@ -1116,10 +1258,12 @@ def check_commands(manifest: Manifest, skip: set[str], sink: Diagnostics) -> Non
                 )
 
 
-def check_structure(root: Path, manifest: Manifest, sink: Diagnostics) -> None:
+def check_structure(
+    root: Path, manifest: Manifest, sink: Diagnostics, tree: TreeFiles | None = None
+) -> None:
     check_registry(manifest, sink)
     check_lifecycle(manifest, sink)
-    failed = check_paths(root, manifest, sink)
+    failed = check_paths(root, manifest, sink, tree)
     check_commands(manifest, failed, sink)
 
 
@@ -1265,6 +1409,7 @@ def compare_with_base(base: Manifest, cand: Manifest, sink: Diagnostics) -> None
             )
     rb, rc = base.registry.revision, cand.registry.revision
     revision = rc == rb + 1
+    _compare_history_records(base, cand, revision, sink)
     if rc not in (rb, rb + 1):
         sink.add(
             "E_REVISION_STEP",
@@ -1325,6 +1470,37 @@ def compare_with_base(base: Manifest, cand: Manifest, sink: Diagnostics) -> None
             promoted_units.add(c.unit)
     if promoted_units and not revision:
         _check_already_active(base, cand, promoted_units, sink)
+
+
+def _compare_history_records(
+    base: Manifest, cand: Manifest, revision: bool, sink: Diagnostics
+) -> None:
+    """The revision log only grows; the acknowledged history is written once, by a revision.
+
+    Once a base records why each revision happened, a candidate keeps those entries byte for
+    byte (the structural check already requires one entry per revision).  The list of
+    acknowledged historical violations may appear only in a revision candidate (the revision
+    log records why) and is immutable afterwards, so no later change can excuse itself.
+    """
+    if base.revisions is not None:
+        cand_log = cand.revisions or ()
+        for i, entry in enumerate(base.revisions):
+            if i >= len(cand_log) or cand_log[i] != entry:
+                sink.add(
+                    "E_REVISION_LOG_CHANGED",
+                    f"the revision log entry for revision {entry[0]} differs from the base; "
+                    "recorded revisions are append-only",
+                    revision=entry[0],
+                )
+                break
+    if base.acknowledged != cand.acknowledged and (base.acknowledged or not revision):
+        sink.add(
+            "E_ACKNOWLEDGED_CHANGED",
+            "the acknowledged history differs from the base; it is introduced once, by a "
+            "revision candidate, and never edited afterwards",
+            base_count=len(base.acknowledged),
+            candidate_count=len(cand.acknowledged),
+        )
 
 
 def _check_already_active(
@@ -1676,15 +1852,43 @@ def emit(sink: Diagnostics, as_json: bool, tool: str, ok_line: str) -> int:
     return 1 if sink else 0
 
 
-class _Parser(argparse.ArgumentParser):
-    """Exact options only: no prefix abbreviations (``--receipt`` is not ``--receipt-out``)."""
+USAGE_EXIT = 2
 
-    def __init__(self, **kwargs: Any) -> None:
+
+def usage_options(message: str) -> list[str]:
+    """The option names or tokens an argparse error message is about (best effort, stable)."""
+    for prefix in ("unrecognized arguments: ", "the following arguments are required: "):
+        if message.startswith(prefix):
+            rest = message[len(prefix) :]
+            sep = ", " if prefix.startswith("the following") else " "
+            return [t for t in rest.split(sep) if t]
+    found = re.match(r"argument ([^:]+):", message)
+    if found:
+        return [o for o in found.group(1).split("/") if o]
+    return []
+
+
+class _Parser(argparse.ArgumentParser):
+    """Exact options only: no prefix abbreviations (``--receipt`` is not ``--receipt-out``).
+
+    A usage error (unknown option, missing required option, missing value) exits with status 2.
+    When ``--diagnostics-json`` occurs anywhere in the argument list, the error is reported as
+    the diagnostics envelope (code ``E_USAGE``) on stdout, like every other failure, and the
+    human usage text still goes to stderr.
+    """
+
+    def __init__(self, *, wants_json: bool = False, **kwargs: Any) -> None:
         super().__init__(allow_abbrev=False, **kwargs)
+        self.wants_json = wants_json
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        sys.stderr.write(f"{self.prog}: error: {message}\n")
+        if self.wants_json:
+            sink = Diagnostics()
+            sink.add("E_USAGE", f"{self.prog}: {message}", options=usage_options(message))
+            sys.stdout.write(json.dumps(sink.envelope(), indent=2) + "\n")
+        raise SystemExit(USAGE_EXIT)
 
 
 def probe_requested(argv: Sequence[str]) -> bool:
@@ -1706,6 +1910,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Availability handshake: no manifest is loaded and nothing goes to stderr.
         return write_probe(CHECKER_CONTRACT)
     parser = _Parser(
+        wants_json="--diagnostics-json" in args_list,
         prog="check-storage-ownership-contracts",
         description="Validate the storage-ownership obligation manifest (v2), optionally a "
         "promotion against a base commit and a runner receipt.",
@@ -1739,7 +1944,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             results = _check_receipt_file(loaded, args.receipt, candidate, base, sink)
         if args.summary_json:
             summary = build_summary(loaded.manifest, candidate, results if not sink else None)
-            Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+            try:
+                Path(args.summary_json).write_text(json.dumps(summary, indent=2) + "\n", "utf-8")
+            except OSError:
+                sink.add(
+                    "E_SUMMARY_WRITE",
+                    f"cannot write the summary to {args.summary_json}",
+                    path=args.summary_json,
+                )
     counts = ""
     if loaded is not None:
         rows = loaded.manifest.obligations

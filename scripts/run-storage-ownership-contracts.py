@@ -9,6 +9,15 @@ trusted CI runner, not a security attestation.
 
 Standard library only.  Child output goes to this process's stderr so that ``--diagnostics-json``
 keeps stdout a single JSON document.
+
+Interpreter resolution: a manifest argv whose first entry is ``python3`` is executed with the
+interpreter running this runner (``sys.executable``), never with whatever ``python3`` comes
+first on PATH.  So ``.venv/bin/python scripts/run-storage-ownership-contracts.py ...`` runs every
+Python obligation in that virtual environment, exactly as CI runs them in its own.  The receipt
+still records the canonical manifest argv (``python3`` ...); the resolved interpreter is printed
+on stderr.  When the running interpreter cannot report its own path (an empty
+``sys.executable``, e.g. an embedded interpreter), nothing is executed and the runner reports
+``E_INTERPRETER_UNRESOLVED``.  Any other argv[0] is looked up on PATH as usual.
 """
 
 from __future__ import annotations
@@ -61,10 +70,40 @@ RUNNER_CONTRACT: dict[str, Any] = {
 NOT_STARTED = 127
 
 
+def resolve_argv(argv: Sequence[str]) -> list[str]:
+    """The argv actually started: ``python3`` becomes ``sys.executable`` (see the module doc).
+
+    O(len(argv)); allocates one list.  The caller has already checked that ``sys.executable``
+    is non-empty when any argv needs it (``unresolved_interpreter``).
+    """
+    if argv and argv[0] == checker.INTERPRETER:
+        return [sys.executable, *argv[1:]]
+    return list(argv)
+
+
+def unresolved_interpreter(manifest: Any, sink: Any) -> bool:
+    """Reports E_INTERPRETER_UNRESOLVED when an active argv needs an interpreter path that the
+    running interpreter cannot give; True when nothing may run."""
+    needs = any(
+        o.active and o.command.argv and o.command.argv[0] == checker.INTERPRETER
+        for o in manifest.obligations
+    )
+    if needs and not sys.executable:
+        sink.add(
+            "E_INTERPRETER_UNRESOLVED",
+            "manifest argv start with 'python3', which the runner executes with its own "
+            "interpreter, but sys.executable is empty; run the runner with a Python that "
+            "knows its own path",
+            argv0=checker.INTERPRETER,
+        )
+        return True
+    return False
+
+
 def execute(root: Path, argv: Sequence[str], cwd: str) -> int:
     try:
         done = subprocess.run(
-            list(argv),
+            resolve_argv(argv),
             cwd=root / cwd,
             stdin=subprocess.DEVNULL,
             stdout=sys.stderr.fileno(),
@@ -90,6 +129,7 @@ def run(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
         base = checker.compare_base_revision(loaded, args.base_commit, candidate, sink)
     checker.check_tree_clean(loaded.root, sink)
     checker.check_tracked(loaded.root, loaded.manifest, loaded.manifest_rel, sink)
+    unresolved_interpreter(loaded.manifest, sink)
     if sink:
         return sink, None  # nothing is executed for an invalid or unprovenanced candidate
 
@@ -101,7 +141,9 @@ def run(args: argparse.Namespace) -> tuple[Any, dict[str, Any] | None]:
     for skeleton in checker.receipt_executions(loaded.manifest):
         command = rows[skeleton["obligation_id"]].command
         if command.id not in by_command:
-            sys.stderr.write(f"run-storage-ownership-contracts: {' '.join(command.argv)}\n")
+            started = resolve_argv(command.argv)
+            via = f" (argv[0] -> {started[0]})" if started[0] != command.argv[0] else ""
+            sys.stderr.write(f"run-storage-ownership-contracts: {' '.join(command.argv)}{via}\n")
             sys.stderr.flush()
             by_command[command.id] = execute(loaded.root, command.argv, command.cwd)
         executions.append({**skeleton, "exit_code": by_command[command.id]})
@@ -127,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if checker.probe_requested(args_list):
         return int(checker.write_probe(RUNNER_CONTRACT))
     parser = checker._Parser(
+        wants_json="--diagnostics-json" in args_list,
         prog="run-storage-ownership-contracts",
         description="Execute every active storage-ownership obligation once and write the "
         "candidate-bound receipt.",

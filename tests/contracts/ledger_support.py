@@ -25,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO_ROOT / "scripts"
 CHECKER = SCRIPTS / "check-storage-ownership-contracts.py"
 RUNNER = SCRIPTS / "run-storage-ownership-contracts.py"
+REPLAY = SCRIPTS / "replay-storage-ownership-history.py"
 DOC_CHECKER = SCRIPTS / "check-contract-document.py"
 PRODUCTION_MANIFEST = "scripts/storage-ownership-contracts.toml"
 V1_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "v1-manifest.toml"
@@ -37,6 +38,8 @@ RECEIPT_SCHEMA = "tenferro.storage-ownership-receipt.v1"
 EXPECTED_FIELDS: dict[str, frozenset[str]] = {
     code: frozenset(keys.split())
     for code, keys in {
+        "E_USAGE": "options",
+        "E_SUMMARY_WRITE": "path",
         "E_ROOT_INVALID": "root",
         "E_MANIFEST_PATH_ESCAPE": "path",
         "E_MANIFEST_MISSING": "path",
@@ -51,6 +54,8 @@ EXPECTED_FIELDS: dict[str, frozenset[str]] = {
         "E_DEFERRED_ACTIVATION_UNIT": "obligation_id expected actual",
         "E_PROMOTION_MODE": "obligation_id actual",
         "E_REVISION_INVALID": "actual",
+        "E_REVISION_LOG": "expected actual",
+        "E_ACKNOWLEDGED_INVALID": "commit diagnostic_code",
         "E_UNKNOWN_UNIT": "obligation_id unit",
         "E_UNKNOWN_GATE": "obligation_id gate",
         "E_GATE_LIST": "obligation_id gates",
@@ -95,6 +100,11 @@ EXPECTED_FIELDS: dict[str, frozenset[str]] = {
         "E_OBLIGATION_ADDED": "obligation_id",
         "E_STATE_REGRESSION": "obligation_id",
         "E_PREREQUISITE_NOT_ALREADY_ACTIVE": "node prerequisite",
+        "E_REVISION_LOG_CHANGED": "revision",
+        "E_ACKNOWLEDGED_CHANGED": "base_count candidate_count",
+        "E_HISTORY_UNACKNOWLEDGED": "commit diagnostic_code fields",
+        "E_HISTORY_ACK_STALE": "commit diagnostic_code fields",
+        "E_INTERPRETER_UNRESOLVED": "argv0",
         "E_GIT_CANDIDATE": "root",
         "E_TREE_DIRTY": "paths",
         "E_PATH_UNTRACKED": "path",
@@ -360,10 +370,15 @@ class Outcome:
 
 
 def run_script(
-    script: Path, *args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None
+    script: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    interpreter: Path | str | None = None,
 ) -> Outcome:
+    """Runs a tool with the current interpreter (or ``interpreter``, e.g. a stand-in)."""
     done = subprocess.run(
-        [sys.executable, str(script), *args],
+        [str(interpreter or sys.executable), str(script), *args],
         capture_output=True,
         text=True,
         check=False,
@@ -445,9 +460,14 @@ def valid_receipt(
 
 STANDIN_SOURCE = """\
 #!{python}
-# Stand-in for `python3`: records the argv it was given, then either exits with a configured
-# status or (mode "exec") becomes the real interpreter.  Nested invocations are not recorded.
+# Stand-in interpreter.  Launched with LEDGER_STANDIN_LAUNCH set, it becomes the real interpreter
+# under its own name, so the tool it runs (the runner) sees it as sys.executable and starts every
+# `python3` argv through it.  Otherwise it records the argv it was given (as `python3 ...`), then
+# either exits with a configured status or (mode "exec") becomes the real interpreter.  Nested
+# invocations are not recorded.
 import json, os, sys
+if os.environ.pop("LEDGER_STANDIN_LAUNCH", None):
+    os.execv({python!r}, [sys.argv[0], *sys.argv[1:]])
 argv = ["python3", *sys.argv[1:]]
 if not os.environ.get("LEDGER_STANDIN_NESTED"):
     with open(os.environ["LEDGER_STANDIN_LOG"], "a", encoding="utf-8") as log:
@@ -464,17 +484,23 @@ sys.exit(0)
 
 @dataclass
 class StandIn:
+    """A recording interpreter: run a tool with ``interpreter=standin.exe``, ``standin.env()``."""
+
     bin_dir: Path
     log: Path
+
+    @property
+    def exe(self) -> Path:
+        return self.bin_dir / "python3"
 
     def env(
         self, *, mode: str = "record", exit_codes: Mapping[str, int] | None = None
     ) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_STANDIN")}
-        env["PATH"] = f"{self.bin_dir}{os.pathsep}{env.get('PATH', '')}"
         env["LEDGER_STANDIN_LOG"] = str(self.log)
         env["LEDGER_STANDIN_MODE"] = mode
         env["LEDGER_STANDIN_EXIT"] = json.dumps(dict(exit_codes or {}))
+        env["LEDGER_STANDIN_LAUNCH"] = "1"
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         return env
 
@@ -527,3 +553,94 @@ def copy_working_tree(source: Path, dest: Path) -> Path:
     git(dest, "add", "-A")
     git(dest, *GIT_COMMIT, "commit", "-q", "--allow-empty", "-m", "candidate")
     return dest
+
+
+# ------------------------------------------------------------------------------------------
+# The suite's base-commit check (what CI runs through tests/contracts/test_ledger_base_commit.py)
+
+BASE_ENV = "TENFERRO_LEDGER_BASE"
+ZERO_OID = re.compile(r"0+")
+
+
+class NoRepository(Exception):
+    """The tree is not a git checkout: there is no history to compare against."""
+
+
+class BaseUnavailable(Exception):
+    """HEAD has a parent, but its commit is not available (a shallow clone that cannot deepen)."""
+
+
+@dataclass(frozen=True)
+class SuiteBase:
+    base: str | None  # the revision passed to --base-commit; None: HEAD is a root commit
+    how: str  # why this base (shown in failures)
+
+
+def _git_rc(root: Path, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", "-C", str(root), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+    )
+
+
+def resolve_suite_base(
+    root: Path, manifest_rel: str = PRODUCTION_MANIFEST, env: Mapping[str, str] | None = None
+) -> SuiteBase:
+    """The base the suite compares the manifest with.  Policy, in order:
+
+    1. ``TENFERRO_LEDGER_BASE`` (a CI job passes its event base: the pull request's base or the
+       push's ``before``; an all-zero id, GitHub's "new branch", is ignored);
+    2. the manifest differs from HEAD in the working tree: HEAD (the pending change is checked);
+    3. HEAD's first parent, read from the commit object itself, so a shallow clone cannot hide
+       it.  When that commit is absent (shallow clone), every remote is asked to deepen by one;
+       if it is still absent, ``BaseUnavailable`` -- the check fails rather than pass unchecked;
+    4. HEAD has no parent at all (a root commit): ``base=None``; the manifest is only checked
+       structurally, which is exactly what an introduction is.
+
+    Raises ``NoRepository`` when ``root`` is not a git checkout (an unpacked archive).
+    """
+    env = os.environ if env is None else env
+    if _git_rc(root, "rev-parse", "--verify", "-q", "HEAD^{commit}").returncode != 0:
+        raise NoRepository(f"{root} is not a git checkout with a HEAD commit")
+    given = env.get(BASE_ENV, "").strip()
+    if given and not ZERO_OID.fullmatch(given):
+        return SuiteBase(given, f"{BASE_ENV}={given}")
+    if _git_rc(root, "diff", "--quiet", "HEAD", "--", manifest_rel).returncode == 1:
+        return SuiteBase("HEAD", "the manifest has uncommitted changes: compared with HEAD")
+    raw = _git_rc(root, "cat-file", "-p", "HEAD").stdout
+    parents = [line.split()[1] for line in raw.splitlines() if line.startswith("parent ")]
+    if not parents:
+        return SuiteBase(None, "HEAD is a root commit: structural check only")
+    parent = parents[0]
+
+    def present() -> bool:
+        return _git_rc(root, "cat-file", "-e", f"{parent}^{{commit}}").returncode == 0
+
+    if present():
+        return SuiteBase(parent, "HEAD's first parent")
+    for remote in _git_rc(root, "remote").stdout.split():
+        try:
+            _git_rc(root, "fetch", "-q", "--no-tags", "--deepen=1", remote, timeout=120)
+        except subprocess.TimeoutExpired:
+            continue
+        if present():
+            return SuiteBase(parent, f"HEAD's first parent (deepened from {remote})")
+    raise BaseUnavailable(
+        f"HEAD's first parent {parent} is not in this (shallow) clone and no remote could "
+        f"deepen it; fetch at least two commits of history or set {BASE_ENV}"
+    )
+
+
+def suite_base_check(
+    root: Path, manifest_rel: str = PRODUCTION_MANIFEST
+) -> tuple[SuiteBase, Outcome]:
+    """Runs the real checker CLI over ``root`` with the suite's base (see resolve_suite_base)."""
+    base = resolve_suite_base(root, manifest_rel)
+    args = ["--root", str(root), "--manifest", manifest_rel, "--diagnostics-json"]
+    if base.base is not None:
+        args += ["--base-commit", base.base]
+    return base, run_script(root / "scripts" / CHECKER.name, *args)

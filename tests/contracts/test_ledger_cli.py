@@ -15,8 +15,11 @@ from tests.contracts.ledger_support import (
     CHECKER,
     EXPECTED_FIELDS,
     MANIFEST_REL,
+    REPLAY,
     RUNNER,
+    Outcome,
     Repo,
+    assert_one_fault,
     run_script,
 )
 
@@ -111,6 +114,18 @@ STANDALONE_CODES = {
     "E_MANIFEST_PATH_ESCAPE",
     "E_MANIFEST_MISSING",
     "E_MANIFEST_TOML",
+    # test_ledger_cli.py (usage errors, summary)
+    "E_USAGE",
+    "E_SUMMARY_WRITE",
+    # test_ledger_history_replay.py
+    "E_REVISION_LOG",
+    "E_REVISION_LOG_CHANGED",
+    "E_ACKNOWLEDGED_INVALID",
+    "E_ACKNOWLEDGED_CHANGED",
+    "E_HISTORY_UNACKNOWLEDGED",
+    "E_HISTORY_ACK_STALE",
+    # test_ledger_runner.py (interpreter resolution)
+    "E_INTERPRETER_UNRESOLVED",
 }
 
 
@@ -125,3 +140,73 @@ def test_runner_does_not_accept_an_abbreviated_option(tmp_path: Path) -> None:
     args = ["--root", ".", "--manifest", "m.toml", "--receipt", "r.json"]
     outcome = run_script(RUNNER, *args, cwd=tmp_path)
     assert outcome.rc == 2 and "--receipt-out" in outcome.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# Usage errors: with --diagnostics-json they are one E_USAGE diagnostic in the envelope
+
+TOOLS = [CHECKER, RUNNER, REPLAY]
+FULL_ARGS = {
+    CHECKER: ["--root", ".", "--manifest", "m.toml"],
+    RUNNER: ["--root", ".", "--manifest", "m.toml", "--receipt-out", "r.json"],
+    REPLAY: ["--root", ".", "--manifest", "m.toml"],
+}
+
+
+@pytest.mark.parametrize("script", TOOLS, ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    ("mistake", "options"),
+    [
+        ("unknown-option", ["--bogus"]),
+        ("missing-required", ["--manifest"]),
+        ("missing-value", ["--root"]),
+    ],
+)
+def test_usage_errors_emit_the_envelope(
+    script: Path, mistake: str, options: list[str], tmp_path: Path
+) -> None:
+    args = list(FULL_ARGS[script])
+    if mistake == "unknown-option":
+        args.append("--bogus")
+    elif mistake == "missing-required":
+        i = args.index("--manifest")
+        del args[i : i + 2]
+    else:
+        i = args.index("--root")
+        del args[i : i + 2]
+        args = [*args, "--diagnostics-json", "--root"]
+    if "--diagnostics-json" not in args:
+        args.append("--diagnostics-json")
+    outcome = run_script(script, *args, cwd=tmp_path)
+    assert outcome.rc == 2
+    assert "usage:" in outcome.stderr  # the human text is still there
+    # rc 2 is the usage status; assert_one_fault checks rc 1, so compare the envelope directly.
+    found = assert_one_fault(_as_rc1(outcome), "E_USAGE", {"options": options})
+    assert found["message"].strip()
+
+
+def _as_rc1(outcome: Outcome) -> Outcome:
+    return Outcome(1, outcome.stdout, outcome.stderr)
+
+
+@pytest.mark.parametrize("script", TOOLS, ids=lambda p: p.stem)
+def test_usage_errors_without_the_flag_keep_stdout_empty(script: Path, tmp_path: Path) -> None:
+    outcome = run_script(script, *FULL_ARGS[script], "--bogus", cwd=tmp_path)
+    assert outcome.rc == 2 and outcome.stdout == ""
+    assert "unrecognized arguments: --bogus" in outcome.stderr
+
+
+def test_an_unwritable_summary_is_a_diagnostic(
+    make_repo: Callable[..., Repo], run_checker: Callable[..., Outcome], tmp_path: Path
+) -> None:
+    outcome = run_checker(make_repo(), "--summary-json", str(tmp_path))  # a directory
+    assert_one_fault(outcome, "E_SUMMARY_WRITE", {"path": str(tmp_path)})
+
+
+def test_missing_files_are_diagnostics_not_tracebacks(tmp_path: Path) -> None:
+    repo_less = tmp_path / "nowhere"
+    for script in TOOLS:
+        args = [a if a != "." else str(repo_less) for a in FULL_ARGS[script]]
+        outcome = run_script(script, *args, "--diagnostics-json", cwd=tmp_path)
+        assert_one_fault(outcome, "E_ROOT_INVALID", {"root": str(repo_less)})
+        assert "Traceback" not in outcome.stderr

@@ -121,7 +121,7 @@ def _env(standin: StandIn, candidate: Path, **kwargs: Any) -> dict[str, str]:
     return env
 
 
-def _run(candidate: Path, receipt: Path, env: dict[str, str]) -> Outcome:
+def _run(candidate: Path, receipt: Path, env: dict[str, str], standin: StandIn) -> Outcome:
     return run_script(
         RUNNER,
         "--root",
@@ -132,6 +132,7 @@ def _run(candidate: Path, receipt: Path, env: dict[str, str]) -> Outcome:
         str(receipt),
         "--diagnostics-json",
         env=env,
+        interpreter=standin.exe,
     )
 
 
@@ -153,7 +154,7 @@ def test_runner_receipt_over_the_production_manifest_validates(
 ) -> None:
     standin = make_standin(tmp_path)
     receipt = tmp_path / "receipt.json"
-    outcome = _run(candidate, receipt, _env(standin, candidate, mode="exec"))
+    outcome = _run(candidate, receipt, _env(standin, candidate, mode="exec"), standin)
     assert_clean(outcome)
     data = json.loads(receipt.read_text("utf-8"))
     active = sorted(
@@ -174,7 +175,7 @@ def test_exit_status_propagates_over_the_production_manifest(
     parity = next(r for r in production["obligations"] if r["id"] == "p1-api-parity")
     failing = {" ".join(parity["command"]["argv"]): 7}
     receipt = tmp_path / "receipt.json"
-    outcome = _run(candidate, receipt, _env(standin, candidate, exit_codes=failing))
+    outcome = _run(candidate, receipt, _env(standin, candidate, exit_codes=failing), standin)
     assert_one_fault(
         outcome, "E_COMMAND_FAILED", {"obligation_id": "p1-api-parity", "exit_code": 7}
     )

@@ -1,15 +1,22 @@
-"""The runner over the fixture ledger, with a stand-in `python3` that records its argv.
+"""The runner over the fixture ledger, with a stand-in interpreter that records its argv.
 
-The stand-in sits first on PATH, so the runner's ordinary argv execution reaches it; it is a
-test fixture only, not a production command mode.
+The runner starts every `python3` argv with the interpreter that runs it (sys.executable), so
+the tests launch the runner *with* the stand-in: it becomes the real interpreter under its own
+name and every child `python3` argv comes back to it and is recorded.  It is a test fixture
+only, not a production command mode.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.contracts.ledger_support import (
     MANIFEST_REL,
@@ -20,6 +27,7 @@ from tests.contracts.ledger_support import (
     activate,
     assert_clean,
     assert_one_fault,
+    load_script,
     pytest_row,
     row,
     run_script,
@@ -31,7 +39,12 @@ P1A = ["python3", "scripts/verify-ok.py", "data/p1-a.json"]
 P1B = ["python3", "-m", "pytest", "tests/test_p1_b.py"]
 
 
-def run_runner(repo: Repo, receipt: Path, env: dict[str, str], *extra: str) -> Outcome:
+def run_runner(
+    repo: Repo, receipt: Path, env: dict[str, str], *extra: str, interpreter: Path | None = None
+) -> Outcome:
+    """Runs the runner; with a stand-in env, under the stand-in interpreter."""
+    if interpreter is None and "LEDGER_STANDIN_LOG" in env:
+        interpreter = Path(env["LEDGER_STANDIN_LOG"]).parent / "standin-bin" / "python3"
     return run_script(
         RUNNER,
         "--root",
@@ -43,6 +56,7 @@ def run_runner(repo: Repo, receipt: Path, env: dict[str, str], *extra: str) -> O
         "--diagnostics-json",
         *extra,
         env=env,
+        interpreter=interpreter,
     )
 
 
@@ -186,7 +200,67 @@ def test_human_output_keeps_stdout_for_the_summary_line(
         "--receipt-out",
         str(receipt),
         env=standin.env(),
+        interpreter=standin.exe,
     )
     assert outcome.rc == 0
     assert outcome.stdout.startswith("ok: 2 active obligations executed")
     assert "python3 -m pytest tests/test_p1_b.py" in outcome.stderr
+
+
+# ------------------------------------------------------------------------------------------
+# Interpreter resolution: `python3` argv run with the runner's own interpreter
+
+
+def test_python3_argv_runs_with_the_runners_interpreter_not_path(
+    make_repo: Callable[..., Repo], tmp_path: Path
+) -> None:
+    """A different `python3` first on PATH (a user's stale global one) is never used."""
+    repo = make_repo()
+    decoy_dir = tmp_path / "decoy-bin"
+    decoy_dir.mkdir()
+    marker = tmp_path / "decoy-was-called"
+    decoy = decoy_dir / "python3"
+    decoy.write_text(f"#!/bin/sh\ntouch {marker}\nexit 97\n", encoding="utf-8")
+    decoy.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LEDGER_STANDIN")}
+    env["PATH"] = f"{decoy_dir}{os.pathsep}{env.get('PATH', '')}"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    receipt = tmp_path / "receipt.json"
+    outcome = run_runner(repo, receipt, env)  # the current interpreter runs the runner
+    assert_clean(outcome)
+    assert not marker.exists()
+    data = json.loads(receipt.read_text("utf-8"))
+    # The receipt keeps the canonical argv; the resolution is reported on stderr.
+    assert [e["argv"] for e in data["executions"]] == [P1A, P1B]
+    assert all(e["exit_code"] == 0 for e in data["executions"])
+    assert f"(argv[0] -> {sys.executable})" in outcome.stderr
+
+
+def test_an_interpreter_without_a_path_runs_nothing(
+    make_repo: Callable[..., Repo], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runner = load_script("run_storage_ownership_contracts", RUNNER)
+    repo = make_repo()
+    monkeypatch.setattr(sys, "executable", "")
+    started: list[object] = []
+
+    def execute(*argv: object) -> int:
+        started.append(argv)
+        return 0
+
+    monkeypatch.setattr(runner, "execute", execute)
+    args = argparse.Namespace(
+        root=str(repo.root), manifest=MANIFEST_REL, base_commit=None, receipt_out="unused"
+    )
+    sink, receipt = runner.run(args)
+    assert receipt is None and started == []
+    assert [(d.code, d.fields) for d in sink.items] == [
+        ("E_INTERPRETER_UNRESOLVED", {"argv0": "python3"})
+    ]
+
+
+def test_other_argv0_is_looked_up_on_path(make_repo: Callable[..., Repo]) -> None:
+    runner = load_script("run_storage_ownership_contracts", RUNNER)
+    assert runner.resolve_argv(["python3", "-m", "pytest"]) == [sys.executable, "-m", "pytest"]
+    assert runner.resolve_argv(["cargo", "test"]) == ["cargo", "test"]
+    assert runner.resolve_argv(["python3.11", "x.py"]) == ["python3.11", "x.py"]
