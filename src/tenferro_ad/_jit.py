@@ -18,6 +18,19 @@ How a call runs depends on what it is given:
 Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
 gives up only one owned output without a copy, so a scoped call with several outputs
 returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+
+Buffers: the program writes results into the buffers of dead intermediates where shape
+and dtype allow (``reuse=True``, see ``_compile.py``).  **Donation**
+(``donate_argnums=(i, ...)``, as in JAX): every leaf of those positional arguments is
+overwritten in place by the program and the call consumes it -- an owning
+``tenferro_storage.Tensor`` is moved into the submission (the caller's owner is
+consumed: no copy, no allocation for the result written into it), a numpy array is
+imported (its one ``TRANSFER``) and the import overwritten.  A donating call always runs
+detached, so every other storage argument must be numpy too.  Whatever prevents the
+write -- no result of the leaf's shape and dtype after its last read, the leaf returned
+as is, a view or a borrowed owner, a handle call (bound eagerly), an engine that does
+not write into inputs -- raises :class:`~tenferro_ad.errors.DonationError` before
+anything runs or is consumed; there is never a silent copy.
 """
 
 from __future__ import annotations
@@ -39,6 +52,7 @@ from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
 from ._handle import EagerTensor
 from ._trace import Tracer, aval_of, run_bound, trace_flat
 from ._traced_retained import ProgramRetainedEntry, retained
+from .errors import ArgumentTypeError, DonationError
 
 _SCALARS = (bool, int, float, complex)
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
@@ -68,11 +82,19 @@ class Jitted:
     """A jitted function (see the module docstring). ``cache_size``: signatures compiled."""
 
     def __init__(
-        self, f: Callable[..., Any], engine: rt.EngineId | None, scratch_bytes: int = 0
+        self,
+        f: Callable[..., Any],
+        engine: rt.EngineId | None,
+        scratch_bytes: int = 0,
+        *,
+        reuse: bool = True,
+        donate_argnums: tuple[int, ...] = (),
     ) -> None:
         self.f = f
         self.engine = engine
         self.scratch_bytes = scratch_bytes
+        self.reuse = reuse
+        self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
         functools.update_wrapper(self, f)
 
@@ -102,7 +124,8 @@ class Jitted:
             t0 = time.perf_counter()
             graph = trace_flat(self.f, avals, tree)
             program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
-                                    scratch_bytes=self.scratch_bytes)
+                                    scratch_bytes=self.scratch_bytes, reuse=self.reuse,
+                                    donate=_donated_leaves(tree, self.donate_argnums))
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
@@ -111,17 +134,92 @@ class Jitted:
         if any(type(x) is Tracer for x in leaves):
             return self.f(*args)
         entry = self._entry(leaves, tree)
+        donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
+            if donated:
+                raise DonationError(
+                    f"jit({_name(self.f)}): handles are bound eagerly on the tape, so donated "
+                    f"argument leaves {list(donated)} cannot be written in place; donate only "
+                    "when calling with owners or numpy arrays"
+                )
             return tree_unflatten(entry.graph.out_tree, run_bound(entry.graph, leaves))
         engine = self.engine if self.engine is not None else rt.host_engine()
-        if any(isinstance(x, _STORAGE) for x in leaves):
+        if donated:
+            outs = _detached(engine, entry, _donation_inputs(self.f, engine, leaves, donated))
+        elif any(isinstance(x, _STORAGE) for x in leaves):
             outs = _scoped(engine, entry, leaves)
         else:
             outs = _detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
 
 
+def _name(f: Any) -> str:
+    return str(getattr(f, "__name__", "f"))
+
+
+def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...]) -> tuple[int, ...]:
+    """The leaf indices of the donated positional arguments. O(leaves)."""
+    if not argnums:
+        return ()
+    kids = tree.children
+    starts = [0]
+    for k in kids:
+        starts.append(starts[-1] + k.num_leaves)
+    leaves: list[int] = []
+    for i in argnums:
+        if not -len(kids) <= i < len(kids):
+            raise DonationError(
+                f"jit: donate_argnums entry {i} is out of range for {len(kids)} arguments"
+            )
+        i %= len(kids)
+        leaves.extend(range(starts[i], starts[i + 1]))
+    return tuple(leaves)
+
+
+def _donation_inputs(
+    f: Any, engine: rt.EngineId, leaves: Sequence[Any], donated: tuple[int, ...]
+) -> list[Any]:
+    """Check every leaf of a donating call before anything is consumed: donated leaves are
+    unborrowed owners or numpy values, the others numpy values, and the engine writes
+    into inputs.  Returns the leaves (owners are consumed by the submission). O(leaves)."""
+    from tenferro_storage.runtime._engine import lookup
+
+    if not getattr(lookup(engine), "supports_donation", False):
+        raise DonationError(f"jit({_name(f)}): {engine} does not write into donated inputs")
+    seen: set[int] = set()
+    for i, x in enumerate(leaves):
+        if i in donated:
+            if isinstance(x, ts.Tensor):
+                if id(x) in seen:
+                    raise DonationError(
+                        f"jit({_name(f)}): donated argument leaf {i} is an owner already "
+                        "passed as another leaf; one owner is consumed once"
+                    )
+                seen.add(id(x))
+                try:  # an exclusive borrow succeeds only on a live, unborrowed owner
+                    with x.as_view_mut():
+                        pass
+                except TenferroError as exc:
+                    raise DonationError(
+                        f"jit({_name(f)}): donated argument leaf {i} cannot be consumed: {exc}"
+                    ) from None
+            elif isinstance(x, _STORAGE):
+                raise DonationError(
+                    f"jit({_name(f)}): donated argument leaf {i} is a {type(x).__name__} (a "
+                    "borrow, never written by a call); donate the owner itself"
+                )
+        elif isinstance(x, _STORAGE):
+            raise DonationError(
+                f"jit({_name(f)}): a donating call runs detached and owns every input, but "
+                f"argument leaf {i} is a borrowed {type(x).__name__}; donate it as well, or "
+                "pass a numpy array"
+            )
+    return list(leaves)
+
+
 def _imported(x: Any, dtype: np.dtype[Any]) -> ts.Tensor[Any, Any]:
+    if isinstance(x, ts.Tensor):  # a donated owner: consumed by the group, no copy
+        return x
     return ts.from_numpy(np.asarray(x, dtype=dtype) if isinstance(x, _SCALARS) else x)
 
 
@@ -178,7 +276,12 @@ def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list
 
 
 def jit(
-    f: Callable[..., Any], *, engine: rt.EngineId | None = None, scratch_bytes: int = 0
+    f: Callable[..., Any],
+    *,
+    engine: rt.EngineId | None = None,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate_argnums: int | Sequence[int] = (),
 ) -> Jitted:
     """Compile ``f`` per input signature and run it through the runtime on ``engine``
     (default: the host engine).  See the module docstring for how arguments are treated;
@@ -189,5 +292,13 @@ def jit(
     ``scratch_bytes``: intermediates up to this size that only feed the next kernels are
     fused into one instruction as numpy scratch (fewer runtime owners per op; those
     intermediates are then not ledger allocations).  Default 0: every intermediate is an
-    owner the ledger sees, released at its last use."""
-    return Jitted(f, engine, scratch_bytes)
+    owner the ledger sees, released at its last use.
+
+    ``reuse`` (default on): results are written into dead buffers of the same shape and
+    dtype (fewer ``OPERATION_OUTPUT`` allocations, lower peak).  ``donate_argnums``: the
+    positional arguments the call consumes and overwrites in place (see the module
+    docstring; ``DonationError`` when that cannot happen)."""
+    argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
+    if not all(type(i) is int for i in argnums):
+        raise ArgumentTypeError(f"jit: donate_argnums must be ints, got {donate_argnums!r}")
+    return Jitted(f, engine, scratch_bytes, reuse=reuse, donate_argnums=argnums)
