@@ -53,8 +53,8 @@ from ._handle import EagerTensor, make_handle
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord
 from ._state import STATE, allocation_reason
-from ._tape import Tape
-from .errors import CheckpointError
+from ._tape import Tape, _check_rule_output
+from .errors import CheckpointError, MissingRuleError
 
 _RECOMPUTE: Final = ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 
@@ -260,14 +260,94 @@ def _sweep_from(
         node.ids = []
 
 
+def _consuming_sweep(sub: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any) -> dict[int, Any]:
+    """Reverse sweep of a segment's private sub-tape that releases each node's residuals
+    right after its rules ran (the replayed values die as the sweep passes them, as
+    PyTorch frees its saved tensors), and drops each cotangent once used.
+
+    The same arithmetic as :meth:`Tape.sweep` (no-record mode); the sub-tape is private
+    and consumed by this one sweep, so nothing can ask for its residuals again -- if a
+    rule raises, the sub-tape is dropped and the outer tape's boundary records are
+    untouched.  Returns ``{id: cotangent}`` for the ids in ``wrt``. O(nodes + rules).
+    """
+    if not seeds or not wrt:
+        return {}
+    nodes = sub.nodes
+    lo = min(wrt)
+    want = set(wrt)
+    cts = dict(seeds)
+    seeds.clear()
+    out: dict[int, Any] = {}
+    for vid in range(max(cts), lo - 1, -1):
+        g = cts.pop(vid, None)
+        if g is None:
+            continue
+        if vid in want:
+            out[vid] = g
+        node = nodes[vid]
+        if node is None:
+            continue
+        res = node.res
+        assert res is not None  # built by this replay, released only below
+        try:
+            _node_rules(node, g, res, cts, lo, ns)
+        finally:  # the node's residuals go as soon as its rules ran (or raised)
+            node.res = None
+            _give_back(res)
+        del g, res, node
+    return out
+
+
+def _give_back(res: list[Any]) -> None:
+    """Give back the counts a released node's residual list held (in a frame of its own,
+    so no loop variable outlives the call and keeps the last record alive)."""
+    for r in res:
+        if type(r) is AdValueRecord:
+            r.count -= 1
+
+
+def _node_rules(
+    node: Any, g: Any, res: list[Any], cts: dict[int, Any], lo: int, ns: Any
+) -> None:
+    """Run one node's VJP rules and accumulate the cotangents into ``cts``."""
+    prim = node.prim
+    ids = node.ids
+    args = [r.a if type(r) is AdValueRecord else r for r in res]
+    params = node.params
+    shapes = node.shapes
+    variadic = prim.variadic
+    for i in range(len(ids)):
+        in_id = ids[i]
+        if in_id < lo:
+            continue
+        rule = prim.vjps[0 if variadic else i]
+        if rule is None:
+            raise MissingRuleError(prim.name, "vjp", i)
+        if rule is NONDIFF:
+            continue
+        if variadic:
+            ct = rule(ns, g, *args, argnum=i, **params)
+        else:
+            ct = rule(ns, g, *args, **params)
+        if type(ct) is Zero:
+            continue
+        if shapes is not None:
+            if prim.checked:
+                _check_rule_output(prim, i, ct, shapes[i], g)
+            ct = ns.unbroadcast(ct, shapes[i])
+        prev = cts.get(in_id)
+        cts[in_id] = ct if prev is None else ns.add(prev, ct)
+
+
 def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:
     if type(g) is not _Cot:
         raise CheckpointError("checkpoint: a region node received a cotangent directly")
     if g.result is None:
         st.pending = None
         create_graph = ops is _handle_ns()
-        g.result = _vjp_all(st, g.stash, list(args), create_graph)
-        g.stash = {}
+        stash = g.stash
+        g.stash = {}  # the output cotangents are the replay's now: each dies once used
+        g.result = _vjp_all(st, stash, list(args), create_graph)
     ct = g.result[i]
     return _ZERO if ct is None else ct
 
@@ -283,10 +363,12 @@ def _vjp_all(
     ns = _numpy_ns()
     ct_var: dict[int, Any] = {}
     ct_in: dict[int, Any] = {}
-    for j, g in out_cts.items():
+    while out_cts:  # popped: no local outlives its seeding
+        j, g = out_cts.popitem()
         kind, v = graph.outputs[j]
         tgt = ct_var if kind == "v" else ct_in
         tgt[v] = g if v not in tgt else ns.add(tgt[v], g)
+        del g
     recs = st.records()  # the boundary records, watched as sub-tape leaves (no copy)
     in_recs = recs[:n_in]
     saved: dict[int, AdValueRecord] = {v: recs[n_in + k] for v, k in graph.saved.items()}
@@ -393,7 +475,7 @@ def _segment_vjp(
                     env.pop(v, None)
     env.clear()
     del inputs, consts
-    cts = _sweep_from(sub, seeds, sorted(in_ids) + sorted(leaf_ids), ns, False)
+    cts = _consuming_sweep(sub, seeds, sorted(in_ids) + sorted(leaf_ids), ns)
     sub.release()
     del sub
     for vid, ct in cts.items():
