@@ -295,3 +295,83 @@ def test_name_outside_a_region_is_the_identity() -> None:
     with pytest.raises(TypeError, match="policy must be a CheckpointPolicy"):
         ad.checkpoint(_two_sines, policy="save_nothing")  # type: ignore[arg-type]
     del x
+
+
+# -- recomputing only what backward reads ------------------------------------------------------
+
+
+def _tanh_segment(v: Any) -> Any:
+    return ad.tanh(ad.sin(ad.tanh(v)))
+
+
+def _chain(x: Any, segments: int, checkpointed: bool) -> Any:
+    seg = ad.checkpoint(_tanh_segment) if checkpointed else _tanh_segment
+    h = x
+    for _ in range(segments):
+        h = seg(h)
+    return ad.sum(h)
+
+
+def _recomputed_ops(program: Callable[[Any], Any]) -> list[str]:
+    with capture() as rec:
+        _grad_of(program)
+    return [
+        e.operation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ]
+
+
+def test_a_region_output_kept_by_the_next_region_is_not_recomputed() -> None:
+    """tanh's VJP needs its output; where that output is the next region's boundary, the
+    kept record is read instead of re-running the segment's last op (and sin, whose value
+    only that op reads, is not re-run either).  The last region's output is kept by
+    nothing (sum needs no input), so its segment recomputes everything."""
+    ops = _recomputed_ops(lambda x: _chain(x, 3, True))
+    assert ops == ["tanh", "sin", "tanh", "tanh", "tanh"]  # latest region first
+    plain = _grad_of(lambda x: _chain(x, 3, False))
+    np.testing.assert_allclose(_grad_of(lambda x: _chain(x, 3, True)), plain, rtol=1e-12)
+
+
+def test_an_output_used_outside_the_next_region_is_still_read_from_its_record() -> None:
+    """The next region keeps the output whatever else uses it; a plain op reading the same
+    value changes neither the gradient nor what is recomputed."""
+
+    def program(x: Any) -> Any:
+        seg = ad.checkpoint(_tanh_segment)
+        h1 = seg(x)
+        return ad.sum(seg(h1)) + ad.sum(h1 * h1)
+
+    assert _recomputed_ops(program) == ["tanh", "sin", "tanh", "tanh"]
+    ref = _grad_of(
+        lambda x: ad.sum(_tanh_segment(_tanh_segment(x)))
+        + ad.sum(_tanh_segment(x) * _tanh_segment(x))
+    )
+    np.testing.assert_allclose(_grad_of(program), ref, rtol=1e-12)
+
+
+def test_differentiating_a_region_chain_twice_with_keep_reads_the_same_records() -> None:
+    with ad.Tape() as tape:
+        x = tape.watch(_x())
+        loss = _chain(x, 3, True)
+    first = tape.backward(loss, wrt=[x], keep=True).take_grad(x)
+    second = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert first is not None and second is not None
+    np.testing.assert_array_equal(ts.kernel.read_array(first), ts.kernel.read_array(second))
+
+
+def test_replayed_values_are_released_as_the_segment_sweep_passes_them() -> None:
+    """Each recomputed value goes right after the VJP that reads it ran -- latest first --
+    instead of all together after the segment's sweep (earliest first)."""
+
+    def four_sines(v: Any) -> Any:
+        return ad.sin(ad.sin(ad.sin(ad.sin(v))))
+
+    with capture() as rec:
+        _grad_of(lambda x: ad.sum(ad.checkpoint(four_sines)(x)))
+    made = [
+        e.allocation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ]
+    released = [
+        e.allocation for e in rec.events if e.kind is EventKind.RELEASE and e.allocation in made
+    ]
+    assert len(made) == 3  # the 4th sine's value is read by nothing
+    assert released == made[::-1]
