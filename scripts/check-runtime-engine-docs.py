@@ -12,7 +12,8 @@ The artifact of the ``p0-engine-discovery-docs`` obligation.  The guide passes o
   engines are chosen by the caller, by id or by properties, never assumed;
 * its Python blocks run, in order, in one namespace against the real runtime; a block that
   needs a value the guide leaves to the reader (``program``, ``group``, ``slots``, ``inputs``)
-  must at least compile, and at least two blocks (discovery and selection) must really run;
+  or one that another example binds (a fragment) must at least compile, any other failure is a
+  problem, and at least two blocks (discovery and selection) must really run;
 * every repository file it points at (``tutorials/...``) exists.
 
 Usage: python3 scripts/check-runtime-engine-docs.py GUIDE
@@ -23,6 +24,7 @@ guide's examples (milliseconds).
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import io
 import re
@@ -53,6 +55,24 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def python_blocks(text: str) -> list[str]:
     return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+def bound_names(blocks: Sequence[str]) -> frozenset[str]:
+    """Names some example binds (import, assignment, ``with ... as``, ``for``, ``def``)."""
+    names: set[str] = set()
+    for block in blocks:
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+    return frozenset(names)
 
 
 def field_table(text: str) -> list[str]:
@@ -106,9 +126,11 @@ def check(guide: Path) -> list[str]:
         if not (ROOT / rel).is_file():
             problems.append(f"E_DOC_DEAD_LINK: {rel} does not exist")
 
+    blocks = python_blocks(text)
+    shown = PLACEHOLDERS | bound_names(blocks)
     namespace: dict[str, Any] = {"__name__": "runtime_engines_guide"}
     ran = 0
-    for index, block in enumerate(python_blocks(text)):
+    for index, block in enumerate(blocks):
         try:
             code = compile(block, f"{guide.name}[block {index}]", "exec")
         except SyntaxError as exc:
@@ -119,7 +141,7 @@ def check(guide: Path) -> list[str]:
                 exec(code, namespace)
             ran += 1
         except NameError as exc:
-            if exc.name not in PLACEHOLDERS:
+            if exc.name not in shown:
                 problems.append(f"E_DOC_BLOCK_FAILS: block {index}: {exc!r}")
         except Exception as exc:
             problems.append(f"E_DOC_BLOCK_FAILS: block {index}: {exc!r}")
