@@ -26,6 +26,7 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from .._batch_rules import defbatch, leading
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, Zero, deflinear, defprimitive
@@ -92,9 +93,13 @@ def _imag_t_impl(x: Array) -> Array:
 
 
 REAL = defprimitive("real", _real_impl, 1)
+defbatch(REAL, leading("real"))
 IMAG = defprimitive("imag", _imag_impl, 1)
+defbatch(IMAG, leading("imag"))
 REAL_T = defprimitive("real_t", _real_t_impl, 1)
+defbatch(REAL_T, leading("real_t"))
 IMAG_T = defprimitive("imag_t", _imag_t_impl, 1)
+defbatch(IMAG_T, leading("imag_t"))
 
 
 # real(x) of a real x is the identity (and its transpose too); of a complex x its
@@ -115,6 +120,7 @@ CONJ: Primitive = deflinear(
     defprimitive("conj", lambda x: np.conj(x) if np.iscomplexobj(x) else np.array(x, copy=True), 1),
     lambda ops, g: ops.apply(CONJ, g),
 )
+defbatch(CONJ, leading("conj"))
 
 
 def _angle_rule(ops: Any, g: Array, z: Array) -> Array:
@@ -135,6 +141,7 @@ def _angle_jvp(ops: Any, t: Array, z: Array) -> Array:
 ANGLE = defprimitive(
     "angle", lambda z: np.angle(z), 1, save_in=(0,), vjp=(_angle_rule,), jvp=(_angle_jvp,)
 )
+defbatch(ANGLE, leading("angle"))
 
 
 # -- abs: complex-aware rules for the core's primitive (JAX: ct * conj(z)/|z|) -----------------

@@ -29,6 +29,7 @@ import scipy.linalg as _sla
 import tenferro_storage as ts
 
 from .. import _linalg_math as L
+from .._batch_rules import defbatch, leading
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
@@ -80,10 +81,12 @@ TRIL: Primitive = deflinear(
     defprimitive("tril", lambda x, *, k: np.tril(x, k), 1),
     lambda ops, g, *, k: ops.apply(TRIL, g, k=k),
 )
+defbatch(TRIL, leading("tril"))
 TRIU: Primitive = deflinear(
     defprimitive("triu", lambda x, *, k: np.triu(x, k), 1),
     lambda ops, g, *, k: ops.apply(TRIU, g, k=k),
 )
+defbatch(TRIU, leading("triu"))
 
 
 def _diag_embed_impl(

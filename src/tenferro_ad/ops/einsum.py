@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import _einsum_path as E
+from .._batch_rules import defbatch, emit, loop_fallback
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defbilinear, deflinear, defprimitive
@@ -59,6 +60,28 @@ EINSUM_UNARY: Primitive = deflinear(
 )
 
 
+def _batch_label(subscripts: str) -> str | None:
+    """A label ``subscripts`` does not use (for the batch axis), or None."""
+    if "." in subscripts:
+        return None
+    return next((c for c in "ZYXWVUTSRQPONMLKJIHGFEDCBA" if c not in subscripts), None)
+
+
+def _batch_einsum_unary(
+    args: list[Any], batched: list[bool], size: int, *, subscripts: str, shape: Any, src: Any
+) -> tuple[Any, bool]:
+    z = _batch_label(subscripts)
+    if z is None:
+        return loop_fallback(EINSUM_UNARY, args, batched, size,
+                             {"subscripts": subscripts, "shape": shape, "src": src}), True
+    ins, out = subscripts.split("->")
+    return emit("einsum_unary", args[0], subscripts=f"{z + ins}->{z + out}",
+                shape=(size, *shape), src=(size, *src)), True
+
+
+defbatch(EINSUM_UNARY, _batch_einsum_unary)
+
+
 def _binary_ct(ops: Any, g: Array, x: Array, y: Array, subscripts: str, which: int) -> Array:
     bsub, usub = E.binary_transpose_subscripts(subscripts, which)
     mine, other = (x, y) if which == 0 else (y, x)
@@ -76,6 +99,23 @@ EINSUM_BINARY = defbilinear(
     lambda ops, g, x, y, *, subscripts: _binary_ct(ops, g, x, y, subscripts, 0),
     lambda ops, g, x, y, *, subscripts: _binary_ct(ops, g, x, y, subscripts, 1),
 )
+
+
+def _batch_einsum_binary(
+    args: list[Any], batched: list[bool], size: int, *, subscripts: str
+) -> tuple[Any, bool]:
+    """A fresh batch label on the batched operands and the output: one batched GEMM."""
+    z = _batch_label(subscripts)
+    if z is None:
+        return loop_fallback(EINSUM_BINARY, args, batched, size,
+                             {"subscripts": subscripts}), True
+    ins, out = subscripts.split("->")
+    a, b = ins.split(",")
+    sub = f"{z + a if batched[0] else a},{z + b if batched[1] else b}->{z + out}"
+    return emit("einsum_binary", *args, subscripts=sub), True
+
+
+defbatch(EINSUM_BINARY, _batch_einsum_binary)
 
 
 def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:

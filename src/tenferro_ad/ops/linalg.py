@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .._batch_rules import defbatch, emit, expand_batched, shape_of
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defbilinear, defprimitive
@@ -55,6 +56,31 @@ def _vjp_rhs(ops: Any, g: Array, x: Array, y: Array) -> Array:
 
 
 MATMUL = defbilinear(defprimitive("matmul", np.matmul, 2), _vjp_lhs, _vjp_rhs)
+
+
+def _batch_matmul(args: list[Any], batched: list[bool], size: int) -> tuple[Any, bool]:
+    """Vectors become matrices (and the unit axis is dropped again), batched operands get
+    unit axes after the batch up to the common rank; numpy's batched GEMM does the rest."""
+    x, y = args
+    bx, by = batched
+    xs, ys = shape_of(x), shape_of(y)
+    xv, yv = len(xs) - int(bx) == 1, len(ys) - int(by) == 1
+    if xv:
+        x = emit("reshape", x, shape=(*xs[:-1], 1, xs[-1]), src=xs)
+    if yv:
+        y = emit("reshape", y, shape=(*ys, 1), src=ys)
+    top = max(len(shape_of(x)) - int(bx), len(shape_of(y)) - int(by))
+    x = expand_batched(x, top) if bx else x
+    y = expand_batched(y, top) if by else y
+    out = emit("matmul", x, y)
+    s = shape_of(out)
+    if xv or yv:
+        keep = s[:-2] + (() if xv else s[-2:-1]) + (() if yv else s[-1:])
+        out = emit("reshape", out, shape=keep, src=s)
+    return out, True
+
+
+defbatch(MATMUL, _batch_matmul)
 
 
 def matmul(x: Any, y: Any) -> EagerTensor:

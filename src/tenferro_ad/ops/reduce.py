@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._batch_rules import defbatch, leading
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive
@@ -53,6 +54,7 @@ SUM = defprimitive(
     vjp=(lambda ops, g, *, axes, keepdims, shape: _expand(ops, g, shape, axes, keepdims),),
     jvp=(lambda ops, t, *, axes, keepdims, shape: ops.sum(t, axis=axes, keepdims=keepdims),),
 )
+defbatch(SUM, leading("sum", shift=("axes",), prefix=("shape",)))
 
 
 def _chooser(
@@ -92,6 +94,7 @@ MAX = defprimitive(
     vjp=(lambda ops, g, x, out, *, axes, keepdims: _chooser(ops, g, x, out, axes, keepdims),),
     jvp=(lambda ops, t, x, out, *, axes, keepdims: _chooser_jvp(ops, t, x, out, axes, keepdims),),
 )
+defbatch(MAX, leading("max", shift=("axes",)))
 MIN = defprimitive(
     "min",
     _min_impl,
@@ -101,6 +104,7 @@ MIN = defprimitive(
     vjp=(lambda ops, g, x, out, *, axes, keepdims: _chooser(ops, g, x, out, axes, keepdims),),
     jvp=(lambda ops, t, x, out, *, axes, keepdims: _chooser_jvp(ops, t, x, out, axes, keepdims),),
 )
+defbatch(MIN, leading("min", shift=("axes",)))
 
 
 def _prod_impl(a: Array, *, axes: tuple[int, ...], keepdims: bool) -> Array:
@@ -161,6 +165,7 @@ def _prod_jvp(ops: Any, t: Array, x: Array, *, axes: tuple[int, ...], keepdims: 
 PROD = defprimitive(
     "prod", _prod_impl, 1, save_in=(0,), vjp=(_prod_vjp,), jvp=(_prod_jvp,)
 )
+defbatch(PROD, leading("prod", shift=("axes",)))
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:

@@ -19,9 +19,19 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from .._batch_rules import (
+    BatchRule,
+    broadcast_batch,
+    defbatch,
+    emit,
+    expand_batched,
+    leading,
+    loop_fallback,
+    shape_of,
+)
 from .._dispatch import bind
 from .._handle import EagerTensor
-from .._primitive import defprimitive
+from .._primitive import REGISTRY, defprimitive
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from ._axes import KERNEL_ERRORS, arg_error, axis_index, permutation
 
@@ -93,6 +103,7 @@ RESHAPE = defprimitive(
     vjp=(_reshape_vjp,),
     jvp=(_reshape_jvp,),
 )
+defbatch(RESHAPE, leading("reshape", prefix=("shape", "src")))
 RESHAPE_COPY = defprimitive(
     "reshape_copy",
     lambda a, *, shape, src: np.reshape(np.ascontiguousarray(a), shape).copy(),
@@ -100,6 +111,7 @@ RESHAPE_COPY = defprimitive(
     vjp=(_reshape_vjp,),
     jvp=(_reshape_jvp,),
 )
+defbatch(RESHAPE_COPY, leading("reshape_copy", prefix=("shape", "src")))
 
 
 def reshape(x: Any, *shape: Any) -> EagerTensor:
@@ -163,6 +175,15 @@ TRANSPOSE = defprimitive(
 )
 
 
+def _batch_transpose(
+    args: list[Any], batched: list[bool], size: int, *, axes: Any
+) -> tuple[Any, bool]:
+    return emit("transpose", args[0], axes=(0, *(a + 1 for a in axes))), True
+
+
+defbatch(TRANSPOSE, _batch_transpose)
+
+
 def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
     try:
@@ -198,6 +219,16 @@ BROADCAST_TO = defprimitive(
 )
 
 
+def _batch_broadcast_to(
+    args: list[Any], batched: list[bool], size: int, *, shape: Any, src: Any
+) -> tuple[Any, bool]:
+    x = expand_batched(args[0], len(shape))
+    return emit("broadcast_to", x, shape=(size, *shape), src=shape_of(x)), True
+
+
+defbatch(BROADCAST_TO, _batch_broadcast_to)
+
+
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
     ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
@@ -231,6 +262,33 @@ SLICE_PAD = defprimitive(
 )
 
 
+def _batch_key(key: Any) -> tuple[Any, ...]:
+    return (slice(None), *(key if isinstance(key, tuple) else (key,)))
+
+
+def _batch_indexing(name: str) -> BatchRule:
+    """slice / gather / slice_pad / scatter_add: a leading full slice in the key.  Falls back
+    to the loop when numpy would move the batch axis (separated advanced indices)."""
+
+    def rule(
+        args: list[Any], batched: list[bool], size: int, *, key: Any, shape: Any
+    ) -> tuple[Any, bool]:
+        probe = np.broadcast_to(np.zeros((), np.int8), shape)
+        want = (size, *probe[key].shape)
+        got = np.broadcast_to(np.zeros((), np.int8), (size, *shape))[_batch_key(key)].shape
+        params = {"key": key, "shape": shape}
+        if name in ("slice", "gather") and got != want:
+            return loop_fallback(REGISTRY[name], args, batched, size, params), True
+        if name in ("slice_pad", "scatter_add") and got != shape_of(args[0]):
+            return loop_fallback(REGISTRY[name], args, batched, size, params), True
+        return emit(name, args[0], key=_batch_key(key), shape=(size, *shape)), True
+
+    return rule
+
+
+defbatch(SLICE_PAD, _batch_indexing("slice_pad"))
+
+
 def _slice_impl(a: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
     out = a[key]
     if type(out) is not np.ndarray:  # a full integer index gives a scalar: take the 0-d view
@@ -246,6 +304,8 @@ SLICE = defprimitive(
     vjp=(lambda ops, g, *, key, shape: ops.slice_pad(g, key=key, shape=shape),),
     jvp=(lambda ops, t, *, key, shape: ops.gather(t, key=key),),
 )
+
+defbatch(SLICE, _batch_indexing("slice"))
 
 
 # -- gather / scatter-add ---
@@ -266,6 +326,8 @@ SCATTER_ADD = defprimitive(
     vjp=(lambda ops, g, *, key, shape: ops.gather(g, key=key),),
     jvp=(lambda ops, t, *, key, shape: ops.scatter_add(t, key=key, shape=shape),),
 )
+
+defbatch(SCATTER_ADD, _batch_indexing("scatter_add"))
 GATHER = defprimitive(
     "gather",
     _gather_impl,
@@ -273,6 +335,8 @@ GATHER = defprimitive(
     vjp=(lambda ops, g, *, key, shape: ops.scatter_add(g, key=key, shape=shape),),
     jvp=(lambda ops, t, *, key, shape: ops.gather(t, key=key),),
 )
+
+defbatch(GATHER, _batch_indexing("gather"))
 
 
 def _is_basic(key: Any) -> bool:
@@ -378,6 +442,16 @@ CONCATENATE = defprimitive(
     vjp=(_concat_vjp,),
     jvp=(_concat_jvp,),
 )
+
+
+def _batch_concatenate(
+    args: list[Any], batched: list[bool], size: int, *, axis: int, sizes: Any
+) -> tuple[Any, bool]:
+    new = [a if bt else broadcast_batch(a, size) for a, bt in zip(args, batched, strict=True)]
+    return emit("concatenate", *new, axis=axis + 1, sizes=sizes), True
+
+
+defbatch(CONCATENATE, _batch_concatenate)
 
 
 def concatenate(xs: Any, axis: int = 0) -> EagerTensor:

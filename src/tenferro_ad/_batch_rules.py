@@ -1,0 +1,107 @@
+"""Batching rules: the signature, the table ``vmap`` reads, and the shared rule builders.
+
+Each primitive's batching rule is registered next to its JVP/VJP rules, in the op's rule
+file (``ops/<family>.py``), with :func:`defbatch`; ``vmap`` (``_batching.py``) looks the
+rules up here by primitive name.  A primitive without a rule is batched by
+:func:`loop_fallback`.
+
+Rule signature: ``rule(args, batched, size, **params) -> (out, out_batched)`` where
+``batched[i]`` says whether ``args[i]`` carries the batch on axis 0 (scalars never do),
+``size`` is the batch size, and the output's batch (if any) is on axis 0.  Rules run
+while a trace is active and emit equations with :func:`emit`.
+
+This module imports only numpy and ``_primitive`` (the trace namespace is looked up on
+first use), so op files can import it while the package loads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._primitive import REGISTRY, Primitive
+
+BatchRule = Callable[..., tuple[Any, bool]]
+RULES: dict[str, BatchRule] = {}
+
+
+def defbatch(prim: Primitive, rule: BatchRule) -> Primitive:
+    """Register ``rule`` as the batching rule of ``prim`` (replacing any earlier one).
+    Returns ``prim``, so it composes with ``defprimitive``. O(1)."""
+    RULES[prim.name] = rule
+    return prim
+
+
+def emit(name: str, *args: Any, **params: Any) -> Any:
+    """Apply the registered primitive ``name`` to tracers (one equation)."""
+    from ._trace import TRACE_NS
+
+    return TRACE_NS.apply(REGISTRY[name], *args, **params)
+
+
+def shape_of(a: Any) -> tuple[int, ...]:
+    """The shape of a tracer, array or scalar (``()``)."""
+    return tuple(getattr(a, "shape", ()))
+
+
+def expand_batched(a: Any, rank: int) -> Any:
+    """Batched ``a`` (batch on axis 0) with unit axes after the batch up to ``rank``+1 axes."""
+    s = shape_of(a)
+    if len(s) - 1 >= rank:
+        return a
+    return emit("reshape", a, shape=(s[0], *(1,) * (rank - len(s) + 1), *s[1:]), src=s)
+
+
+def broadcast_batch(a: Any, size: int) -> Any:
+    """An unbatched value broadcast to carry the batch on axis 0 (a metadata alias)."""
+    s = shape_of(a)
+    return emit("broadcast_to", a, shape=(size, *s), src=s)
+
+
+def loop_fallback(
+    prim: Primitive, args: Sequence[Any], batched: Sequence[bool], size: int, params: Any
+) -> Any:
+    """Batch ``prim`` by applying it per batch element and stacking the results."""
+    from ._trace import TRACE_NS
+
+    outs = []
+    for k in range(size):
+        sl = [
+            emit("slice", a, key=(k,), shape=shape_of(a)) if bt else a
+            for a, bt in zip(args, batched, strict=True)
+        ]
+        o = TRACE_NS.apply(prim, *sl, **params)
+        s = shape_of(o)
+        outs.append(emit("reshape", o, shape=(1, *s), src=s))
+    if size == 1:
+        return outs[0]
+    return emit("concatenate", *outs, axis=0, sizes=(1,) * size)
+
+
+# -- rule builders shared by several op families
+def elementwise(name: str) -> BatchRule:
+    """Broadcasting elementwise ops: give batched arguments unit axes up to the common rank
+    (unbatched ones broadcast from the right, as numpy does)."""
+
+    def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
+        ranks = [len(shape_of(a)) - int(bt) for a, bt in zip(args, batched, strict=True)]
+        top = max(ranks)
+        new = [expand_batched(a, top) if bt else a for a, bt in zip(args, batched, strict=True)]
+        return emit(name, *new, **params), True
+
+    return rule
+
+
+def leading(name: str, shift: tuple[str, ...] = (), prefix: tuple[str, ...] = ()) -> BatchRule:
+    """Unary ops that act on trailing axes (or elementwise): apply to the batched value with
+    axis parameters in ``shift`` moved by one and shape parameters in ``prefix`` prefixed."""
+
+    def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
+        for k in shift:
+            v = params[k]
+            params[k] = tuple(a + 1 for a in v) if isinstance(v, tuple) else v + 1
+        for k in prefix:
+            params[k] = (size, *params[k])
+        return emit(name, *args, **params), True
+
+    return rule
