@@ -3,7 +3,8 @@
 A program is a `CompiledGraph` of numpy kernels.  You hand its inputs over as an
 owning package (`ExecutionInputs`), pick an engine by id, and get back a handle whose
 `wait()` gives exactly one terminal outcome.  Nothing is copied: outputs are the group's
-own records, and a refusal hands you back the very package you passed in.
+own records, and a refusal hands you back the very package you passed in.  A device
+engine keeps its outputs in device memory until you download them (section 7).
 
 Run with ``python tutorials/05_runtime_submission.py``.
 """
@@ -13,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage import providers
 from tenferro_storage import runtime as rt
-from tenferro_storage.errors import SubmitRejected
+from tenferro_storage.errors import AccessError, SubmitRejected
 from tenferro_storage.providers import Fault, SimulatedAsyncProvider
 
 # 1. Discover engines and pick one by id (never by position).
@@ -74,4 +76,23 @@ with SimulatedAsyncProvider(name="tutorial-sim") as sim:
         case rt.RetiredFailed(cause, inputs_back):
             print(f"failed after enqueue ({cause.kind.name}); inputs back: {inputs_back!r}")
     del failed, inputs_back, pkg
+
+    # 7. Device memory: the simulated device's outputs stay in its own domain, which the
+    #    host cannot read.  download() is the way to the host (one recorded TRANSFER);
+    #    upload() puts a host value into device memory the same way.
+    g4 = ts.AllocationGroup()
+    device_x = rt.upload(sim.engine, ts.arange(3.0))  # one TRANSFER into sim-device:<n>
+    pkg = rt.ExecutionInputs(g4, [g4.insert(device_x), g4.insert(ts.ones(3))])
+    done = rt.submit(sim.engine, program, pkg).wait()
+    assert isinstance(done, rt.Completed)
+    z_device = done.bundle.into_output(0)
+    print("z lives in", providers.domain_of(z_device))
+    try:
+        z_device.to_numpy()  # a host read of device memory is refused, nothing changes
+    except AccessError as err:
+        print("host read refused:", err.__cause__)
+    with ts.ledger.capture() as rec:
+        z_host = rt.download(z_device)  # the explicit, recorded copy
+    print("downloaded z =", z_host.to_numpy(), "copies:", dict(rec.copies))
+    del done, z_device, z_host, pkg
 print("done")

@@ -9,8 +9,9 @@ Each figure is the median over repeats of the mean time per program, in microsec
   owned output;
 * ``host detached``: build ``ExecutionInputs``, ``submit``, ``wait``, take the group back
   and drop the fresh output (the inputs are reused);
-* ``sim detached``: the same on the simulated asynchronous engine (a worker-thread round
-  trip per program).
+* ``sim detached``: the same on the simulated asynchronous engine with device memory (a
+  worker-thread round trip per program; the output is device-resident);
+* ``sim unified``: the same with ``memory="host-visible"`` (outputs are host owners).
 """
 
 from __future__ import annotations
@@ -84,9 +85,12 @@ def main() -> int:
         "host scoped": _time(scoped, 2000),
         "host detached": _time(_detached(host, program), 2000),
     }
-    with SimulatedAsyncProvider(name="bench-sim") as sim:
+    with SimulatedAsyncProvider(name="bench-sim") as sim:  # device memory: outputs there
         assert sim.engine is not None
         results["sim detached"] = _time(_detached(sim.engine, program), 1000)
+    with SimulatedAsyncProvider(name="bench-unified", memory="host-visible") as unified:
+        assert unified.engine is not None
+        results["sim unified"] = _time(_detached(unified.engine, program), 1000)
     base = results["numpy"]
     print(f"submission overhead per program (np.add over {N} float64), median us/program:")
     for name, us in results.items():
