@@ -29,6 +29,9 @@ from tenferro_storage.ledger import AllocationReason
 
 SCENARIOS = SHIPPED
 REQUIRED = {"mlp", "deep_chain", "deep_chain_checkpointed", "tensor_network", "explicit_copies"}
+# the contract's CPU lane: eager and traced forward plus backward, and a checkpoint case
+REQUIRED_TRACED = {"mlp_traced", "deep_chain_traced", "deep_chain_checkpointed_traced",
+                   "named_chain_traced", "tensor_network_save_contractions_traced"}
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +40,103 @@ def results() -> dict[str, ScenarioResult]:
 
 
 def test_the_required_scenarios_are_shipped(results: dict[str, ScenarioResult]) -> None:
-    assert set(results) >= REQUIRED
+    assert set(results) >= REQUIRED | REQUIRED_TRACED
+    assert {r.scenario.name for r in results.values() if r.scenario.mode == "traced"} >= \
+        REQUIRED_TRACED
+
+
+def _twin(results: dict[str, ScenarioResult], traced: Scenario) -> ScenarioResult:
+    """The eager scenario running the same program on the same inputs and policy."""
+    (twin,) = [
+        r for r in results.values()
+        if r.scenario.mode == "eager" and (r.scenario.program, r.scenario.inputs,
+                                           r.scenario.checkpoint, r.scenario.policy,
+                                           r.scenario.params, r.scenario.seed)
+        == (traced.program, traced.inputs, traced.checkpoint, traced.policy, traced.params,
+            traced.seed)
+    ]
+    return twin
+
+
+def test_every_traced_scenario_has_an_eager_twin_with_the_same_loss_and_gradients(
+    results: dict[str, ScenarioResult],
+) -> None:
+    """Both modes run the same program; each has its own expected multisets."""
+    traced = [r for r in results.values() if r.scenario.mode == "traced"]
+    assert traced
+    for r in traced:
+        twin = _twin(results, r.scenario)
+        assert r.passed and twin.passed
+        assert r.observation.loss == pytest.approx(twin.observation.loss, rel=1e-12)
+        for a, b in zip(r.observation.gradients, twin.observation.gradients, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14, err_msg=r.scenario.name)
+        assert r.scenario.expect != twin.scenario.expect  # derived per mode, not shared
+
+
+def test_traced_recomputation_matches_the_eager_checkpoint(
+    results: dict[str, ScenarioResult],
+) -> None:
+    recompute = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
+    for r in results.values():
+        if r.scenario.mode == "traced" and r.scenario.checkpoint:
+            twin = _twin(results, r.scenario)
+            assert r.allocations[recompute] == twin.allocations[recompute], r.scenario.name
+            assert r.allocations[recompute] > 0
+
+
+def test_traced_deep_chain_peak_follows_the_program_arithmetic(
+    results: dict[str, ScenarioResult],
+) -> None:
+    """Compiled halves: the residuals are the backward execution's inputs, held until it
+    ends.  Plain: D - 1 sine outputs handed over plus the loss, and in backward the
+    previous cotangent, cos and the product: (D - 1 + 3)*n + 8.  Checkpointed: S - 1
+    boundaries, one segment's L - 1 recomputed values, cos and the product:
+    (S - 1 + L - 1 + 2)*n + 8."""
+    d, s, n = 64, 8, 4096 * 8
+    l_ = d // s
+    assert results["deep_chain_traced"].peak_bytes == (d - 1 + 3) * n + 8
+    ckpt = results["deep_chain_checkpointed_traced"].peak_bytes
+    assert ckpt == (s - 1 + l_ - 1 + 2) * n + 8
+    assert results["named_chain_traced"].peak_bytes == ckpt
+
+
+def test_traced_forward_half_hands_over_only_the_checkpoint_boundaries() -> None:
+    """The cut value_and_grad graph: the plain chain hands over x and 63 sines, the
+    checkpointed one x and the 7 segment boundaries (interior sines die in forward)."""
+    from tenferro_ad import save_nothing, traced
+    from tenferro_ad._traced_retained import split_halves
+    from tenferro_ad.scenarios.programs import deep_chain
+
+    x = np.zeros(16)
+    for policy, handed in ((None, 64), (save_nothing, 8)):
+        g = traced.trace(lambda v, p=policy: deep_chain(v, checkpoint=p))(x)
+        halves = split_halves(traced.value_and_grad(g))
+        assert len(halves.residuals) == handed
+        assert len(traced.retained(traced.value_and_grad(g))) == handed
+
+
+def test_a_wrong_traced_expectation_makes_the_runner_fail(
+    results: dict[str, ScenarioResult],
+) -> None:
+    s = results["mlp_checkpointed_traced"].scenario
+    counts = dict(s.expect.allocations)
+    counts[AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT] = 2
+    wrong = attrs.evolve(s, expect=attrs.evolve(s.expect, allocations=counts))
+    (r,) = run_scenarios([wrong])
+    assert r.mismatches == (
+        "allocations differ (checkpoint_recompute_output: expected 2, observed 3)",
+    )
+
+
+def test_an_unknown_mode_is_refused_naming_the_key(tmp_path: Path) -> None:
+    from tenferro_ad.scenarios import ScenarioError, load_file
+
+    text = (SCENARIOS / "traced.toml").read_text()
+    text = text.replace('\nmode = "traced"', '\nmode = "jit"', 1)
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(ScenarioError, match=r"scenario\[0\]\.mode: unknown mode 'jit'"):
+        load_file(bad)
 
 
 def test_every_shipped_scenario_matches_its_expected_multisets(

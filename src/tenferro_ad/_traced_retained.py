@@ -19,9 +19,9 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ._graph import Eqn, Graph, Lit, Var, _Names
+from ._graph import LEAF, Eqn, Graph, Lit, TreeDef, Var, _Names
 
-__all__ = ["ProgramRetainedEntry", "retained"]
+__all__ = ["Halves", "ProgramRetainedEntry", "retained", "split_halves"]
 
 
 @attrs.frozen
@@ -125,3 +125,71 @@ def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
             producer[v], tuple(needs[v]), nbytes, v.shape, v.dtype.name, names(v), slots.get(v)
         ))
     return out
+
+
+@attrs.frozen(eq=False)
+class Halves:
+    """A gradient program cut between its forward and backward halves.
+
+    ``forward``: ``(*inputs) -> (*forward outputs, *residuals)``; ``backward``:
+    ``(*residuals) -> (*backward outputs)``.  ``residuals`` are the values the forward
+    half hands over (inputs among them come back as identity outputs: no copy);
+    ``placement[i]`` says where the original graph's output ``i`` went: ``("forward", k)``
+    or ``("backward", k)``.  Run both on one group (the forward execution's, resubmitted
+    with the residual slots as the backward's bindings) and the residuals are never
+    anything but descriptors of that group."""
+
+    forward: Graph
+    backward: Graph
+    residuals: tuple[Var, ...]
+    placement: tuple[tuple[str, int], ...]
+
+
+def _flat(n: int) -> TreeDef:
+    return TreeDef("tuple", (LEAF,) * n)
+
+
+def split_halves(graph: Graph) -> Halves:
+    """Cut ``graph`` (a gradient program) into its forward and backward halves (see
+    :class:`Halves`).  Metadata-only views the backward half reads are re-emitted there
+    (free) so the residual handed over is always the viewed value itself.  Cost:
+    O(size of the graph); allocates nothing."""
+    fwd = [e for e in graph.eqns if e.note is None or not e.note.backward]
+    bwd = [e for e in graph.eqns if e.note is not None and e.note.backward]
+    defined = set(graph.invars) | {e.out for e in fwd}
+    view_eqn = {e.out: e for e in fwd}
+    views = _views(graph)
+    residuals: dict[Var, None] = {}
+    copied: dict[Var, Eqn] = {}
+
+    def hand_over(a: Var) -> None:
+        while a in views and a in view_eqn:
+            copied[a] = view_eqn[a]
+            src = views[a]
+            if src is None:
+                return
+            a = src
+        residuals[a] = None
+
+    for e in bwd:
+        for a in e.inputs:
+            if isinstance(a, Var) and a in defined:
+                hand_over(a)
+    placement: list[tuple[str, int]] = []
+    f_out: list[Any] = []
+    b_out: list[Any] = []
+    made_bwd = {e.out for e in bwd}
+    for a in graph.outvars:
+        if isinstance(a, Var) and a in made_bwd:
+            placement.append(("backward", len(b_out)))
+            b_out.append(a)
+        else:
+            placement.append(("forward", len(f_out)))
+            f_out.append(a)
+    res = tuple(residuals)
+    order = {e.out: i for i, e in enumerate(fwd)}
+    moved = sorted(copied.values(), key=lambda e: order[e.out])
+    forward = Graph(graph.invars, tuple(fwd), (*f_out, *res), graph.in_tree,
+                    _flat(len(f_out) + len(res)))
+    backward = Graph(res, (*moved, *bwd), tuple(b_out), _flat(len(res)), _flat(len(b_out)))
+    return Halves(forward, backward, res, tuple(placement))

@@ -84,7 +84,9 @@ def _unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
     gs = tuple(g.shape)
     if gs != tuple(shape):
         axes = _unbroadcast_axes(gs, tuple(shape))
-        g = _ops.reshape(_ops.sum(g, axis=axes), tuple(shape))
+        g = _ops.sum(g, axis=axes)
+        if tuple(g.shape) != tuple(shape):  # kept axes of extent 1 (no identity reshape)
+            g = _ops.reshape(g, tuple(shape))
     if type(shape) is RealTarget and g.dtype.kind == "c":
         g = _emit(_complex.REAL, g)
     return g

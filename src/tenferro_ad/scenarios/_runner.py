@@ -180,8 +180,78 @@ def _run_untaped(scenario: Scenario, program: Callable[..., Any], policy: Any) -
     return forward
 
 
+def _submit(program: Any, group: ts.AllocationGroup, slots: Sequence[Any], what: str) -> Any:
+    from tenferro_storage import runtime as rt
+
+    outcome = rt.submit(rt.host_engine(), program, rt.ExecutionInputs(group, slots)).wait()
+    if not isinstance(outcome, rt.Completed):
+        raise ScenarioError(f"traced scenario: the {what} program failed: {outcome!r}")
+    return outcome.bundle
+
+
+def _grouped(scenario: Scenario) -> tuple[ts.AllocationGroup, list[Any]]:
+    group = ts.AllocationGroup()
+    return group, [group.insert(t) for t in make_inputs(scenario)]
+
+
+def _execute_traced(scenario: Scenario) -> Observation:
+    """Traced mode: trace the program, cut its ``value_and_grad`` graph into forward and
+    backward halves (``split_halves``), compile each without buffer reuse, and run them
+    detached on one group: the forward execution's bundle (inputs, loss, residuals) is
+    resubmitted with the residual slots as the backward's bindings, so the residuals are
+    descriptors of the execution's group, never shared owners.  The untaped baseline is
+    the primal program compiled alone.  Tracing and compiling happen before the captures.
+    """
+    from .. import traced
+    from .._compile import compile_graph
+    from .._traced_retained import split_halves
+
+    program = resolve_program(scenario)
+    policy = make_policy(scenario)
+    kwargs = scenario.kwargs
+    wrt = tuple(i for i, spec in enumerate(scenario.inputs) if spec.wrt)
+
+    def loss_fn(*xs: Any) -> Any:
+        return program(*xs, checkpoint=policy, **kwargs)
+
+    shapes = [np.empty(spec.shape, spec.dtype) for spec in scenario.inputs]
+    primal = traced.trace(loss_fn)(*shapes)
+    halves = split_halves(traced.value_and_grad(primal, argnums=wrt))
+    fprog = compile_graph(halves.forward, f"{scenario.name}.forward", reuse=False)
+    bprog = compile_graph(halves.backward, f"{scenario.name}.backward", reuse=False)
+    n_out = len(halves.forward.outvars) - len(halves.residuals)
+    group, slots = _grouped(scenario)
+    with capture() as total:
+        with capture() as forward:
+            fbundle = _submit(fprog, group, slots, "forward")
+        where, k = halves.placement[0]
+        assert where == "forward"
+        view = fbundle.output(k)
+        loss_value = float(np.asarray(ts.kernel.read_array(view)))
+        view.release()
+        group, fouts = fbundle.into_group()
+        with capture() as backward:
+            bbundle = _submit(bprog, group, fouts[n_out:], "backward")
+        bgroup = bbundle.group
+        owners = [
+            bgroup.try_extract(fouts[i] if half == "forward" else bbundle.outputs[i])
+            for half, i in halves.placement[1:]
+        ]
+        del bbundle, bgroup, fbundle, group
+    grads = tuple(np.asarray(ts.kernel.read_array(g)).copy() for g in owners)
+    del owners
+    uprog = compile_graph(primal, f"{scenario.name}.primal", reuse=False)
+    ugroup, uslots = _grouped(scenario)
+    with capture() as untaped:
+        ubundle = _submit(uprog, ugroup, uslots, "primal")
+        del ubundle
+    return Observation(total, forward, backward, untaped, loss_value, grads)
+
+
 def execute(scenario: Scenario) -> Observation:
-    """Run the scenario's program forward and backward on a tape (the default executor).
+    """Run the scenario's program forward and backward (the default executor): on a tape
+    (``mode = "eager"``), or traced, compiled and run through the runtime
+    (``mode = "traced"``, see :func:`_execute_traced`).
 
     The inputs are made outside the capture; the forward runs under one nested
     capture and ``tape.backward`` under another; gradients are moved out with
@@ -189,6 +259,8 @@ def execute(scenario: Scenario) -> Observation:
     untaped forward run (``ad.no_grad()``) is captured as the retention baseline.
     Cost: two forward runs and one backward run of the program.
     """
+    if scenario.mode == "traced":
+        return _execute_traced(scenario)
     program = resolve_program(scenario)
     policy = make_policy(scenario)
     total, forward, backward, loss, owners = _run_taped(scenario, program, policy)

@@ -7,6 +7,7 @@ A scenario file holds one or more ``[[scenario]]`` tables::
     description = "64 sin ops in 8 checkpointed segments"
     program = "tenferro_ad.scenarios.programs:deep_chain"
     seed = 0
+    mode = "eager"                     # or "traced": compiled forward and backward halves
     checkpoint = true                  # the program gets a policy object, else None
     policy = "save_nothing"            # or save_everything | save_named | save_contractions
     policy_labels = []                 # only for save_named (empty: every named value)
@@ -29,6 +30,11 @@ A scenario file holds one or more ``[[scenario]]`` tables::
 
 Allocation and copy expectations are exact multisets: a reason that is not listed is
 expected zero times.  Byte tables are checked only when present.
+
+``mode = "traced"`` runs the same program traced: its ``value_and_grad`` graph is cut into
+a forward and a backward half, each compiled (without buffer reuse, so every
+non-view instruction is one allocation) and submitted detached on one group -- the
+residuals pass from the first execution to the second as descriptors of that group.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from tenferro_storage.ledger import AllocationReason, CopyReason
 from ..errors import ScenarioError
 
 __all__ = [
+    "MODES",
     "POLICY_NAMES",
     "Expectation",
     "InputSpec",
@@ -57,6 +64,7 @@ __all__ = [
 
 SHIPPED: Final = Path(__file__).resolve().with_name("data")
 """The directory of the scenario files shipped inside the package (package data)."""
+MODES: Final = ("eager", "traced")
 POLICY_NAMES: Final = ("save_nothing", "save_everything", "save_named", "save_contractions")
 DTYPES: Final = ("float32", "float64")
 INITS: Final = ("normal", "uniform")
@@ -119,6 +127,7 @@ class Scenario:
     policy_labels: tuple[str, ...] = ()
     params: tuple[tuple[str, Any], ...] = ()
     source: str = "<memory>"
+    mode: str = "eager"
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -135,6 +144,7 @@ _SCENARIO_KEYS: Final = frozenset(
         "program",
         "seed",
         "checkpoint",
+        "mode",
         "policy",
         "policy_labels",
         "params",
@@ -250,6 +260,9 @@ def _parse_scenario(where: str, table: Any, source: str) -> Scenario:
     program = _get(where, table, "program", str)
     if not _PROGRAM_RE.match(program):
         raise _err(f"{where}.program", f"expected 'package.module:function', got {program!r}")
+    mode = _get(where, table, "mode", str, "eager")
+    if mode not in MODES:
+        raise _err(f"{where}.mode", f"unknown mode {mode!r} (expected one of: {', '.join(MODES)})")
     policy = _get(where, table, "policy", str, "save_nothing")
     if policy not in POLICY_NAMES:
         raise _err(
@@ -288,6 +301,7 @@ def _parse_scenario(where: str, table: Any, source: str) -> Scenario:
         policy_labels=tuple(labels),
         params=tuple(sorted(params.items())),
         source=source,
+        mode=mode,
     )
 
 
