@@ -47,6 +47,11 @@ ACTIVE_IDS = {
     # Revision 3 bound their real evidence; then promoted in place (P0 is a root, P2 was active).
     "p0-engine-discovery-docs",
     "p4-prepared-borrow-shape",
+    # P4 complete in the base, so P5 (allocation groups) promoted in place: with P0 complete,
+    # every prerequisite of the atomic cutover cohort is now active.
+    "p5-allocation-group",
+    "p5-disjointness-proof",
+    "p5-group-extraction",
 }
 
 
@@ -90,9 +95,12 @@ def test_lifecycle_state_is_the_contractual_one(production: dict[str, Any]) -> N
     assert units == [f"P{i}" for i in range(13)] + ["P13-A", "P13-B"]
     by_unit = {u: [r for r in rows if r["unit"] == u] for u in units}
     assert all(by_unit.values()), "every unit owns at least one obligation"
-    # P0, P1, P2 and P4 are complete (every row active); the cutover also needs P5.
-    for unit in ("P0", "P1", "P2", "P4"):
+    # P0, P1, P2, P4 and P5 have every row active: the cutover cohort's prerequisites (P0, P5)
+    # are met; the cohort itself (P3 + P9) is still wholly deferred.
+    for unit in ("P0", "P1", "P2", "P4", "P5"):
         assert all(r["state"]["kind"] == "active" for r in by_unit[unit]), unit
+    for unit in ("P3", "P9"):
+        assert all(r["state"]["kind"] == "deferred" for r in by_unit[unit]), unit
     assert production["registry"]["cohorts"][0]["members"] == ["P3", "P9"]
     assert [g["id"] for g in production["registry"]["gates"]] == [f"G{i}" for i in range(1, 8)]
 
@@ -161,8 +169,11 @@ def test_runner_receipt_over_the_production_manifest_validates(
         key=lambda r: r["id"],
     )
     assert [e["obligation_id"] for e in data["executions"]] == [r["id"] for r in active]
-    # The canonical argv of every active row ran exactly once, and no deferred argv ran.
-    assert standin.calls() == [r["command"]["argv"] for r in active]
+    # The canonical argv of every active command ran exactly once (rows sharing one typed
+    # command share its execution), and no deferred argv ran.
+    commands = {r["command"]["id"]: r["command"]["argv"] for r in active}
+    assert standin.calls() == list(commands.values())
+    assert len(commands) < len(active)  # p5-group-extraction shares p5-allocation-group's
     assert all(e["exit_code"] == 0 for e in data["executions"])
     assert_clean(_check(candidate, receipt))
 
