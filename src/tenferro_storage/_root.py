@@ -120,6 +120,17 @@ class DeviceMemory(NoCopy):
         """The allocation's capacity in bytes. O(1)."""
         return int(self._backing.nbytes)
 
+    def refuse_host(self, operation: str, what: str = "read") -> NoReturn:
+        """Raise the :class:`~tenferro_storage.errors.DeviceResidentError` of a host access.
+
+        ``operation`` is the public call that asked (``"to_numpy"``, ``"item"``, ...), ``what``
+        the access (``"read"``/``"write"``).  The one place the message is written."""
+        raise DeviceResidentError(
+            f"{operation}: the value is device-resident (domain {self.domain.name!r}); the "
+            f"host cannot {what} device memory. Copy it to the host first with "
+            "runtime.download(value) (one recorded TRANSFER), then read the host owner"
+        )
+
     def __repr__(self) -> str:
         return f"DeviceMemory({self.domain.name}, {self.nbytes} bytes)"
 
@@ -144,7 +155,9 @@ class DeviceDomain(NoCopy):
         self.name = name
         self.placement = name
         self.counters = ProviderCounters()
-        self.lock = threading.Lock()
+        # Reentrant: a device root finalized by the cyclic collector while this thread holds
+        # the lock (inside adopt_device) leaves the live set through it again.
+        self.lock = threading.RLock()
         self._live: dict[int, int] = {}
 
     @property

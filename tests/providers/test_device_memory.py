@@ -28,10 +28,14 @@ from tenferro_storage.errors import (
 )
 from tenferro_storage.providers import (
     DeviceRead,
+    DeviceWrite,
     PreparedDeviceRead,
+    PreparedDeviceWrite,
     SimulatedAsyncProvider,
     bind_read,
+    bind_write,
     prepare_read,
+    prepare_write,
 )
 from tests.runtime.support import live_bytes, sim_provider
 
@@ -293,6 +297,45 @@ def test_bind_failure_returns_the_exact_device_payload(sim: SimulatedAsyncProvid
         del err2
         view.release()
     t.as_view_mut().release()
+
+
+def test_device_write_access_comes_only_from_an_exclusive_borrow_of_a_device_value(
+    sim: SimulatedAsyncProvider,
+) -> None:
+    """A shared view of a device value cannot prepare write access; an exclusive one yields
+    PreparedDeviceWrite (no host array) and binds to DeviceWrite; host write access to the
+    same value is refused meanwhile and afterwards."""
+    t = _device(sim)
+    shared = t.as_view()
+    with pytest.raises(TypeError, match="exclusive"):
+        prepare_write(sim.context, shared)  # type: ignore[arg-type]
+    shared.release()
+    prepared = prepare_write(sim.context, t.as_view_mut())
+    assert type(prepared) is PreparedDeviceWrite
+    assert not any(hasattr(prepared, n) for n in ("as_array", "as_slice_mut", "iter_strided"))
+    with pytest.raises(ts.errors.BorrowError):
+        t.as_view()  # the payload carries the exclusive borrow
+    bound = bind_write(prepared)
+    assert type(bound) is DeviceWrite
+    bound.release()
+    with pytest.raises(AccessError, match="device-resident"):
+        t.prepare_host_mut()
+    np.testing.assert_array_equal(rt.download(t).to_numpy(), VALUES)
+
+
+def test_derived_views_of_a_device_value_have_no_host_array(sim: SimulatedAsyncProvider) -> None:
+    """Slices and transposes keep the device memory handle as their buffer: numpy cannot
+    build a host array over it, so every read path still refuses (the prepared-access
+    paths with the device message), and download of a slice gives its values."""
+    t = _device(sim)
+    for derive in (lambda: t[1:], lambda: t.T, lambda: t[0, ::2]):
+        v = derive()
+        with pytest.raises((DeviceResidentError, TypeError)):
+            ts.kernel.read_array(v)
+        with pytest.raises(AccessError, match="device-resident"):
+            v.to_numpy()
+        v.release()
+    np.testing.assert_array_equal(rt.download(t[0, ::2]).to_numpy(), VALUES[0, ::2])
 
 
 @pytest.mark.parametrize("size", [10**2, 10**4, 10**6, 10**7])

@@ -52,7 +52,7 @@ from .._root import (
     adopt_device,
 )
 from .._tensor import Tensor, TensorView, TensorViewMut
-from ..errors import AccessError, BindError, DeviceResidentError, TransferError
+from ..errors import AccessError, BindError, TransferError
 
 
 @attrs.define
@@ -412,12 +412,7 @@ class _DeviceDescriptor(CheckedDescriptor):
 
     def _refuse(self, what: str) -> NoReturn:
         memory: DeviceMemory = self.buffer  # type: ignore[assignment]
-        operation = _host_operation()
-        raise DeviceResidentError(
-            f"{operation}: the value is device-resident (domain {memory.domain.name!r}); "
-            f"the host cannot {what} device memory. Copy it to the host first with "
-            "runtime.download(value) (one recorded TRANSFER), then read the host owner"
-        )
+        memory.refuse_host(_host_operation(), what)
 
     def array(self) -> np.ndarray[Any, Any]:
         """Refused: device memory has no host array (``DeviceResidentError``)."""
@@ -494,7 +489,11 @@ class DeviceAdopter:
     ) -> tuple[Tensor[Any, Any], np.ndarray[Any, Any]]:
         """A device-resident owner of ``array`` and its read-only device view. O(1)."""
         t = device_tensor(self.domain, array, reason, operation)
-        return t, self.readable(t)
+        storage = t._storage
+        assert storage is not None and storage._root is not None
+        ro = storage._root._allocation._backing.view()  # the whole fresh C-contiguous result
+        ro.flags.writeable = False
+        return t, ro
 
     def writable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
         """The writable device array of an owner this engine made. O(rank)."""
