@@ -19,7 +19,10 @@ outlive its cause).  The checker keeps the acknowledged list immutable once a re
 introduced it.
 
 In a shallow clone only the commits present are replayed; acknowledgements of absent commits
-are reported as unavailable rather than stale.
+are reported as unavailable rather than stale.  A merge on the first-parent chain is compared
+with its first parent, so a branch that landed two transitions at once is reported as one.
+Existence comes from the commit's tree; symlink escapes are judged against today's checkout
+(the structural check of HEAD covers the current tree exactly).
 
 Usage: replay-storage-ownership-history.py --root ROOT --manifest REL [--report-json PATH]
        [--diagnostics-json]

@@ -601,10 +601,15 @@ def resolve_suite_base(
     4. HEAD has no parent at all (a root commit): ``base=None``; the manifest is only checked
        structurally, which is exactly what an introduction is.
 
-    Raises ``NoRepository`` when ``root`` is not a git checkout (an unpacked archive).
+    Raises ``NoRepository`` when ``root`` is not a git checkout (an unpacked archive) or git is
+    missing; the test then skips locally and fails under ``CI``.
     """
     env = os.environ if env is None else env
-    if _git_rc(root, "rev-parse", "--verify", "-q", "HEAD^{commit}").returncode != 0:
+    try:
+        head = _git_rc(root, "rev-parse", "--verify", "-q", "HEAD^{commit}")
+    except FileNotFoundError as exc:
+        raise NoRepository(f"git is not installed: {exc}") from exc
+    if head.returncode != 0:
         raise NoRepository(f"{root} is not a git checkout with a HEAD commit")
     given = env.get(BASE_ENV, "").strip()
     if given and not ZERO_OID.fullmatch(given):
