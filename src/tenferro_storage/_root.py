@@ -301,10 +301,12 @@ def adopt_device(
     no live root's buffer).  Records one allocation event with ``reason`` and the
     operation ``"<operation> @<domain>"``; the domain's live set records it too. O(1).
     """
-    if not isinstance(domain, DeviceDomain):
+    if type(domain) is not DeviceDomain:
         raise TypeError(f"{operation}: expected a DeviceDomain, got {type(domain).__name__}")
-    refuse_existing_memory(array, operation)
-    if array.base is not None or not array.flags.c_contiguous:
+    # One flags read and one dict lookup in the common (fresh) case; the checked general
+    # path raises the precise error.
+    if array.base is not None or not array.flags.carray or id(array) in _BUFFERS:
+        refuse_existing_memory(array, operation)
         raise LayoutError(
             operation,
             "device memory must be a fresh C-contiguous array that owns its memory",

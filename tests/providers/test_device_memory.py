@@ -250,6 +250,26 @@ def test_device_program_outputs_stay_device_resident_until_downloaded(
         del out, owner
 
 
+def test_a_device_kernel_returning_its_input_is_refused_not_aliased(
+    sim: SimulatedAsyncProvider,
+) -> None:
+    """A kernel that hands back its (device-resident) input would make a second owner of
+    device bytes: the run fails (RetiredFailed, AliasedOutputError) and the input comes
+    back unchanged."""
+    assert sim.engine is not None
+    b = rt.ProgramBuilder(1, name="leak")
+    (x,) = b.inputs
+    program = b.build(b.apply(lambda a: a, x))
+    g = ts.AllocationGroup()
+    s = g.insert(_device(sim))
+    out = rt.submit(sim.engine, program, rt.ExecutionInputs(g, [s])).wait(5)
+    assert isinstance(out, rt.RetiredFailed)
+    assert out.cause.error_type == "AliasedOutputError"
+    with out.inputs.group.view(s) as v:
+        np.testing.assert_array_equal(rt.download(v).to_numpy(), VALUES)
+    del out
+
+
 def test_the_host_engine_refuses_device_inputs_before_admission(
     sim: SimulatedAsyncProvider,
 ) -> None:

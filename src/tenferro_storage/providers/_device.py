@@ -42,7 +42,7 @@ import numpy as np
 from .. import _descriptor
 from .._access import PreparedDeviceRead, PreparedDeviceWrite, _DevicePayload
 from .._descriptor import CheckedDescriptor
-from .._dtypes import from_numpy_dtype
+from .._dtypes import _BY_NUMPY, from_numpy_dtype
 from .._layout import c_strides, whole
 from .._ledger import LEDGER, AllocationReason, CopyReason
 from .._root import (
@@ -446,7 +446,7 @@ def device_tensor(
     """
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
-    dt = from_numpy_dtype(array.dtype, operation)
+    dt = _BY_NUMPY.get(array.dtype) or from_numpy_dtype(array.dtype, operation)
     storage = adopt_device(domain, array, reason, operation)
     root = storage._root
     assert root is not None
