@@ -343,6 +343,33 @@ def test_device_write_access_comes_only_from_an_exclusive_borrow_of_a_device_val
     np.testing.assert_array_equal(rt.download(t).to_numpy(), VALUES)
 
 
+def test_prepare_access_selects_the_host_or_device_variant_and_refuses_host_for_device(
+    sim: SimulatedAsyncProvider,
+) -> None:
+    """One entry, two targets: HOST gives a host traversal variant, DEVICE the device
+    payload; a device value asked for HOST is refused with the exact view back."""
+    x = ts.from_numpy(VALUES)
+    with providers.prepare_access(x.as_view(), providers.AccessTarget.HOST) as host_read:
+        assert type(host_read) is ts.PreparedContiguousRead
+    dev_read = providers.prepare_access(x.as_view(), providers.AccessTarget.DEVICE, sim.context)
+    assert type(dev_read) is PreparedDeviceRead
+    dev_read.release()
+    dev_write = providers.prepare_access(
+        x.as_view_mut(), providers.AccessTarget.DEVICE, sim.context
+    )
+    assert type(dev_write) is PreparedDeviceWrite
+    dev_write.release()
+    t = _device(sim)
+    view = t.as_view()
+    with pytest.raises(AccessError, match="device-resident") as err:
+        providers.prepare_access(view, providers.AccessTarget.HOST)
+    assert err.value.value is view
+    del err
+    with pytest.raises(TypeError, match="context"):
+        providers.prepare_access(view, providers.AccessTarget.DEVICE)
+    view.release()
+
+
 def test_derived_views_of_a_device_value_have_no_host_array(sim: SimulatedAsyncProvider) -> None:
     """Slices and transposes keep the device memory handle as their buffer: numpy cannot
     build a host array over it, so every read path still refuses (the prepared-access

@@ -6,7 +6,8 @@
   memory (a :class:`DeviceDomain` the host cannot read) — a worker thread as its queue,
   :class:`ProviderEvent` completion, provider-private :class:`RetirementRecord` objects
   and :class:`Fault` injection at every boundary.
-* The device half of the prepared hierarchy (G5): :func:`prepare_read`/
+* The device half of the prepared hierarchy (G5): :func:`prepare_access` (a view and an
+  :class:`AccessTarget`, host or device), :func:`prepare_read`/
   :func:`prepare_write` -> :class:`PreparedDeviceRead`/:class:`PreparedDeviceWrite`,
   :func:`bind_read`/:func:`bind_write` -> :class:`DeviceRead`/:class:`DeviceWrite`.
 * Transfers: :func:`download` (device -> host) and :func:`upload` (host -> device), each
@@ -27,6 +28,7 @@ from ._device import (
     bind_write,
     domain_of,
     download,
+    prepare_access,
     prepare_read,
     prepare_write,
     upload,
@@ -56,6 +58,7 @@ __all__ = [
     "bind_write",
     "domain_of",
     "download",
+    "prepare_access",
     "prepare_read",
     "prepare_write",
     "upload",

@@ -40,7 +40,14 @@ import attrs
 import numpy as np
 
 from .. import _descriptor
-from .._access import PreparedDeviceRead, PreparedDeviceWrite, _DevicePayload
+from .._access import (
+    AccessTarget,
+    PreparedDeviceRead,
+    PreparedDeviceWrite,
+    PreparedRead,
+    PreparedWrite,
+    _DevicePayload,
+)
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
 from .._layout import c_strides, whole
@@ -247,6 +254,39 @@ def prepare_write(context: ProviderContext, view: TensorViewMut[Any, Any]) -> Pr
     context.count(prepares=1, maps=1)
     lender = view._transfer("prepare_write")
     return PreparedDeviceWrite._make(lender, True, desc, view._storage, context)  # type: ignore[no-any-return]
+
+
+def prepare_access(
+    view: TensorView[Any, Any] | TensorViewMut[Any, Any],
+    target: AccessTarget,
+    context: ProviderContext | None = None,
+) -> PreparedRead | PreparedWrite:
+    """Consume a checked view into the prepared access for ``target`` (G1's one entry).
+
+    A shared ``TensorView`` yields a ``PreparedRead``, an exclusive ``TensorViewMut`` a
+    ``PreparedWrite``.  ``AccessTarget.HOST``: ``prepare_host()``/``prepare_host_mut()`` (a
+    host traversal variant; refused for device-resident values).  ``AccessTarget.DEVICE``:
+    :func:`prepare_read`/:func:`prepare_write` for ``context`` (required).  Either way only
+    access-time provider work happens, and a failure raises ``AccessError`` carrying the
+    view unchanged. O(1) in element count.
+    """
+    if type(target) is not AccessTarget:
+        raise TypeError(f"prepare_access: expected an AccessTarget, got {type(target).__name__}")
+    if target is AccessTarget.HOST:
+        if type(view) is TensorViewMut:
+            return view.prepare_host_mut()
+        if type(view) is TensorView:
+            return view.prepare_host()
+    else:
+        if context is None:
+            raise TypeError("prepare_access: a DEVICE target needs the provider context")
+        if type(view) is TensorViewMut:
+            return prepare_write(context, view)
+        if type(view) is TensorView:
+            return prepare_read(context, view)
+    raise TypeError(
+        f"prepare_access: expected a TensorView or TensorViewMut, got {type(view).__name__}"
+    )
 
 
 def _bind(
