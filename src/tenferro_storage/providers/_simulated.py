@@ -1,6 +1,11 @@
 """A simulated asynchronous device provider: a worker thread as its queue, events that
 complete later, and fault injection at every boundary.
 
+Memory: by default the provider owns a device domain the host cannot read; program
+outputs are allocated there (``run_program(..., device=DeviceAdopter(domain))``) and stay
+device-resident until ``runtime.download``; inputs are read where they live (its own
+domain, or host memory through its host mapping).
+
 Submission (the caller's thread) validates, takes the owning package, derives one
 prepared + bound device read per input binding and enqueues a work item; that enqueue
 is the admission boundary.  The worker thread (also the reaper) runs the program,
@@ -199,6 +204,11 @@ class SimulatedAsyncProvider(ExecutionProvider):
     def download(value: _Value) -> Tensor[Any, Any]:
         """Copy a device-resident value to a new host owner (``providers.download``)."""
         return download(value)
+
+    @property
+    def device_domain(self) -> DeviceDomain | None:
+        """The provider's device memory (``domain``); ``None`` when host-visible."""
+        return self.domain
 
     @property
     def counters(self) -> DeviceCounters:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
+from .._root import DeviceDomain
 from ..errors import EngineError
 
 if TYPE_CHECKING:
@@ -102,6 +103,12 @@ class ExecutionProvider(abc.ABC):
     @abc.abstractmethod
     def domains(self) -> frozenset[AllocationDomainId]:
         """The allocation domains this provider's endpoint can access."""
+
+    @property
+    def device_domain(self) -> DeviceDomain | None:
+        """The device memory this provider owns (where ``runtime.upload`` puts values and
+        its outputs live); ``None`` (the default): it works on host memory only. O(1)."""
+        return None
 
     def domain_names(self) -> frozenset[str]:
         """The names of :meth:`domains` (cached on first use). O(1) afterwards."""

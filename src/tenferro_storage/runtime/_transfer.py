@@ -45,7 +45,7 @@ def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
     provider = lookup(engine)
     if provider is None:
         raise EngineError(f"upload: no engine {engine} is registered; see runtime.engines()")
-    domain = getattr(provider, "domain", None)
+    domain = provider.device_domain
     if domain is None:
         raise TransferError(
             f"upload: {engine} has no device memory (its domains: "
