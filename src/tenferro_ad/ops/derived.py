@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._dispatch import bind
 from .._handle import EagerTensor
 from .._state import no_grad
 from ._axes import KERNEL_ERRORS, arg_error, axis_index
 from .elementwise import abs as eabs
 from .elementwise import div, exp, less, log, stop_gradient, sub, where
-from .reduce import _axes, _shape_of
+from .reduce import LOG_SOFTMAX, _axes, _shape_of
 from .reduce import max as rmax
 from .reduce import sum as rsum
 
@@ -35,13 +36,11 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
     """``x - logsumexp(x, axis)`` computed as JAX does: shifted by the stop-gradient max
     (unguarded, so an infinite entry gives NaN like JAX).  Raises ``AxisError`` for an axis
-    out of range.  A few allocations."""
+    out of range.  One op (the ``log_softmax`` primitive): one output allocation plus
+    kernel scratch; retains only its output."""
     try:
-        axis_index("log_softmax", axis, len(_shape_of(x)))
-        with no_grad():
-            m = stop_gradient(rmax(x, axis=axis, keepdims=True))
-        shifted = sub(x, m)
-        return sub(shifted, log(rsum(exp(shifted), axis=axis, keepdims=True)))
+        ax = axis_index("log_softmax", axis, len(_shape_of(x)))
+        return bind(LOG_SOFTMAX, x, axes=(ax,))
     except KERNEL_ERRORS as e:
         raise arg_error("log_softmax", e) from None
 
