@@ -34,6 +34,31 @@ def test_an_allocation_domain_is_distinct_from_an_access_endpoint() -> None:
     assert not isinstance(host.endpoint, rt.AllocationDomainId)
 
 
+def test_a_device_engine_reports_its_own_device_domain_next_to_the_host_domain() -> None:
+    """A device engine reaches its own memory and host memory; each device has its own
+    domain, and upload targets the selected engine's domain only."""
+    with sim_provider() as a, sim_provider() as b:
+        assert a.engine is not None and b.engine is not None
+        assert a.domain is not None and b.domain is not None and a.domain.name != b.domain.name
+        info = rt.engine_info(a.engine)
+        assert info.domains == {rt.AllocationDomainId("host"), rt.AllocationDomainId(a.domain.name)}
+        assert a.domain.name in info.description
+        assert rt.engine_info(rt.host_engine()).domains == {rt.AllocationDomainId("host")}
+        x = ts.arange(3.0)
+        on_a = rt.upload(a.engine, x)
+        with on_a.as_view() as v:
+            assert v._storage.claim.root.domain == a.domain.name
+        g = ts.AllocationGroup()
+        pkg = rt.ExecutionInputs(g, [g.insert(on_a)])
+        with pytest.raises(SubmitRejected) as err:  # b cannot reach a's memory
+            rt.submit(b.engine, rt.ProgramBuilder(1).build(rt.Value(0)), pkg)
+        assert err.value.cause.kind is rt.SubmitErrorKind.DOMAIN and err.value.value is pkg
+        del err
+        unknown = rt.EngineId("sim-async", 10**6)
+        with pytest.raises(EngineError):
+            rt.upload(unknown, x)
+
+
 def test_registered_engines_get_fresh_ids_and_are_selected_by_id_only() -> None:
     with sim_provider() as a, sim_provider() as b:
         assert a.engine is not None and b.engine is not None
