@@ -438,10 +438,72 @@ def fill_namespace(table: dict[str, Callable[..., Any]]) -> None:
 
 
 # -- running a graph by binding its equations (handles record on tapes; tracers inline)
+def _region_at(e: Eqn, depth: int) -> Region | None:
+    """The checkpoint region at nesting ``depth`` of a forward equation (None: none)."""
+    n = e.note
+    if n is None or n.region is None or n.recompute or n.backward:
+        return None
+    chain = n.region.chain()
+    return chain[depth] if len(chain) > depth else None
+
+
+def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[Var]) -> None:
+    """Bind ``eqns`` eagerly into ``env``.  A run of equations of one checkpoint region
+    (at nesting ``depth``) becomes one eager ``ad.checkpoint(..., policy=...)`` call whose
+    arguments are the values the run reads from before it and whose results are the
+    values read after it (or in ``keep``): eager mode then keeps the boundary and
+    recomputes the interior, as the traced transformations do."""
+    from ._checkpoint import checkpoint, name
+
+    i = 0
+    while i < len(eqns):
+        r = _region_at(eqns[i], depth)
+        if r is None:
+            e = eqns[i]
+            vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
+            env[e.out] = eager_bind(e.prim, *vals, **e.params)
+            if e.note is not None and e.note.label:
+                name(env[e.out], e.note.label)
+            i += 1
+            continue
+        k = i
+        while k < len(eqns) and _region_at(eqns[k], depth) is r:
+            k += 1
+        run = eqns[i:k]
+        made = {e.out for e in run}
+        ins = list(dict.fromkeys(
+            a for e in run for a in e.inputs if isinstance(a, Var) and a not in made
+        ))
+        later = set(keep) | {a for e in eqns[k:] for a in e.inputs if isinstance(a, Var)}
+        outs = [e.out for e in run if e.out in later]
+        i = k
+        if not outs:
+            continue
+
+        def region_fn(*vals: Any, run: Sequence[Eqn] = run, ins: list[Var] = ins,
+                      outs: list[Var] = outs) -> Any:
+            local: dict[Var, Any] = dict(zip(ins, vals, strict=True))
+            _bind_eqns(run, local, depth + 1, set(outs))
+            res = tuple(local[v] for v in outs)
+            return res[0] if len(res) == 1 else res
+
+        region_fn.__name__ = r.label
+        got = checkpoint(region_fn, policy=r.policy)(*[env[a] for a in ins])
+        for v, x in zip(outs, got if len(outs) > 1 else (got,), strict=True):
+            env[v] = x
+
+
 def run_bound(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
     """Evaluate ``graph`` on ``leaves`` by binding each equation (``_dispatch.bind``): on
     handles the ops record on the current tape, on tracers they are inlined into the
-    current trace. Intermediates are dropped at their last use."""
+    current trace. Intermediates are dropped at their last use.  On handles, checkpoint
+    regions run as eager checkpoints (:func:`_bind_eqns`)."""
+    if any(_region_at(e, 0) is not None for e in graph.eqns) and not any(
+        type(x) is Tracer for x in leaves
+    ):
+        env0: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
+        _bind_eqns(graph.eqns, env0, 0, {a for a in graph.outvars if isinstance(a, Var)})
+        return [env0[a] if isinstance(a, Var) else a.value for a in graph.outvars]
     env: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
     last: dict[Var, int] = {}
     for i, e in enumerate(graph.eqns):
