@@ -4,8 +4,14 @@ A :class:`RootResource` is one physical allocation.  Claims (:class:`OwnedSpanCl
 own a byte range of a root and keep it alive through a plain reference; the root is
 released by its provider exactly once, when the last claim or record that refers to
 it is gone (CPython reference counting runs ``__del__`` once).  Safe code may narrow
-or split a claim but never widen it.  ``allocate`` and ``adopt`` below are the
-audited import boundary: nothing else in the package constructs a root.
+or split a claim but never widen it.  ``allocate`` and ``adopt`` (host memory) and
+``adopt_device`` (memory of a :class:`DeviceDomain`) below are the audited import
+boundary: nothing else in the package constructs a root.
+
+Every root carries its allocation domain (``root.domain``: ``"host"`` or a device
+domain's name).  A device root's allocation is a :class:`DeviceMemory` handle with no
+buffer protocol, and its provider (the domain) refuses host mapping, so no public path
+hands out a host array over device bytes.
 """
 
 from __future__ import annotations
@@ -99,9 +105,9 @@ class DeviceMemory(NoCopy):
 
     It exposes no buffer protocol and no array, so nothing on the host can build a numpy
     array over device bytes (numpy refuses it as a buffer).  Only the device provider
-    reaches the bytes (``_backing``, provider-internal).  For the
-    simulated device the backing store is a numpy array the host process could address;
-    "device memory" is an ownership and visibility boundary, not a different allocator.
+    reaches the bytes (``_backing``, provider-internal).  For the simulated device the
+    backing store is a numpy array the host process could address: "device memory" is an
+    ownership and visibility boundary, not a different allocator.
     """
 
     __slots__ = ("_backing", "domain")
