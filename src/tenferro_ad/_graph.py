@@ -148,7 +148,9 @@ class Note:
     evaluation): its checkpoint ``region``; ``backward``: emitted by a reverse sweep (the
     second half of a gradient program); ``recompute``: a checkpoint interior re-emitted
     for backward (its allocations are ``CHECKPOINT_RECOMPUTE_OUTPUT``); ``origin``: the
-    forward primitive whose rule emitted it (a region's label for a recompute); ``label``:
+    forward primitive whose rule emitted it, or ``"checkpoint:<label>"`` when that
+    primitive (or the recomputation) belongs to a checkpoint region -- the outermost
+    region's label, whose backward step it is part of, as on the eager tape; ``label``:
     the name given to its value with ``ad.name`` (for ``save_named`` policies)."""
 
     region: Region | None = None

@@ -30,10 +30,11 @@ class ProgramRetainedEntry:
 
     The first five fields match ``tape.retained()``'s entries: ``producer`` (the primitive
     that made it, or ``"input"``), ``needed_by`` (``"<primitive>.vjp"`` for a rule's
-    residual, ``"checkpoint(<label>).recompute"`` for a checkpoint boundary the
-    recomputation starts from), ``nbytes``, ``shape``, ``dtype``.  ``var`` is the value's
-    name in ``str(graph)``; ``slot`` its value slot in the compiled program (the
-    execution's descriptor), ``None`` for a bare graph.
+    residual, ``"checkpoint.vjp"`` for a checkpoint region's boundary: what its backward
+    step -- recomputation and interior rules -- starts from), ``nbytes``, ``shape``,
+    ``dtype``.  ``var`` is the value's name in ``str(graph)``; ``slot`` its value slot in
+    the compiled program (the execution's descriptor), ``None`` for a bare graph;
+    ``checkpoints`` the labels of the (outermost) regions it is a boundary of.
     """
 
     producer: str
@@ -43,6 +44,7 @@ class ProgramRetainedEntry:
     dtype: str
     var: str
     slot: int | None = None
+    checkpoints: tuple[str, ...] = ()
 
 
 def _base(views: dict[Var, Var | None], a: Var) -> Var | None:
@@ -85,12 +87,14 @@ def _slots(graph: Graph, views: dict[Var, Var | None], program: Any) -> dict[Var
     return slot
 
 
-def _reason(e: Eqn) -> str:
+def _reason(e: Eqn) -> tuple[str, str | None]:
+    """(``needed_by`` entry, the checkpoint region label or None) of a backward equation."""
     note = e.note
     assert note is not None
-    if note.recompute and note.region is not None:
-        return f"checkpoint({note.region.label}).recompute"
-    return f"{note.origin or 'backward'}.vjp"
+    origin = note.origin or "backward"
+    if origin.startswith("checkpoint:"):
+        return "checkpoint.vjp", origin.partition(":")[2]
+    return f"{origin}.vjp", None
 
 
 def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
@@ -102,11 +106,12 @@ def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
     views = _views(graph)
     producer: dict[Var, str] = {v: "input" for v in graph.invars}
     needs: dict[Var, list[str]] = {}
+    regions: dict[Var, list[str]] = {}
     for e in graph.eqns:
         if e.note is None or not e.note.backward:
             producer.setdefault(e.out, e.prim.name)
             continue
-        why = _reason(e)
+        why, region = _reason(e)
         for a in e.inputs:
             if not isinstance(a, Var):
                 continue
@@ -115,6 +120,9 @@ def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
                 reasons = needs.setdefault(b, [])
                 if why not in reasons:
                     reasons.append(why)
+                labels = regions.setdefault(b, [])
+                if region is not None and region not in labels:
+                    labels.append(region)
     names = _Names.of(graph)
     slots = _slots(graph, views, program)
     order = {v: i for i, v in enumerate([*graph.invars, *(e.out for e in graph.eqns)])}
@@ -122,7 +130,8 @@ def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
     for v in sorted(needs, key=order.__getitem__):
         nbytes = int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
         out.append(ProgramRetainedEntry(
-            producer[v], tuple(needs[v]), nbytes, v.shape, v.dtype.name, names(v), slots.get(v)
+            producer[v], tuple(needs[v]), nbytes, v.shape, v.dtype.name, names(v), slots.get(v),
+            tuple(regions[v]),
         ))
     return out
 

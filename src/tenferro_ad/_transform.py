@@ -129,7 +129,7 @@ class _Residuals:
             todo.append(e)
             stack.extend(x for x in e.inputs if isinstance(x, Var) and x in interior)
         todo.sort(key=lambda e: self.pos[e.out])
-        prev = swap_note(Note(r, True, True, r.label))
+        prev = swap_note(Note(r, True, True, f"checkpoint:{r.chain()[0].label}"))
         try:
             for e in todo:
                 args = [self.read(x, r) for x in e.inputs]
@@ -162,7 +162,8 @@ def _pull(
     if g is None:
         return
     region = e.note.region if e.note is not None else None
-    swap_note(Note(backward=True, origin=e.prim.name))
+    origin = e.prim.name if region is None else f"checkpoint:{region.chain()[0].label}"
+    swap_note(Note(backward=True, origin=origin))
     prim, params = e.prim, dict(e.params)
     args = [resid.read(a, region) for a in e.inputs]
     res = [args[i] for i in prim.save_in]
