@@ -268,6 +268,7 @@ PINNED_ERRORS = (
     "AxisError",
     "BackwardError",
     "CheckpointError",
+    "DonationError",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
