@@ -9,13 +9,17 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad._compile import compile_graph
+from tenferro_ad.errors import DonationError
 from tenferro_storage import AllocationReason, ledger
 from tenferro_storage import runtime as rt
 from tests.traced._specs import close
+from tests.traced.test_random_programs import Step, _inputs, loss, programs, run
 
 RNG = np.random.default_rng(5)
 X = RNG.normal(size=(64, 64))
@@ -177,3 +181,45 @@ def test_compile_graph_without_reuse_writes_nothing_into() -> None:
     g = ad.trace(lambda a: _chain(ad, a))(X)
     assert all(i.into is None for i in compile_graph(g, reuse=False).instructions)
     assert sum(i.into is not None for i in compile_graph(g).instructions) == 4
+
+
+@settings(deadline=None, max_examples=25)
+@given(steps=programs, seed=st.integers(0, 2**16))
+def test_random_programs_with_reuse_equal_those_without_bit_for_bit(
+    steps: list[Step], seed: int
+) -> None:
+    """Hypothesis programs (broadcasts, views, matmuls, reductions), value and gradient:
+    reuse changes no bit of any result, never allocates more and never peaks higher."""
+    xs = [ts.from_numpy(x) for x in _inputs(seed)]
+
+    def f(*a: Any) -> Any:
+        return ad.value_and_grad(lambda *b: loss(ad, steps, *b), argnums=(0, 1, 2))(*a)
+
+    (v, gs), rec = _run(ad.jit(f), *xs)
+    (v0, gs0), rec0 = _run(ad.jit(f, reuse=False), *xs)
+    for a, b in zip((v, *gs), (v0, *gs0), strict=True):
+        np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
+    assert rec.allocations[OP] <= rec0.allocations[OP]
+    assert rec.peak_bytes <= rec0.peak_bytes
+
+
+@settings(deadline=None, max_examples=25)
+@given(steps=programs, seed=st.integers(0, 2**16))
+def test_random_programs_donate_or_refuse_and_never_change_a_result(
+    steps: list[Step], seed: int
+) -> None:
+    """Donating the first input either refuses (DonationError, the owner intact) or gives
+    exactly the undonated result."""
+    xs = _inputs(seed)
+
+    def f(*a: Any) -> Any:
+        return run(ad, steps, *a) * 1.0
+
+    want = ad.jit(f)(*xs).to_numpy()
+    x0 = ts.from_numpy(xs[0])
+    try:
+        got = ad.jit(f, donate_argnums=0)(x0, *xs[1:])
+    except DonationError:
+        np.testing.assert_array_equal(x0.to_numpy(), xs[0])
+        return
+    np.testing.assert_array_equal(got.to_numpy(), want)
