@@ -126,19 +126,35 @@ class OutKernel:
     """The kernel of an instruction that writes into a dead value's buffer: the numpy
     ufunc of the primitive called with ``out=`` (the runtime's writable array); it
     returns ``out`` itself.  No allocation (the compiler only lets an operand overlap
-    ``out`` exactly, which numpy's ufuncs handle without a temporary)."""
+    ``out`` exactly, which numpy's ufuncs handle without a temporary).  The call is one
+    generated function (literals and view chains bound at compile time): what the
+    hand-written ``ufunc(a, 1.1, out=buf)`` costs plus one frame."""
 
-    __slots__ = ("__name__", "direct", "pattern", "ufunc")
+    __slots__ = ("__name__", "fn", "pattern", "ufunc")
 
     def __init__(self, name: str, ufunc: np.ufunc, pattern: Sequence[Any]) -> None:
         self.__name__ = name
         self.ufunc = ufunc
         self.pattern = tuple(pattern)
-        self.direct = all(p[0] == "slot" and p[1] == i for i, p in enumerate(self.pattern))
+        n_slots = 1 + max((p[1] for p in self.pattern if p[0] in ("slot", "view")), default=-1)
+        ns: dict[str, Any] = {"F": ufunc}
+        args = []
+        for j, p in enumerate(self.pattern):
+            if p[0] == "slot":
+                args.append(f"a{p[1]}")
+            elif p[0] == "lit":
+                ns[f"L{j}"] = p[1]
+                args.append(f"L{j}")
+            else:  # a view chain over a slot (or a literal)
+                ns[f"W{j}"] = functools.partial(_arg, (p[0], 0, *p[2:]) if p[0] == "view" else p)
+                args.append(f"W{j}((a{p[1]},))" if p[0] == "view" else f"W{j}(())")
+        params = "".join(f"a{i}, " for i in range(n_slots))
+        code = f"def run({params}*, out):\n    return F({', '.join(args)}, out=out)\n"
+        exec(compile(code, f"<out kernel {name}>", "exec"), ns)  # our own generated code
+        self.fn = ns["run"]
 
     def __call__(self, *arrays: Any, out: Any) -> Any:
-        args = arrays if self.direct else [_arg(p, arrays) for p in self.pattern]
-        return self.ufunc(*args, out=out)
+        return self.fn(*arrays, out=out)
 
     def __repr__(self) -> str:
         return f"OutKernel({self.__name__})"
