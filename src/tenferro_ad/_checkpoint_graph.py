@@ -301,15 +301,23 @@ class _Cot:
 class _NodeState:
     """What a ``checkpoint`` node's rules need: the graph and the pending token."""
 
-    __slots__ = ("graph", "n_out", "peers", "pending", "tape", "vid")
+    __slots__ = (
+        "graph", "handoff", "n_in", "n_out", "peers", "pending", "sources", "tape", "vid",
+    )
 
-    def __init__(self, graph: _Graph, n_out: int, tape: Tape, vid: int) -> None:
+    def __init__(self, graph: _Graph, n_in: int, n_out: int, tape: Tape, vid: int) -> None:
         self.graph = graph
+        self.n_in = n_in
         self.n_out = n_out
         self.pending: weakref.ref[_Cot] | None = None
         # output j -> (value id of a later region node, its argument index): that node
         # keeps output j as a boundary record, which backward reads instead of recomputing
         self.peers: dict[int, list[tuple[int, int]]] = {}
+        # input k -> (the earlier region's state, its output index) that produced it
+        self.sources: dict[int, tuple[_NodeState, int]] = {}
+        # output j -> where its record sits in this node's residuals, appended there by a
+        # later region that released it (so the tape's release gives its count back)
+        self.handoff: dict[int, int] = {}
         self.tape = weakref.ref(tape)  # the node's residual records: tape.nodes[vid].res
         self.vid = vid
 

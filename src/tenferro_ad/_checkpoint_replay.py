@@ -122,12 +122,13 @@ def _attach(
     prim = _region_prim(len(inputs))
     nodes = tape.nodes
     rid = len(nodes)
-    st = _NodeState(graph, len(out_recs), tape, rid)
+    st = _NodeState(graph, len(inputs), len(out_recs), tape, rid)
     for k, i in enumerate(ids):  # an input that is an earlier region's output: tell it
         producer = nodes[i] if i >= 0 else None
         if producer is not None and producer.prim is _OUTPUT_PRIM:
             p = producer.params
             p["st"].peers.setdefault(p["j"], []).append((rid, k))
+            st.sources[k] = (p["st"], p["j"])
     nodes.append(_node(prim, ids, {"st": st}, res))
     out: list[EagerTensor] = []
     for j, rec in enumerate(out_recs):
@@ -347,9 +348,161 @@ def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:
         create_graph = ops is _handle_ns()
         stash = g.stash
         g.stash = {}  # the output cotangents are the replay's now: each dies once used
-        g.result = _vjp_all(st, stash, list(args), create_graph)
+        arg_list = list(args)
+        if _restore(st) and create_graph:  # inputs recomputed after a failed backward
+            arg_list = _restored_handles(st, arg_list)
+        g.result = _vjp_all(st, stash, arg_list, create_graph)
+        del arg_list
+        if not create_graph and _consuming(st):
+            _release_boundary(st)
     ct = g.result[i]
     return _ZERO if ct is None else ct
+
+
+# -- releasing boundaries as the backward pass goes past them ----------------------------------
+#
+# In a consuming backward (``keep=False``: the tape is released right after the sweep), a
+# region's input boundary is dead once the region's rules have run -- except that "a failed
+# backward leaves the tape usable": if a rule further down raises, the caller may call
+# backward again, and this region's VJP then needs its inputs once more.  We release only
+# inputs that can be recovered: an input produced by an earlier region.  Its record is not
+# dropped but *handed over* to the producing region (which reads it instead of recomputing
+# its own last op, and drops it once its own rules have run); the released input leaves a
+# :class:`_Released` marker in the node's residual list.  A retry after a failure finds the
+# record still handed over (the producer never ran) or recomputes it by replaying the
+# producer's graph from the producer's own boundary (restored the same way, recursively):
+# at most one extra forward pass, paid only on a retry after a failure.  Inputs from
+# elsewhere (watched leaves, plain ops' outputs, constants) and policy-saved values are
+# kept: nothing could recompute them.  The alternative -- validating every rule that can
+# still fail before releasing -- is impossible in general (user rules, MemoryError).
+#
+# Whether the sweep consumes the tape is the tape's ``consuming`` flag (set by the caller of
+# the sweep for a no-record backward that releases the tape afterwards).
+
+
+class _Released:
+    """A released input boundary in a region node's residual list (not a record: the
+    tape's release, retained listing and discard skip it). Recoverable from ``source``."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: tuple[_NodeState, int]) -> None:
+        self.source = source
+
+
+def _consuming(st: _NodeState) -> bool:
+    tape = st.tape()
+    return tape is not None and bool(getattr(tape, "consuming", False))
+
+
+def _residuals(st: _NodeState) -> list[Any] | None:
+    tape = st.tape()
+    node = None if tape is None else tape.nodes[st.vid]
+    return None if node is None else node.res
+
+
+def _take_handoff(st: _NodeState, j: int) -> AdValueRecord | None:
+    """Remove output ``j``'s handed-over record from this node's residuals (its count
+    goes with the caller), or ``None`` when there is none."""
+    pos = st.handoff.pop(j, None)
+    res = _residuals(st)
+    if pos is None or res is None:
+        return None
+    rec = res[pos]
+    res[pos] = None
+    return rec if type(rec) is AdValueRecord else None
+
+
+def _handoff_record(st: _NodeState, j: int) -> AdValueRecord | None:
+    pos = st.handoff.get(j)
+    res = _residuals(st)
+    rec = None if pos is None or res is None else res[pos]
+    return rec if type(rec) is AdValueRecord else None
+
+
+def _release_boundary(st: _NodeState) -> None:
+    """After this region's rules ran in a consuming sweep: hand each input produced by an
+    earlier region over to that region (appended to its residuals, count and all), and
+    drop what was handed over to this one. O(inputs)."""
+    res = _residuals(st)
+    if res is None:
+        return
+    for k, src in st.sources.items():
+        rec = res[k]
+        if type(rec) is not AdValueRecord:
+            continue
+        p_st, j = src
+        p_res = _residuals(p_st)
+        if p_res is None or j in p_st.handoff:
+            rec.count -= 1  # nowhere to hand it, or handed over already by another consumer
+        else:
+            p_st.handoff[j] = len(p_res)
+            p_res.append(rec)  # the count moves with it
+        res[k] = _Released(src)
+    for j in list(st.handoff):
+        rec = _take_handoff(st, j)
+        if rec is not None:
+            rec.count -= 1
+
+
+def _restore(st: _NodeState) -> bool:
+    """Put back the input records a failed consuming backward released. O(inputs) when
+    nothing was released; otherwise recovers each (see above). Returns whether any was."""
+    res = _residuals(st)
+    if res is None or not any(type(r) is _Released for r in res[: st.n_in]):
+        return False
+    for k in range(st.n_in):
+        r = res[k]
+        if type(r) is _Released:
+            src, j = r.source
+            rec = _take_handoff(src, j)  # still handed over: the count moves back
+            if rec is None:
+                rec = _recompute_output(src, j)
+                rec.count += 1
+            res[k] = rec
+    return True
+
+
+def _recompute_output(st: _NodeState, j: int) -> AdValueRecord:
+    """Output ``j`` of a region, recomputed from the region's boundary (restored first):
+    a forward replay of the equations it needs, nothing recorded. Fresh
+    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations."""
+    _restore(st)
+    graph = st.graph
+    kind, v = graph.outputs[j]
+    recs = st.records()
+    if kind == "i":
+        rec = recs[v]
+        assert type(rec) is AdValueRecord
+        return rec
+    inputs = [make_handle(r, None, -1) for r in recs[: st.n_in]]
+    consts = [make_handle(c, None, -1) for c in graph.consts]
+    env: dict[int, Any] = {}
+    prev = (STATE.tape, STATE.key)
+    STATE.tape = None
+    STATE.key = None
+    try:
+        with allocation_reason(_RECOMPUTE):
+            _replay(graph, env, inputs, consts, list(range(graph.producer[v] + 1)), {v})
+    finally:
+        STATE.tape, STATE.key = prev
+    out: AdValueRecord = env[v]._r("checkpoint")
+    return out
+
+
+def _restored_handles(st: _NodeState, args: list[Any]) -> list[Any]:
+    """``create_graph`` after a restore: the sweep read the markers; rebuild the released
+    arguments as handles of the restored records on the tape (same value ids)."""
+    tape = st.tape()
+    assert tape is not None
+    node = tape.nodes[st.vid]
+    assert node is not None and node.res is not None
+    out = list(args)
+    for k, r in enumerate(node.res[: len(node.ids)]):
+        if type(args[k]) is _Released and type(r) is AdValueRecord:
+            i = node.ids[k]
+            out[k] = make_handle(r, tape.key if i >= 0 else None, i)
+    return out
 
 
 def _vjp_all(
@@ -357,7 +510,7 @@ def _vjp_all(
 ) -> list[Any]:
     """Cotangents for every region input, given cotangents of the outputs (by index)."""
     graph = st.graph
-    n_in = len(args) - len(graph.saved) - len(graph.consts)
+    n_in = st.n_in
     if create_graph:
         return _vjp_recorded(graph, out_cts, args[:n_in])
     ns = _numpy_ns()
@@ -393,6 +546,10 @@ def _outputs_kept(st: _NodeState) -> dict[int, AdValueRecord]:
     for j, holders in st.peers.items():
         kind, v = graph.outputs[j]
         if kind != "v" or type(graph.eqns[graph.producer[v]].op) is not Primitive:
+            continue
+        handed = _handoff_record(st, j)
+        if handed is not None:
+            out[v] = handed
             continue
         for vid, k in holders:
             node = tape.nodes[vid]

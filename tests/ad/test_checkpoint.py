@@ -4,7 +4,7 @@ policies, nesting, the block form, failure atomicity, and differentiating twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -12,6 +12,8 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad import extend
+from tenferro_ad._primitive import REGISTRY
 from tenferro_ad.errors import CheckpointError, NotUnique
 from tenferro_storage.ledger import AllocationReason, EventKind, capture
 
@@ -375,3 +377,144 @@ def test_replayed_values_are_released_as_the_segment_sweep_passes_them() -> None
     ]
     assert len(made) == 3  # the 4th sine's value is read by nothing
     assert released == made[::-1]
+
+
+# -- releasing boundaries in a consuming backward ----------------------------------------------
+
+
+class _ConsumingTape(ad.Tape):
+    """A tape whose ``consuming`` flag says that the running backward releases it right
+    after its sweep (the flag a no-record ``backward(keep=False)`` sets)."""
+
+    __slots__ = ("consuming",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.consuming = False
+
+
+def _chain_backward(
+    consuming: bool, segments: int = 4, n: int = 64
+) -> tuple[np.ndarray[Any, Any], int, list[str]]:
+    """Gradient of the region chain, the forward-output bytes still alive when the first
+    region's recomputation starts (the last region the sweep reaches), and what was
+    recomputed."""
+    with capture() as rec:
+        tape = _ConsumingTape()
+        with tape:
+            x = tape.watch(_x(n))
+            loss = _chain(x, segments, True)
+        tape.consuming = consuming
+        grads = tape.backward(loss, wrt=[x], keep=not consuming)
+        tape.consuming = False
+        g = grads.take_grad(x)
+        assert g is not None
+        out = ts.kernel.read_array(g).copy()
+        del g, grads, loss, x, tape
+    recomputes = [
+        e for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ]
+    # the first region's replay allocates last (one value: its output is handed over, and
+    # sin's value is read only by the op that made it)
+    first_region = recomputes[-1].seq
+    live = dict(rec.timeline())
+    before = max(seq for seq in live if seq < first_region)
+    return out, live[before].get(OP, 0), [e.operation for e in recomputes]
+
+
+def test_a_consuming_backward_releases_boundaries_once_past_them() -> None:
+    """keep=False: after each region's rules ran, its input boundary is handed to the region
+    that produced it and dropped once that one ran too -- so when the sweep reaches the first
+    region, the boundaries of the later regions are gone; with keep=True every boundary
+    stays.  Same gradient, same recomputations."""
+    n = 64
+    kept, live_kept, ops_kept = _chain_backward(False, n=n)
+    released, live_released, ops_released = _chain_backward(True, n=n)
+    np.testing.assert_array_equal(released, kept)
+    assert ops_released == ops_kept  # the handed-over output is still read, not recomputed
+    # the 2nd and 3rd boundaries are released; the 3rd can stay alive a little longer
+    # through the tape sweep's loop variable ``r0`` (the last one-residual node's record)
+    assert live_kept - live_released in (n * 8, 2 * n * 8)
+
+
+@pytest.fixture
+def flaky_identity() -> Iterator[tuple[Any, list[int]]]:
+    """An identity primitive whose VJP raises while ``fail[0]`` is positive (counting
+    down); unregistered afterwards."""
+    fail = [0]
+
+    def rule(ops: Any, g: Any) -> Any:
+        if fail[0] > 0:
+            fail[0] -= 1
+            raise RuntimeError("injected failure")
+        return g
+
+    prim = extend.defprimitive("test_flaky_identity", lambda x: np.array(x), 1, vjp=(rule,))
+    yield prim, fail
+    REGISTRY.pop("test_flaky_identity", None)
+
+
+def test_a_failure_after_released_boundaries_leaves_the_tape_usable(
+    flaky_identity: tuple[Any, list[int]],
+) -> None:
+    """A rule below the regions raises after the regions released their boundaries; the
+    retry recovers them (handed over, or recomputed from the previous boundary) and gives
+    the gradient of a backward that never failed."""
+    prim, fail = flaky_identity
+
+    def program(x: Any) -> Any:
+        return _chain(extend.bind(prim, x), 3, True)
+
+    reference = _grad_of(program)
+    tape = _ConsumingTape()
+    with tape:
+        x = tape.watch(_x())
+        loss = program(x)
+    fail[0] = 1
+    tape.consuming = True
+    with pytest.raises(RuntimeError, match="injected failure"):
+        tape.backward(loss, wrt=[x])
+    assert tape.retained()  # the tape still holds what a backward needs
+    with capture() as rec:
+        g = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert g is not None
+    np.testing.assert_allclose(ts.kernel.read_array(g), reference, rtol=1e-12)
+    # the 3rd region's input was recomputed from the 1st region's boundary (h1, then h2)
+    recomputed = [
+        e.operation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ]
+    assert len(recomputed) > len(_recomputed_ops(program))
+    del g, loss, x, tape
+
+
+def test_a_failure_before_the_producer_ran_takes_the_handed_over_record_back(
+    flaky_identity: tuple[Any, list[int]],
+) -> None:
+    """The failure happens between two regions: the second region's input (the first's
+    output) is still handed over to the first region, which has not run yet, and the retry
+    takes it back without recomputing it."""
+    prim, fail = flaky_identity
+
+    def program(x: Any) -> Any:
+        seg = ad.checkpoint(_tanh_segment)
+        h1 = seg(x)
+        z = extend.bind(prim, h1)  # recorded between the two regions: its VJP runs between
+        return ad.sum(seg(h1)) + ad.sum(z)
+
+    reference = _grad_of(program)
+    tape = _ConsumingTape()
+    with tape:
+        x = tape.watch(_x())
+        loss = program(x)
+    fail[0] = 1
+    tape.consuming = True
+    with pytest.raises(RuntimeError, match="injected failure"):
+        tape.backward(loss, wrt=[x])
+    with capture() as rec:
+        g = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert g is not None
+    np.testing.assert_allclose(ts.kernel.read_array(g), reference, rtol=1e-12)
+    assert [
+        e.operation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
+    ] == _recomputed_ops(program)  # nothing beyond a backward that never failed
+    del g, loss, x, tape
