@@ -355,7 +355,7 @@ def _plan_into(
     pool: dict[tuple[tuple[int, ...], str], list[int]] = {}
     for i, (_nm, kernel, reads, _p, outs) in enumerate(pending):
         target: int | None = None
-        if len(outs) == 1 and outs[0] in ufuncs:
+        if len(outs) == 1 and outs[0] in ufuncs and type(kernel) is EqnKernel:  # not fused
             want = aval[outs[0]]
             for k, at in donors.items():
                 if at <= i and aval[k] == want and (

@@ -223,3 +223,20 @@ def test_random_programs_donate_or_refuse_and_never_change_a_result(
         np.testing.assert_array_equal(x0.to_numpy(), xs[0])
         return
     np.testing.assert_array_equal(got.to_numpy(), want)
+
+
+def test_a_fused_instruction_is_never_rewritten_into_a_buffer() -> None:
+    """With ``scratch_bytes``, a fused group whose one export is an ufunc's value keeps
+    its generated kernel (only plain instructions take ``into``); values unchanged."""
+    def f(x: Any, y: Any) -> Any:
+        t = ad.cos(y)
+        u = ad.exp(t.T)  # t dies here (a view read): its buffer waits for a taker
+        b = u.T + ad.sin(x) * 2.0  # the fused group [sin, mul, add] exports only b
+        return ad.cos(b) * 3.0
+
+    xs, ys = np.ones(4), RNG.normal(size=(100, 4))
+    jf = ad.jit(f, scratch_bytes=64)
+    ins = jf.lower(xs, ys).program.instructions
+    fused = [i for i in ins if i.name.startswith("fused")]
+    assert fused and all(i.into is None for i in fused)
+    close(jf(xs, ys), np.cos(np.exp(np.cos(ys).T).T + np.sin(xs) * 2.0) * 3.0)
