@@ -52,6 +52,7 @@ _SCALARS: Final = frozenset(
     {float, int, bool, complex, np.float64, np.float32, np.int64, np.int32, np.bool_}
 )
 _OWNERS: Final = frozenset({ts.Tensor, ts.TensorView, ts.TensorViewMut})
+_ALIASABLE: Final = frozenset({AdValueRecord}) | _OWNERS
 _read: Final = ts.kernel.read_array
 _ET: Final = EagerTensor
 _REC: Final = AdValueRecord
@@ -210,7 +211,7 @@ def _resolve(
 def _retain_owner(owner: Any, tape: Any, name: str) -> AdValueRecord:
     """A tape residual that is a borrowed owner: the record holding the tape's named shared
     borrow of it (made on first use, shared by every later node of the tape). O(1)."""
-    hit = tape._borrowed.get(id(owner))
+    hit: tuple[Any, AdValueRecord] | None = tape._borrowed.get(id(owner))
     if hit is not None and hit[0] is owner:
         r = hit[1]
     else:
@@ -247,7 +248,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         ra = a0._rec
         ta = key is not None and a0._tape is key
         if type(b) is _ET:
-            rb = b._rec
+            rb: Any = b._rec
             tb = key is not None and b._tape is key
             vals = [ra.a, rb.a]
             recs = [ra, rb]
@@ -313,11 +314,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         raise kernel_error(name, e) from None
     tans = st.jvp
     tan = None if tans is None else tans.push(prim, recs, vals, out, params)
-    if prim.alias and type(recs[0]) is _REC:
-        rec = record_alias(recs[0], out, name)
-        rec.count = 1
-    elif prim.alias and type(recs[0]) in _OWNERS:  # a view of a borrowed owner: zero-copy
-        rec = record_alias(borrowed_record(recs[0], f"the value of {name}"), out, name)
+    if prim.alias and type(recs[0]) in _ALIASABLE:  # a view of argument 0: zero-copy
+        r0 = recs[0]
+        if type(r0) is not _REC:  # over a borrowed owner: the alias holds its own borrow
+            r0 = borrowed_record(r0, f"the value of {name}")
+        rec = record_alias(r0, out, name)
         rec.count = 1
     else:
         if prim.alias:  # a view of a scalar parameter: lay it out afresh
@@ -354,25 +355,24 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         node.params = params
         node.shapes = None
         save_in = prim.save_in
-        if save_in:
-            if len(save_in) == 1:  # most rules keep one argument
-                r0 = recs[save_in[0]]
-                if type(r0) is _REC:
-                    r0.count += 1
-                elif type(r0) in _OWNERS:
-                    r0 = _retain_owner(r0, tape, name)
-                res: list[Any] = [r0]
-            else:
-                res = []
-                for i in save_in:
-                    r = recs[i]
-                    if type(r) is _REC:
-                        r.count += 1
-                    elif type(r) in _OWNERS:
-                        r = _retain_owner(r, tape, name)
-                    res.append(r)
+        if not save_in:
+            res: list[Any] = []
+        elif len(save_in) == 1:  # most rules keep one argument
+            r0 = recs[save_in[0]]
+            if type(r0) is _REC:
+                r0.count += 1
+            elif type(r0) in _OWNERS:
+                r0 = _retain_owner(r0, tape, name)
+            res = [r0]
         else:
             res = []
+            for i in save_in:
+                r = recs[i]
+                if type(r) is _REC:
+                    r.count += 1
+                elif type(r) in _OWNERS:
+                    r = _retain_owner(r, tape, name)
+                res.append(r)
         if prim.save_out:
             rec.count += 1
             res.append(rec)
