@@ -88,8 +88,8 @@ class Tape(NoCopy):
     """
 
     __slots__ = (
-        "__weakref__", "_active", "_borrowed", "_kept", "_prev", "_released", "key", "name",
-        "nodes",
+        "__weakref__", "_active", "_borrowed", "_kept", "_prev", "_released", "consuming",
+        "key", "name", "nodes",
     )
 
     def __init__(self, name: str | None = None) -> None:
@@ -101,6 +101,9 @@ class Tape(NoCopy):
         # it): an owner used by many ops is borrowed once per tape, not once per op
         self._borrowed: dict[int, tuple[Any, AdValueRecord]] = {}
         self._released = False
+        # True during a no-record sweep whose tape is released right after it: checkpoint
+        # regions may then drop boundaries as the sweep passes them (_checkpoint_replay.py)
+        self.consuming = False
         self._active = 0
         self._prev: list[tuple[Any, Any]] = []
 
@@ -349,7 +352,11 @@ class Tape(NoCopy):
                 cts = self.sweep(lid, seed, wids, HANDLE_NS, True)
         else:
             seed = _seed(loss_a, cotangent, False)
-            cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
+            self.consuming = not keep
+            try:
+                cts = self.sweep(lid, seed, wids, NUMPY_NS, False)
+            finally:
+                self.consuming = False
             foreign = foreign_roots([] if cotangent is None else [seed])
         if not keep:  # before the gradients are owned: the residuals' bytes go first
             self._release()
