@@ -196,13 +196,30 @@ EXPM1 = defprimitive(
     jvp=(lambda ops, t, out: ops.mul(t, ops.add(out, 1.0)),),
 )
 defbatch(EXPM1, leading("expm1"))
+
+
+def _times(ops: Any, g: Array, fresh: Array) -> Array:
+    """``g * fresh`` where ``fresh`` is a rule's own scratch: in the no-record backward the
+    product is written over ``fresh`` when it fits (one allocation fewer per rule; on
+    10^6-element values a fresh buffer costs as much as the arithmetic)."""
+    if (
+        ops is NUMPY_NS
+        and type(fresh) is np.ndarray
+        and fresh.flags.writeable
+        and np.shape(g) == fresh.shape
+        and np.result_type(g, fresh) == fresh.dtype
+    ):
+        return np.multiply(g, fresh, out=fresh)
+    return ops.mul(g, fresh)
+
+
 SIN = defprimitive(
     "sin",
     _float_only(np.sin),
     1,
     save_in=(0,),
-    vjp=(lambda ops, g, x: ops.mul(g, ops.cos(x)),),
-    jvp=(lambda ops, t, x: ops.mul(t, ops.cos(x)),),
+    vjp=(lambda ops, g, x: _times(ops, g, ops.cos(x)),),
+    jvp=(lambda ops, t, x: _times(ops, t, ops.cos(x)),),
 )
 defbatch(SIN, leading("sin"))
 COS = defprimitive(
@@ -217,6 +234,9 @@ defbatch(COS, leading("cos"))
 
 
 def _tanh_d(ops: Any, g: Array, out: Array) -> Array:
+    if ops is NUMPY_NS and type(out) is np.ndarray and out.ndim:  # 1 - out^2, one buffer
+        d = np.multiply(out, out)
+        return _times(ops, g, np.subtract(1.0, d, out=d))
     return ops.mul(g, ops.sub(1.0, ops.mul(out, out)))
 
 
