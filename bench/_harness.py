@@ -55,13 +55,19 @@ def jax_or_none() -> Any:
 
 
 def interleaved_ms(
-    cases: dict[str, Callable[[], Any]], *, rounds: int = 7, number: int = 5
+    cases: dict[str, Callable[[], Any]],
+    *,
+    rounds: int = 7,
+    number: int = 5,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
     """Median over ``rounds`` of the mean milliseconds per call of every case.
 
     Each case is called once first (warm-up, jit compilation).  Within a round the cases
     run one after another, ``number`` calls each.  Garbage collection is run between
-    cases and disabled while one is timed (as ``timeit`` does).
+    cases and disabled while one is timed (as ``timeit`` does).  ``clock``: wall time by
+    default; ``time.process_time`` (this process's CPU time) is steadier on a machine
+    other processes load (every case is single-threaded).
     """
     for fn in cases.values():
         fn()
@@ -71,14 +77,19 @@ def interleaved_ms(
             gc.collect()
             gc.disable()
             try:
-                t0 = time.perf_counter()
+                t0 = clock()
                 for _ in range(number):
                     fn()
-                dt = time.perf_counter() - t0
+                dt = clock() - t0
             finally:
                 gc.enable()
             samples[name].append(dt / number * 1e3)
     return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def clock(cpu: bool) -> Callable[[], float]:
+    """``time.process_time`` when ``cpu`` (the ``--cpu`` flag), else ``time.perf_counter``."""
+    return time.process_time if cpu else time.perf_counter
 
 
 def report(title: str, res: dict[str, float], base: str = BASE) -> None:

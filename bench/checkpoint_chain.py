@@ -252,13 +252,18 @@ def main() -> None:
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--no-jax", action="store_true")
     ap.add_argument("--peak", help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--cpu", action="store_true", help="time CPU time of this process (steadier under load)"
+    )
     args = ap.parse_args()
     if args.peak:
         peak_mb(args.peak)
         return
     cs = cases(with_jax=not args.no_jax)
     check(cs)
-    res = H.interleaved_ms(cs, rounds=args.rounds, number=args.number)
+    res = H.interleaved_ms(
+        cs, rounds=args.rounds, number=args.number, clock=H.clock(args.cpu)
+    )
     H.report(
         f"{SEGMENTS * OPS_PER_SEGMENT}-op chain on {N} float64, plain and in {SEGMENTS} "
         f"checkpoint segments (commit {H.commit()})",

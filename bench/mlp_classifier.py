@@ -188,10 +188,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--number", type=int, default=5)
+    ap.add_argument(
+        "--cpu", action="store_true", help="time CPU time of this process (steadier under load)"
+    )
     args = ap.parse_args()
     cs = cases()
     check(cs)
-    res = H.interleaved_ms(cs, rounds=args.rounds, number=args.number)
+    res = H.interleaved_ms(
+        cs, rounds=args.rounds, number=args.number, clock=H.clock(args.cpu)
+    )
     H.report(
         f"MLP classifier step 784-512-512-10, batch {BATCH}, float32 (commit {H.commit()})", res
     )

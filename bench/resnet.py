@@ -199,10 +199,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--number", type=int, default=3)
+    ap.add_argument(
+        "--cpu", action="store_true", help="time CPU time of this process (steadier under load)"
+    )
     args = ap.parse_args()
     cs = cases()
     check(cs)
-    res = H.interleaved_ms(cs, rounds=args.rounds, number=args.number)
+    res = H.interleaved_ms(
+        cs, rounds=args.rounds, number=args.number, clock=H.clock(args.cpu)
+    )
     H.report(
         f"residual MLP step, {BLOCKS} blocks, width {WIDTH}, batch {BATCH}, float32 "
         f"(commit {H.commit()})",
