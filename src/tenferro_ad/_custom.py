@@ -172,7 +172,9 @@ class custom_vjp:
 
     def __init__(self, fun: Callable[..., Any]) -> None:
         if not callable(fun):
-            raise ArgumentTypeError(f"custom_vjp: expected a callable, got {type(fun).__name__}")
+            raise ArgumentTypeError(
+                f"custom_vjp: argument 'fun' must be callable, got {type(fun).__name__}"
+            )
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.fwd: Callable[..., Any] | None = None
@@ -251,7 +253,9 @@ class custom_jvp:
 
     def __init__(self, fun: Callable[..., Any]) -> None:
         if not callable(fun):
-            raise ArgumentTypeError(f"custom_jvp: expected a callable, got {type(fun).__name__}")
+            raise ArgumentTypeError(
+                f"custom_jvp: argument 'fun' must be callable, got {type(fun).__name__}"
+            )
         functools.update_wrapper(self, fun)
         self.fun = fun
         self.rule: Callable[..., Any] | None = None

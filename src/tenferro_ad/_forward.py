@@ -50,16 +50,19 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
     Runs the JVP rules once per op; nothing is recorded or retained.
     """
     if not callable(f):
-        raise ArgumentTypeError(f"jvp: f must be callable, got {type(f).__name__}")
-    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
-        raise ArgumentTypeError(
-            "jvp: primals and tangents must be tuples (one entry per argument of f)"
-        )
+        raise ArgumentTypeError(f"jvp: argument 'f' must be callable, got {type(f).__name__}")
+    for name, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, tuple | list):
+            raise ArgumentTypeError(
+                f"jvp: argument {name!r} must be a tuple (one entry per argument of f), got "
+                f"{type(given).__name__}"
+            )
     primals = tuple(primals)
     tangents = tuple(tangents)
     if len(primals) != len(tangents):
         raise ArgumentError(
-            f"jvp: {len(primals)} primals but {len(tangents)} tangents; pass one tangent per "
+            f"jvp: arguments 'primals' and 'tangents' differ: {len(primals)} primals but "
+            f"{len(tangents)} tangents; pass one tangent per "
             "primal, with the same structure"
         )
     if _has_tracer((primals, tangents)):
@@ -79,7 +82,8 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             tl, _ = tree_flatten(t)
             if len(pl) != len(tl):
                 raise ArgumentError(
-                    f"jvp: primal {k} has {len(pl)} leaves but its tangent has {len(tl)}"
+                    f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has "
+                    f"{len(pl)} leaves but its tangent has {len(tl)}"
                 )
             hs = []
             for leaf, tan in zip(pl, tl, strict=True):
@@ -92,11 +96,12 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                     arr = np.asarray(leaf)
                     if arr.dtype.kind not in "fc":
                         raise ArgumentTypeError(
-                            f"jvp: primal {k} has dtype {arr.dtype.name}; forward mode needs "
+                            f"jvp: argument 'primals'[{k}] has dtype {arr.dtype.name}; forward "
+                            "mode needs "
                             "floating-point or complex primals (pass floats)"
                         )
                     rec = constant_record(arr, "primal")
-                tarr = check_cotangent(tan, rec.a, "jvp (tangent)", k, False)
+                tarr = check_cotangent(tan, rec.a, "jvp: argument 'tangents'", k, False)
                 ctx.tangents[rec] = tarr
                 inputs_t.append(tarr)
                 hs.append(make_handle(rec, None, -1))
@@ -159,10 +164,13 @@ def _jvp_nested(
             tl, _ = tree_flatten(t)
             n = call.counts[k]
             if len(tl) != n:
-                raise ArgumentError(f"jvp: primal {k} has {n} leaves but its tangent has {len(tl)}")
+                raise ArgumentError(
+                    f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has "
+                    f"{n} leaves but its tangent has {len(tl)}"
+                )
             for tan in tl:
                 like = call.watched[j]._r("jvp").a
-                tans.append(check_cotangent(tan, like, "jvp (tangent)", k, True))
+                tans.append(check_cotangent(tan, like, "jvp: argument 'tangents'", k, True))
                 j += 1
         tape = call.tape
         if call.nested:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage.errors import TenferroError
 
 from ._dispatch import _argument_error, bind, constant_record
 from ._gradients import foreign_roots, own
@@ -166,10 +167,13 @@ class _Call(NoCopy):
         if not self.nested:
             self.tape._release()
 
-    def results(self, seeds: dict[int, Any], given: bool = True) -> list[Any]:
+    def results(
+        self, seeds: dict[int, Any], given: bool = True, last: bool = False
+    ) -> list[Any]:
         """Cotangents for every watched leaf (owners, or handles when nested), from the
         seed cotangents ``{value id: cotangent}`` of the outputs (``given``: the caller's
-        own values, which a delivered gradient must never share)."""
+        own values, which a delivered gradient must never share; ``last``: the private
+        tape is released right after, so the sweep may consume it)."""
         from .ops._ns import HANDLE_NS, NUMPY_NS
 
         tape = self.tape
@@ -184,7 +188,11 @@ class _Call(NoCopy):
                 _fresh_handle(cts[w], seed_ids) if w in cts else _zeros_handle(h)
                 for w, h in zip(wids, self.watched, strict=True)
             ]
-        cts = tape.sweep(seeds, None, wids, NUMPY_NS, False) if seeds else {}
+        tape.consuming = last and not self.nested
+        try:
+            cts = tape.sweep(seeds, None, wids, NUMPY_NS, False) if seeds else {}
+        finally:
+            tape.consuming = False
         foreign = foreign_roots(seeds.values() if given else ())
         owners: list[Any] = []
         for w, h in zip(wids, self.watched, strict=True):
@@ -231,16 +239,30 @@ def _tape_length() -> int:
 
 
 def _check_leaf(leaf: Leaf, argnum: int, what: str) -> None:
-    """Refuse a leaf that cannot be differentiated (before anything changes)."""
-    if isinstance(leaf, EagerTensor):
-        _check_float(leaf._r(what).a.dtype, what, argnum)
-    elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-        _check_float(ts.kernel.read_array(leaf).dtype, what, argnum)
-    elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
-        leaf, bool | np.bool_
-    ):
-        _check_float(np.asarray(leaf).dtype, what, argnum)
-    elif isinstance(leaf, int) and not isinstance(leaf, bool):
+    """Refuse a leaf that cannot be differentiated (before anything changes); a refusal
+    names ``what`` and the argument (a consumed owner, an unsupported numpy dtype...)."""
+    try:
+        if isinstance(leaf, EagerTensor):
+            _check_float(leaf._r(what).a.dtype, what, argnum)
+        elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+            _check_float(ts.kernel.read_array(leaf).dtype, what, argnum)
+        elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
+            leaf, bool | np.bool_
+        ):
+            dt = np.asarray(leaf).dtype
+            _check_float(dt, what, argnum)
+            ts.dtype(dt)  # a supported dtype (float16 is not)
+        else:
+            _check_other(leaf, argnum, what)
+    except TenferroError as e:
+        if not str(e).startswith(f"{what}: argument {argnum}"):
+            e.args = (f"{what}: argument {argnum}: {e}", *e.args[1:])
+        raise
+
+
+def _check_other(leaf: Leaf, argnum: int, what: str) -> None:
+    """Refuse a leaf that is not an array, an owner, a handle or a float."""
+    if isinstance(leaf, int) and not isinstance(leaf, bool):
         raise ArgumentTypeError(
             f"{what}: argument {argnum} is the Python int {leaf!r}; differentiation needs "
             "floating-point inputs (pass a float, as JAX requires)"
@@ -298,14 +320,19 @@ def constant(value: Any) -> EagerTensor:
     if isinstance(value, EagerTensor):
         return make_handle(value._r("constant"), None, -1)
     if isinstance(value, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-        return make_handle(record_borrow(value, "constant", "an ad.constant handle"), None, -1)
+        try:
+            rec = record_borrow(value, "constant", "an ad.constant handle")
+        except TenferroError as e:  # a consumed or exclusively borrowed owner
+            e.args = (f"constant: argument 'value': {e}", *e.args[1:])
+            raise
+        return make_handle(rec, None, -1)
     if isinstance(value, np.ndarray | np.generic | list | tuple | float | int | complex):
         try:
             return make_handle(constant_record(value, "constant"), None, -1)
         except Exception as e:
             raise _argument_error("constant", 0, e) from None
     raise ArgumentTypeError(
-        f"constant: value is a {type(value).__name__}; pass an owner, a view, a numpy "
+        f"constant: argument 'value' is a {type(value).__name__}; pass an owner, a view, a numpy "
         "array, a scalar or an EagerTensor"
     )
 
@@ -314,13 +341,15 @@ def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int
     """Normalize and check ``argnums`` against the number of positional arguments."""
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
     try:
+        if not isinstance(raw, tuple | list):
+            raise TypeError
         nums = tuple(int(operator.index(k)) for k in raw)
     except TypeError:
         raise ArgumentTypeError(
-            f"{what}: argnums must be an int or a tuple of ints, got {argnums!r}"
+            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {argnums!r}"
         ) from None
     if not nums:
-        raise ArgumentError(f"{what}: argnums is empty; name at least one argument")
+        raise ArgumentError(f"{what}: argument 'argnums' is empty; name at least one argument")
     out = []
     for k in nums:
         if not -nargs <= k < nargs:
@@ -332,6 +361,14 @@ def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int
     if len(set(out)) != len(out):
         raise ArgumentError(f"{what}: argnums={argnums!r} names an argument twice")
     return tuple(out)
+
+
+def _flag(value: Any, name: str, what: str) -> None:
+    """Refuse a flag argument that is not a bool (numpy's bool included). O(1)."""
+    if not isinstance(value, bool | np.bool_):
+        raise ArgumentTypeError(
+            f"{what}: argument {name!r} must be a bool, got {type(value).__name__}"
+        )
 
 
 def _owner_of(out: EagerTensor) -> Any:
@@ -355,7 +392,11 @@ def value_and_grad(
     Returns ``(value, grads)`` — owners, or handles when nested.
     """
     if not callable(f):
-        raise ArgumentTypeError(f"value_and_grad: f must be callable, got {type(f).__name__}")
+        raise ArgumentTypeError(
+            f"value_and_grad: argument 'f' must be callable, got {type(f).__name__}"
+        )
+    _flag(has_aux, "has_aux", "value_and_grad")
+    _flag(holomorphic, "holomorphic", "value_and_grad")
     fname = getattr(f, "__name__", "f")
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -391,7 +432,7 @@ def value_and_grad(
                 a = out._r("grad").a
                 seed = np.ones(a.shape, a.dtype)
             tracked = out._tape is call.tape.key and out._id >= 0
-            flat = call.results({out._id: seed} if tracked else {}, given=False)
+            flat = call.results({out._id: seed} if tracked else {}, given=False, last=True)
             value: Any = out
             call.release()
             if not call.handles:
@@ -566,7 +607,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     The primal owners stay borrowed until ``vjp_fn`` is released.
     """
     if not callable(f):
-        raise ArgumentTypeError(f"vjp: f must be callable, got {type(f).__name__}")
+        raise ArgumentTypeError(f"vjp: argument 'f' must be callable, got {type(f).__name__}")
+    _flag(has_aux, "has_aux", "vjp")
     argnums = tuple(range(len(primals)))
     if _has_tracer(primals):
         if has_aux:

@@ -34,19 +34,25 @@ __all__ = [
 
 def _callable(f: Any, what: str) -> None:
     if not callable(f):
-        raise ArgumentTypeError(f"{what}: f must be callable, got {type(f).__name__}")
+        raise ArgumentTypeError(f"{what}: argument 'f' must be callable, got {type(f).__name__}")
 
 
 def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
     try:
+        if not isinstance(raw, tuple | list):
+            raise TypeError
         nums = tuple(int(operator.index(k)) for k in raw)
     except TypeError:
-        raise ArgumentTypeError(f"{what}: argnums must be an int or a tuple of ints") from None
+        raise ArgumentTypeError(
+            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {argnums!r}"
+        ) from None
+    if not nums:
+        raise ArgumentError(f"{what}: argument 'argnums' is empty; name at least one argument")
     for k in nums:
         if not -nargs <= k < nargs:
             raise ArgumentError(
-                f"{what}: argnums names argument {k}, but the function was called with "
+                f"{what}: argnums={argnums!r} names argument {k}, but the function was called with "
                 f"{nargs} positional argument(s)"
             )
     return tuple(k % nargs for k in nums)
@@ -167,8 +173,12 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
     from ._functional import grad
 
     _callable(f, "hvp")
-    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
-        raise ArgumentTypeError("hvp: primals and tangents must be tuples (one per argument)")
+    for name, given in (("primals", primals), ("tangents", tangents)):
+        if not isinstance(given, tuple | list):
+            raise ArgumentTypeError(
+                f"hvp: argument {name!r} must be a tuple (one entry per argument of f), got "
+                f"{type(given).__name__}"
+            )
     nums = tuple(range(len(tuple(primals))))
     _, t = jvp(grad(f, nums), tuple(primals), tuple(tangents))
     return t[0] if len(nums) == 1 else t

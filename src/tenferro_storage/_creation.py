@@ -14,7 +14,13 @@ from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import OwnedStorage, allocate
 from ._tensor import Tensor, TensorView, TensorViewMut
-from .errors import ConversionError, DTypeError, LayoutError, OwnershipError
+from .errors import (
+    AllocationFailedError,
+    ConversionError,
+    DTypeError,
+    LayoutError,
+    OwnershipError,
+)
 
 _OUT = AllocationReason.OPERATION_OUTPUT
 
@@ -186,4 +192,9 @@ def allocate_storage(
         raise LayoutError(
             "allocate_storage", f"argument 'nbytes' must be a non-negative int, got {nbytes!r}"
         )
-    return allocate(nbytes, reason, "allocate_storage")
+    try:
+        return allocate(nbytes, reason, "allocate_storage")
+    except MemoryError as e:
+        raise AllocationFailedError(
+            f"allocate_storage: argument 'nbytes': the host cannot provide {nbytes} bytes ({e})"
+        ) from None

@@ -315,10 +315,14 @@ def check_axes(operation: str, axes: tuple[object, ...], ndim: int) -> tuple[int
     norm: list[int] = []
     for a in axes:
         if not isinstance(a, int) or isinstance(a, bool) or not -ndim <= a < ndim:
-            raise LayoutError(operation, f"axis {a!r} is out of range for rank {ndim}")
+            raise LayoutError(
+                operation, f"argument 'axes': axis {a!r} is out of range for rank {ndim}"
+            )
         norm.append(a % ndim)
     if sorted(norm) != list(range(ndim)):
-        raise LayoutError(operation, f"axes {tuple(axes)!r} are not a permutation of {ndim} axes")
+        raise LayoutError(
+            operation, f"argument 'axes' {tuple(axes)!r} is not a permutation of {ndim} axes"
+        )
     return tuple(norm)
 
 
@@ -409,7 +413,7 @@ def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -
     size = 1
     for n in shape:
         if not isinstance(n, int) or n < 0:
-            raise LayoutError(operation, f"bad extent {n!r} in shape {shape!r}")
+            raise LayoutError(operation, f"argument 'shape': bad extent {n!r} in {shape!r}")
         size *= n
     if size != parent.size:
         raise LayoutError(

@@ -293,15 +293,20 @@ def check_arithmetic(
     if not isinstance(shape, tuple) or not all(
         isinstance(n, int) and not isinstance(n, bool) for n in shape
     ):
-        raise fail(f"shape must be a tuple of ints, got {shape!r}")
+        raise fail(f"argument 'shape': shape must be a tuple of ints, got {shape!r}")
     if not isinstance(strides, tuple) or not all(
         isinstance(s, int) and not isinstance(s, bool) for s in strides
     ):
-        raise fail(f"strides must be a tuple of ints (in elements), got {strides!r}")
+        raise fail(
+            f"argument 'strides': strides must be a tuple of ints (in elements), got {strides!r}"
+        )
     if not isinstance(offset, int) or isinstance(offset, bool):
-        raise fail(f"offset must be an int (in elements), got {offset!r}")
+        raise fail(f"argument 'offset': offset must be an int (in elements), got {offset!r}")
     if len(shape) != len(strides):
-        raise fail(f"shape has {len(shape)} axes but strides has {len(strides)}")
+        raise fail(
+            f"arguments 'shape' and 'strides' differ: shape has {len(shape)} axes but strides "
+            f"has {len(strides)}"
+        )
     if len(shape) > 32:
         raise fail(f"rank {len(shape)} exceeds the supported maximum of 32")
     if any(n < 0 for n in shape):

@@ -194,7 +194,10 @@ class OperatorMixin:
 
     def __pow__(self, other: Any, modulo: None = None) -> Any:
         if modulo is not None:
-            raise DTypeError("__pow__: pow() with a modulus is not supported on tenferro values")
+            raise DTypeError(
+                "__pow__: argument 'modulo': pow() with a modulus is not supported on tenferro "
+                "values"
+            )
         return _binary("pow", "**", self, other)
 
     def __rpow__(self, other: Any) -> Any:

@@ -95,7 +95,8 @@ def _fill_value(value: Any, d: CheckedDescriptor) -> np.ndarray[Any, Any]:
 
 def _refuse_array(obj: object) -> NoReturn:
     raise OwnershipError(
-        f"np.asarray({type(obj).__name__}): tenferro never copies implicitly. Call "
+        f"{type(obj).__name__}.__array__: np.asarray({type(obj).__name__}) is refused, "
+        "tenferro never copies implicitly. Call "
         ".to_numpy() for a recorded TRANSFER copy, or prepare_host().as_array() to read the "
         "values in place under a borrow"
     )
@@ -591,7 +592,9 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         dt = resolve_dtype_for(dtype, "Tensor.from_storage")
         shape_t = (shape,) if isinstance(shape, int) else shape
         claim = storage.claim
-        if strides is None and isinstance(shape_t, tuple):
+        if strides is None and isinstance(shape_t, tuple) and all(
+            isinstance(n, int) and not isinstance(n, bool) for n in shape_t
+        ):
             strides_t: object = c_strides(shape_t)
         else:
             strides_t = strides
@@ -767,8 +770,14 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
 
         The new object owns the same storage and layout; later use of this object raises
         ``UseAfterMoveError`` naming ``consumer`` (e.g. the op the owner was moved into).
-        A borrowed owner is refused with ``BorrowError`` and nothing changes.
+        A borrowed owner is refused with ``BorrowError`` and a ``consumer`` that is not a
+        str with ``OwnershipError``; nothing changes then.
         """
+        if not isinstance(consumer, str):
+            raise OwnershipError(
+                "Tensor.take: argument 'consumer' must be a str naming the operation the owner "
+                f"is moved into, got {type(consumer).__name__}"
+            )
         desc = self._meta(consumer)
         self._consume(consumer)
         out: Tensor[DT, R] = Tensor.__new__(Tensor)

@@ -19,6 +19,7 @@ T = TypeVar("T")
 __all__ = [
     "AccessError",
     "AliasedOutputError",
+    "AllocationFailedError",
     "BadIndexError",
     "BindError",
     "BorrowError",
@@ -339,6 +340,12 @@ class ScopedOutputExtractError(OutputExtractError):
     borrow of the caller's value), which can never become an owner.  ``.value`` is the
     exact scoped bundle; nothing is copied.
     """
+
+
+class AllocationFailedError(TenferroError, MemoryError):
+    """The host could not provide the memory a request asked for (e.g.
+    ``allocate_storage(2**62)``).  Subclasses ``MemoryError``; nothing was allocated or
+    recorded."""
 
 
 class BindError(TenferroError, RuntimeError):

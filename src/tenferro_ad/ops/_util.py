@@ -7,10 +7,12 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from numpy.exceptions import AxisError as _NumpyAxisError
 
 from tenferro_storage.errors import TenferroError
 
@@ -110,6 +112,63 @@ _FOREIGN = (TypeError, ValueError, IndexError, KeyError, AttributeError, Overflo
             ZeroDivisionError)
 
 
+_SIMPLE: dict[str, Callable[[Any], bool]] = {
+    "int": lambda v: isinstance(v, int | np.integer) and not isinstance(v, bool | np.bool_),
+    "bool": lambda v: isinstance(v, bool | np.bool_),
+    "float": lambda v: isinstance(v, int | float | np.integer | np.floating),
+    "str": lambda v: isinstance(v, str),
+    "None": lambda v: v is None,
+    "tuple[int, int]": lambda v: isinstance(v, tuple | list) and all(_SIMPLE["int"](a) for a in v),
+}
+_NAMES_AN_ARGUMENT = re.compile(r"\barguments? (?:'\w+'|\d)|(?:^|: )\w+=")
+
+
+def _fits(value: Any, annotation: Any) -> bool | None:
+    """Whether ``value`` fits a simple annotation (``int``, ``bool``, ``float``, ``str``,
+    ``None`` and unions of them); ``None`` when the annotation is not one of those."""
+    if not isinstance(annotation, str):
+        return None
+    checks = [_SIMPLE.get(part.strip()) for part in annotation.split("|")]
+    if not checks or any(c is None for c in checks):
+        return None
+    return any(c(value) for c in checks if c is not None)
+
+
+def culprit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """The parameter of ``fn`` a failed call most likely failed on: the one argument whose
+    value does not fit its simple annotation, or — when every annotated argument fits — the
+    one argument passed whose annotation says nothing (``Any``).  ``None`` when that does
+    not single one out.  Runs only after a call failed; O(number of parameters)."""
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return None
+    misfit: list[str] = []
+    unknown: list[str] = []
+    for name, value in bound.arguments.items():
+        fits = _fits(value, sig.parameters[name].annotation)
+        if fits is None:
+            unknown.append(name)
+        elif not fits:
+            misfit.append(name)
+    if len(misfit) == 1:
+        return misfit[0]
+    if not misfit and len(unknown) == 1:
+        return unknown[0]
+    return None
+
+
+def _with_argument(op: str, msg: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> str:
+    """``msg`` starting ``"op: "``, with ``"argument '<name>': "`` inserted after the op when
+    the message names no argument and :func:`culprit` finds the one it failed on."""
+    rest = msg[len(op) + 1 :].lstrip() if msg.startswith(f"{op}:") else msg
+    if _NAMES_AN_ARGUMENT.search(rest):
+        return f"{op}: {rest}"
+    name = culprit(fn, args, kwargs)
+    return f"{op}: {rest}" if name is None else f"{op}: argument {name!r}: {rest}"
+
+
 def guarded(
     op: str, fn: Callable[..., Any], passthrough: tuple[type[BaseException], ...] = ()
 ) -> Callable[..., Any]:
@@ -118,8 +177,10 @@ def guarded(
     again as :class:`~tenferro_ad.errors.ArgumentTypeError` (a ``TypeError``) or
     :class:`~tenferro_ad.errors.ArgumentError` (a ``ValueError``) whose message starts with
     ``op``; the original is the ``__cause__``.  Errors already naming the op pass through.
-    Ops record nothing before they fail, so nothing changes.  ``passthrough`` classes are
-    re-raised unchanged.  Cost: one call frame."""
+    A message that names no argument gets ``"argument '<name>': "`` after the op when
+    :func:`culprit` singles out the argument the call failed on.  Ops record nothing before
+    they fail, so nothing changes.  ``passthrough`` classes are re-raised unchanged.  Cost:
+    one call frame (the argument search runs only after a failure)."""
 
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -129,20 +190,23 @@ def guarded(
             raise
         except TenferroError as e:
             msg = str(e)
-            if op in msg.split(":", 1)[0]:
+            named = op in msg.split(":", 1)[0]
+            if named and (isinstance(e, _NumpyAxisError) or _NAMES_AN_ARGUMENT.search(msg)):
+                raise
+            text = _with_argument(op, msg, fn, args, kwargs)
+            if named and text == msg:
                 raise
             try:  # the same class, named: e.g. UseAfterMoveError("exp2: read_array: ...")
-                again: Exception = type(e)(f"{op}: {msg}")
+                again: Exception = type(e)(text)
             except Exception:
                 if not isinstance(e, TypeError | ValueError):
                     raise e from None
                 again = (ArgumentTypeError if isinstance(e, TypeError) else ArgumentError)(
-                    f"{op}: {msg}"
+                    text
                 )
             raise again from e
         except _FOREIGN as e:
-            msg = str(e)
-            text = msg if msg.startswith(f"{op}:") else f"{op}: {msg}"
+            text = _with_argument(op, str(e), fn, args, kwargs)
             if isinstance(e, TypeError | AttributeError):
                 raise ArgumentTypeError(text) from e
             raise ArgumentError(text) from e

@@ -40,6 +40,8 @@ def _inexact(a: Any) -> Any:
     """``a`` in the floating type JAX computes a float-only op in (bool, int32 -> float32,
     int64 -> float64); floating and complex values and Python scalars unchanged. O(1) for
     those; one conversion otherwise."""
+    if isinstance(a, bool):  # a Python bool: float32, as JAX (numpy would pick float16)
+        return np.float32(a)
     dt = getattr(a, "dtype", None)
     if dt is None or dt.kind in "fc":
         return a
@@ -51,7 +53,7 @@ def _float_only(f: Any) -> Any:
     def impl(*args: Any) -> Any:
         if len(args) == 1:  # the common unary case: no conversion for inexact values
             dt = getattr(args[0], "dtype", None)
-            if dt is None or dt.kind in "fc":
+            if dt.kind in "fc" if dt is not None else not isinstance(args[0], bool):
                 return f(args[0])
         return f(*[_inexact(a) for a in args])
 

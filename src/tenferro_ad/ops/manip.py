@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import operator
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import numpy as np
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive, nondifferentiable
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
@@ -237,28 +238,46 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
 
 
 # -- splitting ---
-def _split_points(n: int, sections: Any, name: str, exact: bool) -> list[int]:
+def _split_points(n: int, sections: Any, name: str, exact: bool, what: str) -> list[int]:
     if isinstance(sections, int | np.integer):
         k = int(sections)
         if k <= 0:
-            raise ArgumentError(f"{name}: number of sections must be positive, got {k}")
+            raise ArgumentError(
+                f"{name}: argument {what!r} (the number of sections) must be positive, got {k}"
+            )
         if exact and n % k:
             raise ArgumentError(f"{name}: array split does not result in an equal division "
-                                f"({n} into {k})")
+                                f"({n} into {k}) (argument {what!r})")
+        if k > builtins.max(n, _MAX_EMPTY_SECTIONS):
+            raise ArgumentError(
+                f"{name}: argument {what!r} asks for {k} sections of an axis of extent {n}; "
+                f"more than {_MAX_EMPTY_SECTIONS} (or the extent) is refused"
+            )
         q, r = divmod(n, k)
         pts, acc = [], 0
         for i in range(k - 1):
             acc += q + (1 if i < r else 0)
             pts.append(acc)
         return pts
-    return [int(s) for s in sections]
+    try:
+        return [operator.index(s) for s in sections]
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{name}: argument {what!r} must be an int or a sequence of ints, got "
+            f"{type(sections).__name__} {sections!r}"
+        ) from None
 
 
-def _split(x: Any, sections: Any, axis: int, name: str, exact: bool) -> list[EagerTensor]:
+_MAX_EMPTY_SECTIONS = 1 << 16
+
+
+def _split(
+    x: Any, sections: Any, axis: int, name: str, exact: bool, what: str = "indices_or_sections"
+) -> list[EagerTensor]:
     shape = shape_of(x)
     ax = _axis(name, axis, len(shape))
     n = shape[ax]
-    pts = _split_points(n, sections, name, exact)
+    pts = _split_points(n, sections, name, exact, what)
     bounds = [0, *pts, n]
     pre = (slice(None),) * ax
     return [
@@ -279,17 +298,17 @@ def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTe
 
 def vsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 0."""
-    return _split(x, s, 0, "vsplit", True)
+    return _split(x, s, 0, "vsplit", True, "s")
 
 
 def hsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 1 (axis 0 for 1-D)."""
-    return _split(x, s, 1 if _nd(x) > 1 else 0, "hsplit", True)
+    return _split(x, s, 1 if _nd(x) > 1 else 0, "hsplit", True, "s")
 
 
 def dsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 2."""
-    return _split(x, s, 2, "dsplit", True)
+    return _split(x, s, 2, "dsplit", True, "s")
 
 
 # -- at-least-nd and stacking ---

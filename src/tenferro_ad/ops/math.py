@@ -24,7 +24,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive, nondifferentiable
 from . import elementwise as ew
-from ._util import guard_module, weak
+from ._util import dtype_of, guard_module, weak
 from .special import ERF, EXPIT
 
 Array = Any
@@ -47,7 +47,9 @@ def _unary(
     name: str, kernel: Callable[..., Any], d: Callable[[Any, Array], Array], *, out: bool = False
 ) -> Primitive:
     """A unary primitive whose VJP and JVP both multiply by ``d(ops, x)`` (``d(ops, out)``
-    with ``out=True``).  Holomorphic rules: no conjugation (JAX's convention)."""
+    with ``out=True``).  Holomorphic rules: no conjugation (JAX's convention).  Bool and
+    integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16)."""
+    kernel = ew._float_only(kernel)
     if out:
         return defprimitive(
             name, kernel, 1, save_out=True,
@@ -473,7 +475,7 @@ def logical_not(x: Any) -> EagerTensor:
 
 
 def _finfo(x: Any) -> Any:
-    dt = x.dtype.numpy if isinstance(x, EagerTensor) else np.result_type(x)
+    dt = dtype_of(x)
     return np.finfo(dt if dt.kind == "f" else (np.float32 if dt == np.complex64 else np.float64))
 
 
