@@ -37,7 +37,8 @@ from ._handle import EagerTensor, make_handle
 from ._retention import AdValueRecord
 from ._state import STATE
 from ._tape import Tape
-from ._trace import Tracer, name_traced, trace_region, tracing
+from ._trace import Tracer, tracing
+from ._traced_checkpoint import name_traced, trace_region
 from .errors import ArgumentTypeError, CheckpointError
 
 __all__ = [

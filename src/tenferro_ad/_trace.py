@@ -31,7 +31,6 @@ from ._graph import (
     Graph,
     Lit,
     Note,
-    Region,
     TracerError,
     TreeDef,
     Var,
@@ -159,37 +158,6 @@ def tracing(args: Sequence[Any]) -> bool:
     if any(type(a) is Tracer for a in args):
         return True
     return bool(_ACTIVE.stack) and not any(isinstance(a, EagerTensor) for a in args)
-
-
-def trace_region(f: Callable[..., Any], policy: Any, label: str, args: Sequence[Any]) -> Any:
-    """``ad.checkpoint(f, policy=policy)(*args)`` inside a trace: call ``f`` with every
-    equation it emits annotated as interior of a new checkpoint :class:`~._graph.Region`
-    (nested in the current one).  The forward program is unchanged; reverse-mode
-    transformations keep the region's boundary and re-emit its interior in backward.
-    Cost: ``f``'s tracing plus O(1)."""
-    outer = _ACTIVE.note
-    region = Region(label, policy, outer.region if outer is not None else None)
-    note = Note(region=region) if outer is None else Note(
-        region, outer.backward, outer.recompute, outer.origin
-    )
-    with noting(note):
-        return f(*args)
-
-
-def name_traced(x: Tracer, label: str) -> Tracer:
-    """``ad.name(x, label)`` on a traced value: the equation that made ``x`` is annotated
-    with ``label`` (so a ``save_named`` policy of its checkpoint region keeps it as a
-    boundary); returns ``x``.  An input or a literal is a boundary already: unchanged.
-    O(equations of the trace) to find the equation."""
-    eqns, v = x._b.eqns, x._atom
-    for i in range(len(eqns) - 1, -1, -1):
-        e = eqns[i]
-        if e.out is v:
-            n = e.note if e.note is not None else Note()
-            note = Note(n.region, n.backward, n.recompute, n.origin, label)
-            eqns[i] = Eqn(e.prim, e.inputs, e.params, out=e.out, note=note)
-            break
-    return x
 
 
 _FOLD = 16  # elements: equations on literals this small are evaluated at trace time
@@ -438,72 +406,21 @@ def fill_namespace(table: dict[str, Callable[..., Any]]) -> None:
 
 
 # -- running a graph by binding its equations (handles record on tapes; tracers inline)
-def _region_at(e: Eqn, depth: int) -> Region | None:
-    """The checkpoint region at nesting ``depth`` of a forward equation (None: none)."""
-    n = e.note
-    if n is None or n.region is None or n.recompute or n.backward:
-        return None
-    chain = n.region.chain()
-    return chain[depth] if len(chain) > depth else None
-
-
-def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[Var]) -> None:
-    """Bind ``eqns`` eagerly into ``env``.  A run of equations of one checkpoint region
-    (at nesting ``depth``) becomes one eager ``ad.checkpoint(..., policy=...)`` call whose
-    arguments are the values the run reads from before it and whose results are the
-    values read after it (or in ``keep``): eager mode then keeps the boundary and
-    recomputes the interior, as the traced transformations do."""
-    from ._checkpoint import checkpoint, name
-
-    i = 0
-    while i < len(eqns):
-        r = _region_at(eqns[i], depth)
-        if r is None:
-            e = eqns[i]
-            vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
-            env[e.out] = eager_bind(e.prim, *vals, **e.params)
-            if e.note is not None and e.note.label:
-                name(env[e.out], e.note.label)
-            i += 1
-            continue
-        k = i
-        while k < len(eqns) and _region_at(eqns[k], depth) is r:
-            k += 1
-        run = eqns[i:k]
-        made = {e.out for e in run}
-        ins = list(dict.fromkeys(
-            a for e in run for a in e.inputs if isinstance(a, Var) and a not in made
-        ))
-        later = set(keep) | {a for e in eqns[k:] for a in e.inputs if isinstance(a, Var)}
-        outs = [e.out for e in run if e.out in later]
-        i = k
-        if not outs:
-            continue
-
-        def region_fn(*vals: Any, run: Sequence[Eqn] = run, ins: list[Var] = ins,
-                      outs: list[Var] = outs) -> Any:
-            local: dict[Var, Any] = dict(zip(ins, vals, strict=True))
-            _bind_eqns(run, local, depth + 1, set(outs))
-            res = tuple(local[v] for v in outs)
-            return res[0] if len(res) == 1 else res
-
-        region_fn.__name__ = r.label
-        got = checkpoint(region_fn, policy=r.policy)(*[env[a] for a in ins])
-        for v, x in zip(outs, got if len(outs) > 1 else (got,), strict=True):
-            env[v] = x
+BIND_REGIONS: Callable[[Graph, Sequence[Any]], list[Any]] | None = None
+"""Binds a graph with checkpoint regions on handles; installed by ``_traced_checkpoint``."""
 
 
 def run_bound(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
     """Evaluate ``graph`` on ``leaves`` by binding each equation (``_dispatch.bind``): on
     handles the ops record on the current tape, on tracers they are inlined into the
-    current trace. Intermediates are dropped at their last use.  On handles, checkpoint
-    regions run as eager checkpoints (:func:`_bind_eqns`)."""
-    if any(_region_at(e, 0) is not None for e in graph.eqns) and not any(
-        type(x) is Tracer for x in leaves
+    current trace. Intermediates are dropped at their last use.  On handles, a graph with
+    checkpoint regions is bound by :data:`BIND_REGIONS` (``_traced_checkpoint``: each
+    region runs as an eager checkpoint)."""
+    if not any(type(x) is Tracer for x in leaves) and any(
+        e.note is not None and e.note.region is not None for e in graph.eqns
     ):
-        env0: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
-        _bind_eqns(graph.eqns, env0, 0, {a for a in graph.outvars if isinstance(a, Var)})
-        return [env0[a] if isinstance(a, Var) else a.value for a in graph.outvars]
+        assert BIND_REGIONS is not None
+        return BIND_REGIONS(graph, leaves)
     env: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
     last: dict[Var, int] = {}
     for i, e in enumerate(graph.eqns):
