@@ -376,8 +376,8 @@ def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:
 # kept: nothing could recompute them.  The alternative -- validating every rule that can
 # still fail before releasing -- is impossible in general (user rules, MemoryError).
 #
-# Whether the sweep consumes the tape is the tape's ``consuming`` flag (set by the caller of
-# the sweep for a no-record backward that releases the tape afterwards).
+# Whether the sweep consumes the tape is the tape's ``consuming`` flag (``Tape.backward``
+# without ``keep`` and the functional API's private tape set it around a no-record sweep).
 
 
 class _Released:
@@ -392,7 +392,7 @@ class _Released:
 
 def _consuming(st: _NodeState) -> bool:
     tape = st.tape()
-    return tape is not None and bool(getattr(tape, "consuming", False))
+    return tape is not None and tape.consuming
 
 
 def _residuals(st: _NodeState) -> list[Any] | None:
@@ -607,7 +607,19 @@ def _segment_vjp(
             eqn = graph.eqns[e]
             out_v = eqn.outs[0]
             if e in computed:
-                _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
+                op = eqn.op
+                if type(op) is Primitive:  # the common case, without _replay's bookkeeping
+                    env[out_v] = bind(
+                        op,
+                        *[
+                            env[v] if k == "v" else inputs[v] if k == "i" else
+                            consts[v] if k == "c" else v
+                            for k, v in eqn.args
+                        ],
+                        **eqn.params,
+                    )
+                else:
+                    _replay(graph, env, inputs, consts, [e], set(env) | set(eqn.outs))
             elif out_v in saved:  # the value is a record: a node without the kernel
                 rec = saved[out_v]
                 vid = _node_from_records(sub, eqn, env, inputs, consts, rec, rec.a.shape)

@@ -382,17 +382,6 @@ def test_replayed_values_are_released_as_the_segment_sweep_passes_them() -> None
 # -- releasing boundaries in a consuming backward ----------------------------------------------
 
 
-class _ConsumingTape(ad.Tape):
-    """A tape whose ``consuming`` flag says that the running backward releases it right
-    after its sweep (the flag a no-record ``backward(keep=False)`` sets)."""
-
-    __slots__ = ("consuming",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.consuming = False
-
-
 def _chain_backward(
     consuming: bool, segments: int = 4, n: int = 64
 ) -> tuple[np.ndarray[Any, Any], int, list[str]]:
@@ -400,13 +389,11 @@ def _chain_backward(
     region's recomputation starts (the last region the sweep reaches), and what was
     recomputed."""
     with capture() as rec:
-        tape = _ConsumingTape()
+        tape = ad.Tape()
         with tape:
             x = tape.watch(_x(n))
             loss = _chain(x, segments, True)
-        tape.consuming = consuming
-        grads = tape.backward(loss, wrt=[x], keep=not consuming)
-        tape.consuming = False
+        grads = tape.backward(loss, wrt=[x], keep=not consuming)  # keep=False consumes
         g = grads.take_grad(x)
         assert g is not None
         out = ts.kernel.read_array(g).copy()
@@ -466,12 +453,11 @@ def test_a_failure_after_released_boundaries_leaves_the_tape_usable(
         return _chain(extend.bind(prim, x), 3, True)
 
     reference = _grad_of(program)
-    tape = _ConsumingTape()
+    tape = ad.Tape()
     with tape:
         x = tape.watch(_x())
         loss = program(x)
     fail[0] = 1
-    tape.consuming = True
     with pytest.raises(RuntimeError, match="injected failure"):
         tape.backward(loss, wrt=[x])
     assert tape.retained()  # the tape still holds what a backward needs
@@ -502,12 +488,11 @@ def test_a_failure_before_the_producer_ran_takes_the_handed_over_record_back(
         return ad.sum(seg(h1)) + ad.sum(z)
 
     reference = _grad_of(program)
-    tape = _ConsumingTape()
+    tape = ad.Tape()
     with tape:
         x = tape.watch(_x())
         loss = program(x)
     fail[0] = 1
-    tape.consuming = True
     with pytest.raises(RuntimeError, match="injected failure"):
         tape.backward(loss, wrt=[x])
     with capture() as rec:
