@@ -35,6 +35,7 @@ from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
 from ._traced_checkpoint import Residuals
 
 _BACKWARD = Note(backward=True)
+_NOTES: dict[str, Note] = {}  # the backward annotation per primitive name (immutable)
 
 
 def _read(b: Builder, env: dict[Var, Any], a: Var | Lit) -> Any:
@@ -96,13 +97,21 @@ def _pull(
     if g is None:
         return
     region = e.note.region if e.note is not None else None
-    origin = e.prim.name if region is None else f"checkpoint:{region.chain()[0].label}"
-    swap_note(Note(backward=True, origin=origin))
     prim, params = e.prim, dict(e.params)
-    args = [resid.read(a, region) for a in e.inputs]
+    if region is None:
+        note = _NOTES.get(prim.name)
+        if note is None:
+            note = _NOTES[prim.name] = Note(backward=True, origin=prim.name)
+        swap_note(note)
+        args = [_read(b, resid.env, a) for a in e.inputs]
+        out = resid.env[e.out] if prim.save_out else None
+    else:  # the region's rules read recomputed interior values
+        swap_note(Note(backward=True, origin=f"checkpoint:{region.chain()[0].label}"))
+        args = [resid.read(a, region) for a in e.inputs]
+        out = resid.read(e.out, region) if prim.save_out else None
     res = [args[i] for i in prim.save_in]
     if prim.save_out:
-        res.append(resid.read(e.out, region))
+        res.append(out)
     cplx = e.out.dtype.kind == "c"
     for i, a in enumerate(e.inputs):
         if not isinstance(a, Var) or a not in active:
