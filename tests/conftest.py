@@ -1,8 +1,10 @@
 """Project-wide test configuration: hypothesis profiles, strict numpy, leak checks.
 
 * Hypothesis profile: ``HYPOTHESIS_PROFILE`` selects one explicitly; otherwise
-  ``CI=true`` selects ``ci`` (thorough, still fast enough for the whole suite to
-  finish well inside the CI budget on two cores) and anything else ``dev`` (quick).
+  ``TENFERRO_THOROUGH=1`` selects ``thorough`` (10x the CI examples; the JAX op tables
+  also run their dense shape grid, see ``tests/ad/_opcheck.py``; tens of minutes),
+  ``CI=true`` selects ``ci`` (fast enough for the whole suite to finish well inside the
+  CI budget on two cores) and anything else ``dev`` (quick).
 * numpy floating-point errors raise inside every test (a NaN must not hide a bug).
 * Borrow debug mode (``TENFERRO_DEBUG_BORROWS``) is on in every test: arrays handed out
   by prepared access are staged and poisoned when the access ends, so a late read or
@@ -43,13 +45,26 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=20, deadline=None)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").lower() in {"1", "true", "yes"}
 
 
 def _profile() -> str:
     explicit = os.environ.get("HYPOTHESIS_PROFILE")
     if explicit:
         return explicit
-    return "ci" if os.environ.get("CI", "").lower() in {"1", "true", "yes"} else "dev"
+    if _truthy("TENFERRO_THOROUGH"):
+        return "thorough"
+    return "ci" if _truthy("CI") else "dev"
 
 
 PROFILE = _profile()

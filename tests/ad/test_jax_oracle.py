@@ -7,7 +7,7 @@ stays fast in the ``ci`` profile.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +20,15 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+
+
+@pytest.fixture(autouse=True)
+def _jax_op_by_op() -> Iterator[None]:
+    """JAX (the oracle) runs op by op here, as in ``tests/ad/_opcheck.oracle``: no XLA
+    compile of each whole oracle function; per-primitive executables are cached."""
+    with jax.disable_jit():
+        yield
+
 
 UNARY_SHAPES = [(), (3,), (2, 3), (2, 1, 3)]
 BINARY_SHAPES = [((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 3)), ((3,), ())]

@@ -6,7 +6,7 @@ and second derivatives (reverse over reverse) against JAX or finite differences.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -21,6 +21,15 @@ from tenferro_ad.errors import MissingRuleError
 from tests.ad._oracle import close, rand, to_np
 
 jax.config.update("jax_enable_x64", True)
+
+
+@pytest.fixture(autouse=True)
+def _jax_op_by_op() -> Iterator[None]:
+    """JAX (the oracle) runs op by op here, as in ``tests/ad/_opcheck.oracle``: no XLA
+    compile of each whole oracle function; per-primitive executables are cached."""
+    with jax.disable_jit():
+        yield
+
 
 Fn = Callable[..., Any]
 W = np.random.default_rng(123).standard_normal((4, 4))

@@ -3,7 +3,7 @@ refuse clearly what has no implementation."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
@@ -14,6 +14,15 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad.ops._numpy_dispatch import NumpyFunctionError
+
+
+@pytest.fixture(autouse=True)
+def _jax_op_by_op() -> Iterator[None]:
+    """JAX (the oracle) runs op by op here, as in ``tests/ad/_opcheck.oracle``: no XLA
+    compile of each whole oracle function; per-primitive executables are cached."""
+    with jax.disable_jit():
+        yield
+
 
 X = np.array([[0.3, -1.2, 0.8], [1.5, 0.2, -0.4]])
 A = np.array([[0.5, 1.0, -2.0], [0.1, 0.7, 0.3]])
