@@ -21,7 +21,8 @@ primitive, used by eager and traced mode alike), so they compose freely.
 Graph-level functions here: :func:`eval_graph`, :func:`check`, :func:`dce`, :func:`jvp`,
 :func:`vjp`, :func:`grad`, :func:`value_and_grad`, :func:`vmap`, and :func:`retained`
 (what a gradient program keeps between its forward and backward halves, the traced
-``tape.retained()``).  ``ad.checkpoint(f, policy=...)`` called on traced values makes a
+``tape.retained()``) and :func:`split_halves` (the two halves as separate graphs, to run
+as two executions on one group: the residuals pass as that group's descriptors).  ``ad.checkpoint(f, policy=...)`` called on traced values makes a
 checkpoint :class:`Region`: reverse-mode transformations keep its boundary and re-emit
 its interior in backward (annotated ``recompute``; compiled, those allocations are
 ``CHECKPOINT_RECOMPUTE_OUTPUT``).  Function-level entry
@@ -42,7 +43,7 @@ from ._graph import Eqn, Graph, GraphTypeError, Lit, Note, Region, TracerError, 
 from ._graph import check_graph as check
 from ._primitive import RealTarget
 from ._trace import TRACE_NS, Tracer, fill_namespace, trace
-from ._traced_retained import ProgramRetainedEntry, retained
+from ._traced_retained import Halves, ProgramRetainedEntry, retained, split_halves
 from ._transform import grad, jvp, value_and_grad, vjp
 from .ops import complex as _complex
 from .ops import elementwise as _ew
@@ -54,6 +55,7 @@ __all__ = [
     "Eqn",
     "Graph",
     "GraphTypeError",
+    "Halves",
     "Lit",
     "Note",
     "ProgramRetainedEntry",
@@ -68,6 +70,7 @@ __all__ = [
     "grad",
     "jvp",
     "retained",
+    "split_halves",
     "trace",
     "value_and_grad",
     "vjp",
