@@ -19,14 +19,16 @@ transformation returns a new graph built with the primitives' own rules (one rul
 primitive, used by eager and traced mode alike), so they compose freely.
 
 Graph-level functions here: :func:`eval_graph`, :func:`check`, :func:`dce`, :func:`jvp`,
-:func:`vjp`, :func:`grad`, :func:`value_and_grad`, :func:`vmap`, and :func:`retained`
-(what a gradient program keeps between its forward and backward halves, the traced
+:func:`vjp`, :func:`grad`, :func:`value_and_grad`, :func:`vmap`; :func:`retained` (what
+a gradient program keeps between its forward and backward halves, and why: the traced
 ``tape.retained()``) and :func:`split_halves` (the two halves as separate graphs, to run
-as two executions on one group: the residuals pass as that group's descriptors).  ``ad.checkpoint(f, policy=...)`` called on traced values makes a
-checkpoint :class:`Region`: reverse-mode transformations keep its boundary and re-emit
-its interior in backward (annotated ``recompute``; compiled, those allocations are
-``CHECKPOINT_RECOMPUTE_OUTPUT``).  Function-level entry
-points live at the top level: ``tenferro_ad.trace`` and ``tenferro_ad.vmap``.
+as two executions on one group: the residuals pass as that group's descriptors).
+
+``ad.checkpoint(f, policy=...)`` called on traced values makes a checkpoint
+:class:`Region`: reverse-mode transformations keep its boundary and re-emit its interior
+in backward (annotated ``recompute``; compiled, those allocations are
+``CHECKPOINT_RECOMPUTE_OUTPUT``).  Function-level entry points live at the top level:
+``tenferro_ad.trace`` and ``tenferro_ad.vmap``.
 """
 
 from __future__ import annotations
