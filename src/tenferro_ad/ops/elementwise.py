@@ -200,16 +200,21 @@ EXPM1 = defprimitive(
 defbatch(EXPM1, leading("expm1"))
 
 
+_IN_PLACE_MIN = 4096  # elements: below this a fresh buffer is cheaper than the checks
+
+
 def _times(ops: Any, g: Array, fresh: Array) -> Array:
     """``g * fresh`` where ``fresh`` is a rule's own scratch: in the no-record backward the
-    product is written over ``fresh`` when it fits (one allocation fewer per rule; on
-    10^6-element values a fresh buffer costs as much as the arithmetic)."""
+    product is written over ``fresh`` when it is large and fits (one allocation fewer per
+    rule; on 10^6-element values a fresh buffer costs as much as the arithmetic)."""
     if (
         ops is NUMPY_NS
         and type(fresh) is np.ndarray
+        and fresh.size >= _IN_PLACE_MIN
+        and type(g) is np.ndarray
+        and g.shape == fresh.shape
+        and g.dtype == fresh.dtype
         and fresh.flags.writeable
-        and np.shape(g) == fresh.shape
-        and np.result_type(g, fresh) == fresh.dtype
     ):
         return np.multiply(g, fresh, out=fresh)
     return ops.mul(g, fresh)
