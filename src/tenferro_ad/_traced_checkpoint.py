@@ -147,6 +147,11 @@ def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[V
     recomputes the interior, as the traced transformations do."""
     from ._checkpoint import checkpoint, name  # the eager front imports this module
 
+    last: dict[Var, int] = {}  # the index of each value's last reader in ``eqns``
+    for n, e in enumerate(eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = n
     i = 0
     while i < len(eqns):
         r = _region_at(eqns[i], depth)
@@ -156,6 +161,8 @@ def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[V
             env[e.out] = eager_bind(e.prim, *vals, **e.params)
             if e.note is not None and e.note.label:
                 name(env[e.out], e.note.label)
+            del vals
+            _drop(env, [*e.inputs, e.out], last, i + 1, keep)
             i += 1
             continue
         k = i
@@ -166,8 +173,7 @@ def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[V
         ins = list(dict.fromkeys(
             a for e in run for a in e.inputs if isinstance(a, Var) and a not in made
         ))
-        later = set(keep) | {a for e in eqns[k:] for a in e.inputs if isinstance(a, Var)}
-        outs = [e.out for e in run if e.out in later]
+        outs = [e.out for e in run if e.out in keep or last.get(e.out, -1) >= k]
         i = k
         if not outs:
             continue
@@ -175,14 +181,26 @@ def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[V
         def region_fn(*vals: Any, run: Sequence[Eqn] = run, ins: list[Var] = ins,
                       outs: list[Var] = outs) -> Any:
             local: dict[Var, Any] = dict(zip(ins, vals, strict=True))
+            del vals
             _bind_eqns(run, local, depth + 1, set(outs))
-            res = tuple(local[v] for v in outs)
+            res = tuple(local.pop(v) for v in outs)
             return res[0] if len(res) == 1 else res
 
         region_fn.__name__ = r.label
         got = checkpoint(region_fn, policy=r.policy)(*[env[a] for a in ins])
         for v, x in zip(outs, got if len(outs) > 1 else (got,), strict=True):
             env[v] = x
+        del got
+        _drop(env, [*ins, *outs], last, k, keep)
+
+
+def _drop(
+    env: dict[Var, Any], vs: Sequence[Any], last: dict[Var, int], done: int, keep: set[Var]
+) -> None:
+    """Release the handles of ``vs`` that nothing after equation ``done - 1`` reads."""
+    for v in vs:
+        if isinstance(v, Var) and v not in keep and last.get(v, -1) < done:
+            env.pop(v, None)
 
 
 def bind_regions(graph: Graph, leaves: Sequence[Any]) -> list[Any]:

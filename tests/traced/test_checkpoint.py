@@ -321,3 +321,22 @@ def test_nested_and_named_regions_on_handles_match_the_traced_gradient() -> None
     got = ad.grad(ad.jit(f))(ts.from_numpy(X))
     close(got, traced.eval_graph(traced.grad(ad.trace(f)(X)), X))
     close(got, ad.grad(f)(ts.from_numpy(X)))
+
+
+def test_grad_of_jit_on_handles_has_the_eager_checkpoints_peak() -> None:
+    """Handles are dropped at their last use inside and around regions: the same ledger
+    and the same peak as the eager program (a segmented sine chain)."""
+    from tenferro_ad.scenarios.programs import deep_chain
+
+    x = RNG.normal(size=2048)
+
+    def f(v: Any) -> Any:
+        return deep_chain(v, checkpoint=ad.save_nothing, depth=24, segments=4)
+
+    with capture() as eager:
+        expected = ad.grad(f)(ts.from_numpy(x))
+    with capture() as jitted:
+        got = ad.grad(ad.jit(f))(ts.from_numpy(x))
+    assert jitted.allocations == eager.allocations
+    assert jitted.peak_bytes == eager.peak_bytes
+    close(got, expected)
