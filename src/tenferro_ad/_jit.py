@@ -18,6 +18,8 @@ How a call runs depends on what it is given:
 Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
 gives up only one owned output without a copy, so a scoped call with several outputs
 returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+On an engine with device memory (not host-visible) each result is downloaded to the host:
+one recorded ``TRANSFER`` copy per output (inputs are read where they are).
 
 Buffers: the program writes results into the buffers of dead intermediates where shape
 and dtype allow (``reuse=True``, see ``_compile.py``).  **Donation**
@@ -240,8 +242,11 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
             outs.append(taken[out].duplicate())
         else:
             assert isinstance(out, ts.DescriptorSlot)  # programs from graphs have no metadata
-            taken[out] = group.try_extract(out)
-            outs.append(taken[out])
+            t = group.try_extract(out)
+            if ts.providers.domain_of(t) != "host":  # device memory: one recorded TRANSFER
+                t = rt.download(t)
+            taken[out] = t
+            outs.append(t)
     return outs
 
 

@@ -96,14 +96,16 @@ def test_compiled_chain_peak_is_no_higher_than_eager() -> None:
     close(out, ad.jit(_chain)(ts.from_numpy(x.to_numpy())))
 
 
-def test_detached_on_the_asynchronous_engine_and_multiple_outputs_without_copies() -> None:
+def test_detached_on_the_asynchronous_engine_downloads_each_output_once() -> None:
     """numpy inputs go through detached submission (also on sim-async); each output is
-    extracted from the bundle's group: one allocation per output, no copy events."""
+    extracted from the bundle's group, and since that engine's memory is not host-visible,
+    downloaded: one recorded TRANSFER per output, plus one per imported input."""
     sim = next(e.id for e in rt.engines() if not e.synchronous)
     jf = ad.jit(lambda x, w: (ad.sin(x), _f(ad, x, w), ad.cos(w)), engine=sim)
     with ledger.capture() as rec:
         a, b, c = jf(X, W)
-    assert rec.copies == {CopyReason.TRANSFER: 2}  # the two imported inputs only
+    assert rec.copies == {CopyReason.TRANSFER: 2 + 3}  # two imports, three downloads
+    assert {ts.providers.domain_of(t) for t in (a, b, c)} == {"host"}
     close(a, np.sin(X))
     close(b, _f(jnp, X, W))
     close(c, np.cos(W))

@@ -154,9 +154,9 @@ def _ensure_defaults() -> None:
             return
         _DEFAULTS_READY[0] = True
     register_engine(HostExecutionProvider())
-    # The default asynchronous engine has host-visible (unified) memory, so its outputs
-    # are host owners; SimulatedAsyncProvider() (device memory) is registered explicitly.
-    register_engine(SimulatedAsyncProvider(memory="host-visible"))
+    # The default asynchronous engine has device memory: its outputs stay there until
+    # runtime.download (ad.jit downloads its results, one recorded TRANSFER each).
+    register_engine(SimulatedAsyncProvider())
 
 
 def register_engine(provider: ExecutionProvider) -> EngineId:
