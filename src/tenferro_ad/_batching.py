@@ -20,7 +20,7 @@ from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_
 from ._eval import eval_graph
 from ._functional import IDENTITY
 from ._graph import Graph, TreeDef, Var, dce, tree_flatten
-from ._trace import Builder, Tracer, aval_of, trace_flat
+from ._trace import Builder, Tracer, aval_of, swap_note, trace_flat
 from .errors import ArgumentError, ArgumentTypeError
 
 
@@ -64,18 +64,25 @@ def vmap_graph(
                 ax = _check_axis(ax, len(v.shape) + 1, "in_axes")
                 shape = (*v.shape[:ax], size, *v.shape[ax:])
                 env[v] = (_move_to_front(b.new_input(shape, v.dtype), ax), True)
-        for e in graph.eqns:
-            args = [env[a] if isinstance(a, Var) else (_lit(b, a), False) for a in e.inputs]
-            vals = [x for x, _ in args]
-            flags = [f for _, f in args]
-            if not any(flags):
-                env[e.out] = (b.emit(e.prim, vals, dict(e.params)), False)
-                continue
-            rule = RULES.get(e.prim.name)
-            if rule is None:
-                env[e.out] = (loop_fallback(e.prim, vals, flags, size, dict(e.params)), True)
-            else:
-                env[e.out] = rule(vals, flags, size, **e.params)
+        prev = swap_note(None)
+        try:
+            for e in graph.eqns:
+                args = [env[a] if isinstance(a, Var) else (_lit(b, a), False) for a in e.inputs]
+                vals = [x for x, _ in args]
+                flags = [f for _, f in args]
+                # what the rule emits keeps the equation's checkpoint-region annotation, so a
+                # batched program still recomputes (rather than saves) the region's interior
+                swap_note(e.note)
+                if not any(flags):
+                    env[e.out] = (b.emit(e.prim, vals, dict(e.params)), False)
+                    continue
+                rule = RULES.get(e.prim.name)
+                if rule is None:
+                    env[e.out] = (loop_fallback(e.prim, vals, flags, size, dict(e.params)), True)
+                else:
+                    env[e.out] = rule(vals, flags, size, **e.params)
+        finally:
+            swap_note(prev)
         outs = []
         for a in graph.outvars:
             x, bt = env[a] if isinstance(a, Var) else (_lit(b, a), False)
