@@ -53,8 +53,8 @@ from ._handle import EagerTensor, make_handle
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord
 from ._state import STATE, allocation_reason
-from ._tape import Tape, _check_rule_output
-from .errors import CheckpointError, MissingRuleError
+from ._tape import Tape
+from .errors import CheckpointError
 
 _RECOMPUTE: Final = ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 
@@ -266,78 +266,16 @@ def _consuming_sweep(sub: Tape, seeds: dict[int, Any], wrt: list[int], ns: Any) 
     right after its rules ran (the replayed values die as the sweep passes them, as
     PyTorch frees its saved tensors), and drops each cotangent once used.
 
-    The same arithmetic as :meth:`Tape.sweep` (no-record mode); the sub-tape is private
-    and consumed by this one sweep, so nothing can ask for its residuals again -- if a
-    rule raises, the sub-tape is dropped and the outer tape's boundary records are
-    untouched.  Returns ``{id: cotangent}`` for the ids in ``wrt``. O(nodes + rules).
+    The sub-tape is private and consumed by this one sweep, so nothing can ask for its
+    residuals again -- if a rule raises, the sub-tape is dropped and the outer tape's
+    boundary records are untouched.  Returns ``{id: cotangent}`` for the ids in ``wrt``.
+    O(nodes + rules).
     """
     if not seeds or not wrt:
         return {}
-    nodes = sub.nodes
-    lo = min(wrt)
-    want = set(wrt)
     cts = dict(seeds)
-    seeds.clear()
-    out: dict[int, Any] = {}
-    for vid in range(max(cts), lo - 1, -1):
-        g = cts.pop(vid, None)
-        if g is None:
-            continue
-        if vid in want:
-            out[vid] = g
-        node = nodes[vid]
-        if node is None:
-            continue
-        res = node.res
-        assert res is not None  # built by this replay, released only below
-        try:
-            _node_rules(node, g, res, cts, lo, ns)
-        finally:  # the node's residuals go as soon as its rules ran (or raised)
-            node.res = None
-            _give_back(res)
-        del g, res, node
-    return out
-
-
-def _give_back(res: list[Any]) -> None:
-    """Give back the counts a released node's residual list held (in a frame of its own,
-    so no loop variable outlives the call and keeps the last record alive)."""
-    for r in res:
-        if type(r) is AdValueRecord:
-            r.count -= 1
-
-
-def _node_rules(
-    node: Any, g: Any, res: list[Any], cts: dict[int, Any], lo: int, ns: Any
-) -> None:
-    """Run one node's VJP rules and accumulate the cotangents into ``cts``."""
-    prim = node.prim
-    ids = node.ids
-    args = [r.a if type(r) is AdValueRecord else r for r in res]
-    params = node.params
-    shapes = node.shapes
-    variadic = prim.variadic
-    for i in range(len(ids)):
-        in_id = ids[i]
-        if in_id < lo:
-            continue
-        rule = prim.vjps[0 if variadic else i]
-        if rule is None:
-            raise MissingRuleError(prim.name, "vjp", i)
-        if rule is NONDIFF:
-            continue
-        if variadic:
-            ct = rule(ns, g, *args, argnum=i, **params)
-        else:
-            ct = rule(ns, g, *args, **params)
-        if type(ct) is Zero:
-            continue
-        if shapes is not None:
-            if prim.checked:
-                _check_rule_output(prim, i, ct, shapes[i], g)
-            ct = ns.unbroadcast(ct, shapes[i])
-        prev = cts.get(in_id)
-        cts[in_id] = ct if prev is None else ns.add(prev, ct)
+    seeds.clear()  # the caller's references go: each cotangent dies once the sweep used it
+    return sub.sweep(cts, None, wrt, ns, False, release=True)  # consumes cts
 
 
 def _region_vjp(ops: Any, g: Any, *args: Any, st: _NodeState, i: int) -> Any:

@@ -235,17 +235,28 @@ class Tape(NoCopy):
         return x._id
 
     def sweep(
-        self, loss: int | dict[int, Any], seed: Any, wrt: list[int], ns: Any, create_graph: bool
+        self,
+        loss: int | dict[int, Any],
+        seed: Any,
+        wrt: list[int],
+        ns: Any,
+        create_graph: bool,
+        release: bool = False,
     ) -> dict[int, Any]:
         """Reverse sweep from value ``loss`` (cotangent ``seed``), or from several values at
         once (``loss`` a dict ``{id: cotangent}``, ``seed`` unused); returns
-        ``{id: cotangent}`` for the ids in ``wrt`` that received one (``ns`` values)."""
+        ``{id: cotangent}`` for the ids in ``wrt`` that received one (``ns`` values).
+
+        ``release``: drop each node's residuals as soon as its rules ran (or raised), as
+        PyTorch frees saved tensors -- only for a private tape that nothing differentiates
+        again (a checkpoint segment's replay): a failure leaves such a tape unusable; a
+        ``loss`` dict is then consumed too, so each cotangent dies once used."""
         nodes = self.nodes
         lo = min(wrt) if wrt else 0
         want = set(wrt)
         cts: dict[int, Any]
         if isinstance(loss, dict):
-            cts = dict(loss)
+            cts = loss if release else dict(loss)  # released: the caller's dict is spent
             top = max(cts) if cts else -1
         else:
             cts = {loss: seed}
@@ -278,35 +289,41 @@ class Tape(NoCopy):
             if create_graph:
                 args = _residual_handles(node, vid, key)
             elif len(res) == 1:  # most rules keep one value: skip the comprehension
-                r0 = res[0]
-                args = [r0.a if type(r0) is AdValueRecord else r0]
+                # (no local name for the record: it would outlive a released node)
+                args = [res[0].a if type(res[0]) is AdValueRecord else res[0]]
             else:
                 args = [r.a if type(r) is AdValueRecord else r for r in res]
             params = node.params
             vjps = prim.vjps
             variadic = prim.variadic
             shapes = node.shapes
-            for i in range(len(ids)):
-                in_id = ids[i]
-                if in_id < lo:
-                    continue
-                rule = vjps[0 if variadic else i]
-                if rule is None:
-                    raise MissingRuleError(prim.name, "vjp", i)
-                if rule is NONDIFF:
-                    continue
-                if variadic:
-                    ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
-                else:
-                    ct = rule(ns, g, *args, **params)  # type: ignore[operator]
-                if type(ct) is Zero:
-                    continue
-                if shapes is not None:
-                    if prim.checked:
-                        _check_rule_output(prim, i, ct, shapes[i], g)
-                    ct = ns.unbroadcast(ct, shapes[i])
-                prev = cts.get(in_id)
-                cts[in_id] = ct if prev is None else add(prev, ct)
+            try:
+                for i in range(len(ids)):
+                    in_id = ids[i]
+                    if in_id < lo:
+                        continue
+                    rule = vjps[0 if variadic else i]
+                    if rule is None:
+                        raise MissingRuleError(prim.name, "vjp", i)
+                    if rule is NONDIFF:
+                        continue
+                    if variadic:
+                        ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
+                    else:
+                        ct = rule(ns, g, *args, **params)  # type: ignore[operator]
+                    if type(ct) is Zero:
+                        continue
+                    if shapes is not None:
+                        if prim.checked:
+                            _check_rule_output(prim, i, ct, shapes[i], g)
+                        ct = ns.unbroadcast(ct, shapes[i])
+                    prev = cts.get(in_id)
+                    cts[in_id] = ct if prev is None else add(prev, ct)
+            finally:
+                if release:
+                    node.res = None
+                    _give_back(res)
+                    args = res = None  # type: ignore[assignment]  # nothing outlives the node
         return out
 
     def backward(
@@ -361,6 +378,14 @@ class Tape(NoCopy):
         if not keep:  # before the gradients are owned: the residuals' bytes go first
             self._release()
         return Gradients._build(self.key, wids, cts, create_graph, foreign)
+
+
+def _give_back(res: list[Any]) -> None:
+    """Give back the counts a released node's residual list held (in a frame of its own,
+    so no loop variable outlives the call and keeps the last record alive)."""
+    for r in res:
+        if type(r) is AdValueRecord:
+            r.count -= 1
 
 
 def _check_rule_output(prim: Primitive, i: int, ct: Any, target: Any, g: Any) -> None:
