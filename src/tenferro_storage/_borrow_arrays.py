@@ -84,22 +84,11 @@ def _refuse(path: str, leaf: object) -> NoReturn:
 
 
 def _borrow(leaf: _Leaf) -> TensorView[Any, Any]:
-    """A shared borrow of ``leaf`` named ``borrow_arrays``, as a view."""
-    if isinstance(leaf, Tensor):
-        desc = leaf._meta(_OP)
-        storage = leaf._storage
-        assert storage is not None  # _meta refused a consumed owner
-        leaf._borrow_shared(_OP, _OP)
-        return TensorView._make(leaf, storage, desc)  # type: ignore[no-any-return]
-    if isinstance(leaf, TensorViewMut):
-        desc = leaf._d(_OP)
-        leaf._borrow_shared(_OP, _OP)  # a shared reborrow: writes through it wait
-        return TensorView._make(leaf, leaf._storage, desc)  # type: ignore[no-any-return]
-    desc = leaf._d(_OP)
-    lender = leaf._lender
-    assert lender is not None  # _d refused a released view
-    lender._borrow_shared(_OP, _OP)
-    return TensorView._make(lender, leaf._storage, desc)  # type: ignore[no-any-return]
+    """A shared borrow of ``leaf`` held by ``borrow_arrays`` (named: a conflicting borrow's
+    error names it; no call-site capture, so a step's worth of gradients costs O(1) each)."""
+    from .kernel import borrow_named  # kernel imports the tensor layer, as this module does
+
+    return borrow_named(leaf, _OP)
 
 
 def _map(

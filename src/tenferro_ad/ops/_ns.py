@@ -73,7 +73,12 @@ class _NumpyNS:
     @staticmethod
     def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
         gs = np.shape(g)
-        r = g if gs == shape else np.reshape(np.sum(g, axis=_unbroadcast_axes(gs, shape)), shape)
+        if gs == shape:
+            r = g
+        else:
+            r = np.sum(g, axis=_unbroadcast_axes(gs, shape))
+            if r.shape != shape:  # kept size-1 axes; a same-shape reshape would be a view
+                r = np.reshape(r, shape)
         if type(shape) is RealTarget and np.iscomplexobj(r):
             r = np.array(np.real(r), order="C")  # a fresh real cotangent, rank kept (scratch)
         elif type(shape) is CastTarget:
