@@ -49,13 +49,13 @@ def _chain(x: Any, fns: dict[str, Callable[[Any], Any]]) -> Any:
     return y
 
 
-def numpy_case() -> Callable[[], Any]:
-    x0 = np.random.default_rng(0).normal(size=SHAPE)
+def numpy_fwd_bwd(x0: np.ndarray[Any, Any], kinds: list[str]) -> Callable[[], Any]:
+    """Hand-written forward + backward of ``sum(chain(x))`` over the op ``kinds``."""
 
     def run() -> Any:
         y = x0
         saved = []
-        for k in KINDS:
+        for k in kinds:
             saved.append(y)
             if k == "sin":
                 y = np.sin(y)
@@ -69,21 +69,23 @@ def numpy_case() -> Callable[[], Any]:
             else:
                 y = np.cos(y)
         y.sum()
-        g = np.ones(SHAPE)
-        for k, s in zip(reversed(KINDS), reversed(saved), strict=True):
+        g = np.ones_like(x0)
+        for k, s in zip(reversed(kinds), reversed(saved), strict=True):
             if k == "sin":
                 g = g * np.cos(s)
             elif k == "tanh":
                 g = g * (1.0 - s * s)
             elif k == "mul":
                 g = g * 1.1
-            elif k == "add":
-                pass
-            else:
+            elif k == "cos":
                 g = -(g * np.sin(s))
         return g
 
     return run
+
+
+def numpy_case() -> Callable[[], Any]:
+    return numpy_fwd_bwd(np.random.default_rng(0).normal(size=SHAPE), KINDS)
 
 
 def tenferro_case() -> Callable[[], Any]:

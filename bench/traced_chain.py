@@ -49,41 +49,6 @@ def _chain(x: Any, kinds: list[str], fns: Mapping[str, Callable[[Any], Any]]) ->
     return y
 
 
-def numpy_fwd_bwd(x0: np.ndarray[Any, Any], kinds: list[str]) -> Callable[[], Any]:
-    """Hand-written forward + backward of ``sum(chain(x))`` (what per_op.py times)."""
-
-    def run() -> Any:
-        y = x0
-        saved = []
-        for k in kinds:
-            saved.append(y)
-            if k == "sin":
-                y = np.sin(y)
-            elif k == "tanh":
-                y = np.tanh(y)
-                saved[-1] = y
-            elif k == "mul":
-                y = y * 1.1
-            elif k == "add":
-                y = y + 0.5
-            else:
-                y = np.cos(y)
-        y.sum()
-        g = np.ones_like(x0)
-        for k, s in zip(reversed(kinds), reversed(saved), strict=True):
-            if k == "sin":
-                g = g * np.cos(s)
-            elif k == "tanh":
-                g = g * (1.0 - s * s)
-            elif k == "mul":
-                g = g * 1.1
-            elif k == "cos":
-                g = -(g * np.sin(s))
-        return g
-
-    return run
-
-
 def _tf_grad(kinds: list[str]) -> Callable[[Any], Any]:
     fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
     return ad.grad(lambda x: ad.sum(_chain(x, kinds, fns)))
@@ -123,7 +88,7 @@ def cases(x0: np.ndarray[Any, Any], kinds: list[str], fused: bool) -> dict[str, 
     compiled = ad.jit(_tf_grad(kinds))
     plain = ad.jit(_tf_grad(kinds), reuse=False)
     out: dict[str, Any] = {
-        h.BASE: numpy_fwd_bwd(x0, kinds),
+        h.BASE: per_op.numpy_fwd_bwd(x0, kinds),
         "tenferro eager": lambda: eager(x),
         "tenferro jit (buffer reuse)": lambda: compiled(x),
         "tenferro jit (no reuse)": lambda: plain(x),
@@ -134,7 +99,7 @@ def cases(x0: np.ndarray[Any, Any], kinds: list[str], fused: bool) -> dict[str, 
     for name, fn in (("PyTorch eager", _torch(x0, kinds)), ("JAX jit", _jax(x0, kinds))):
         if fn is not None:
             out[name] = fn
-    want = numpy_fwd_bwd(x0, kinds)()
+    want = per_op.numpy_fwd_bwd(x0, kinds)()
     for name, fn in out.items():  # every case computes the same gradient
         got = fn()
         got = got.to_numpy() if hasattr(got, "to_numpy") else np.asarray(got)
