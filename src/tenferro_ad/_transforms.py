@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage.errors import TenferroError
 
 from ._forward import jvp
 from ._functional import vjp
@@ -58,7 +59,23 @@ def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, .
     return tuple(k % nargs for k in nums)
 
 
-def _shape_dtype(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def _shape_dtype(
+    x: Any, what: str, argnum: int | None = None
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """Shape and dtype of an argument (``argnum``) or a result of ``f``; a refusal names
+    ``what`` and the argument."""
+    try:
+        return _shape_dtype_of(x, what)
+    except TenferroError as e:
+        msg = str(e)
+        rest = msg[len(what) + 1 :].lstrip() if msg.startswith(f"{what}:") else msg
+        if argnum is not None and not rest.startswith(f"argument {argnum}"):
+            rest = f"argument {argnum}: {rest}"
+        e.args = (f"{what}: {rest}", *e.args[1:])
+        raise
+
+
+def _shape_dtype_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     if isinstance(x, EagerTensor):
         a = x._r(what).a
         return tuple(a.shape), a.dtype
@@ -118,7 +135,7 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
         fn.release()
         res = []
         for j, k in enumerate(nums):
-            ishape, _ = _shape_dtype(args[k], "jacrev")
+            ishape, _ = _shape_dtype(args[k], "jacrev", k)
             parts = [r[j] for r in rows]
             if not parts:
                 res.append(ts.zeros(oshape + ishape))
@@ -141,7 +158,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
         nums = _nums(argnums, len(args), "jacfwd")
         res = []
         for k in nums:
-            ishape, idt = _shape_dtype(args[k], "jacfwd")
+            ishape, idt = _shape_dtype(args[k], "jacfwd", k)
 
             def g(d: Any, k: int = k) -> Any:
                 full = list(args)

@@ -114,7 +114,7 @@ def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any
         raise DTypeError(
             f"full: argument 'fill_value' must be a numeric scalar, got {fill_value!r}"
         )
-    fill = checked_cast("full", fill, dt.numpy)
+    fill = checked_cast("full: argument 'fill_value'", fill, dt.numpy)
     arr = np.full(shape_t, fill, dtype=dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, "full")  # type: ignore[no-any-return]
 
@@ -142,7 +142,11 @@ def arange(
     dt = resolve_dtype_for(dtype, "arange")
     n = np.ceil((stop - start) / step)
     if n * dt.itemsize > INTP_MAX:
-        raise LayoutError("arange", f"{int(n)} elements need more memory than can be addressed")
+        raise LayoutError(
+            "arange",
+            f"arguments 'start', 'stop' and 'step' ask for {int(n)} elements, which need more "
+            "memory than can be addressed",
+        )
     arr = np.arange(start, stop, step, dtype=dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, "arange")  # type: ignore[no-any-return]
 
@@ -166,11 +170,11 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     dt = (
         resolve_dtype_for(dtype, "from_numpy")
         if dtype is not None
-        else from_numpy_dtype(src.dtype, "from_numpy")
+        else from_numpy_dtype(src.dtype, "from_numpy: argument 'array'")
     )
     if dtype is not None and src.dtype.kind not in "biufc":
         raise DTypeError(f"from_numpy: cannot convert numpy dtype {src.dtype} to {dt.name}")
-    src = checked_cast("from_numpy", src, dt.numpy)
+    src = checked_cast("from_numpy: argument 'array'", src, dt.numpy)
     LEDGER.check_copy_allowed("from_numpy")
     arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
     t: Tensor[Any, DynRank] = Tensor._adopt(

@@ -418,7 +418,7 @@ def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -
     if size != parent.size:
         raise LayoutError(
             operation,
-            f"cannot reshape {parent.size} elements into shape {shape!r}",
+            f"argument 'shape': cannot reshape {parent.size} elements into shape {shape!r}",
             shape=shape,
         )
     if not isinstance(parent.layout, Contiguous):

@@ -27,7 +27,8 @@ class DType:
     def __init__(self, name: str) -> None:
         if not isinstance(name, str) or name not in SUPPORTED:
             raise DTypeError(
-                f"DType: {name!r} is not a supported dtype name; use tenferro_storage.dtype() "
+                f"DType: argument 'name' {name!r} is not a supported dtype name; use "
+                "tenferro_storage.dtype() "
                 f"or one of {', '.join(SUPPORTED)}"
             )
         nd = np.dtype(name)
@@ -126,7 +127,7 @@ def resolve(spec: object, operation: str) -> DType:
             found = _BY_NUMPY.get(nd)
             if found is not None:
                 return found
-    arg = "" if operation == "dtype" else "argument 'dtype': "
+    arg = "argument 'spec': " if operation == "dtype" else "argument 'dtype': "
     raise DTypeError(
         f"{operation}: {arg}unknown or unsupported dtype {_short(spec)}; supported: "
         f"{', '.join(SUPPORTED)}"

@@ -53,19 +53,21 @@ class CheckedStrided:
     carry: tuple[int, ...]
 
     def __init__(self, start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
-        if not (
-            _is_int(start)
-            and isinstance(shape, tuple)
-            and isinstance(strides, tuple)
-            and len(shape) == len(strides)
-            and all(_is_int(n) and n >= 0 for n in shape)
-            and all(_is_int(x) for x in strides)
-        ):
+        bad = (
+            "start" if not _is_int(start)
+            else "shape" if not isinstance(shape, tuple)
+            or not all(_is_int(n) and n >= 0 for n in shape)
+            else "strides" if not isinstance(strides, tuple)
+            or len(shape) != len(strides)
+            or not all(_is_int(x) for x in strides)
+            else None
+        )
+        if bad is not None:
             raise LayoutError(
                 type(self).__name__,
-                "start must be an int, shape a tuple of non-negative ints and strides a tuple of "
-                f"ints of the same length; got start={start!r}, shape={shape!r}, "
-                f"strides={strides!r}",
+                f"argument {bad!r}: start must be an int, shape a tuple of non-negative ints and "
+                "strides a tuple of ints of the same length; got "
+                f"start={start!r}, shape={shape!r}, strides={strides!r}",
             )
         self.start = start
         self.shape = shape

@@ -166,7 +166,8 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
             "borrowed reinterpretation, or the consuming tensor.into_real()/into_complex()"
         )
     raise OwnershipError(
-        f"{operation}: expected a TensorView or TensorViewMut, got {type(view).__name__}"
+        f"{operation}: argument 'view' must be a TensorView or TensorViewMut, got "
+        f"{type(view).__name__}"
     )
 
 

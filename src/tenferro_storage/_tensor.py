@@ -90,7 +90,7 @@ def _fill_value(value: Any, d: CheckedDescriptor) -> np.ndarray[Any, Any]:
             "fill", f"argument 'value' of shape {v.shape} does not broadcast to the view",
             shape=shape,
         )
-    return checked_cast("fill", v, d.dtype.numpy)
+    return checked_cast("fill: argument 'value'", v, d.dtype.numpy)
 
 
 def _refuse_array(obj: object) -> NoReturn:

@@ -12,6 +12,9 @@ detail)`` pair:
 
 ``foreign-exception``  an exception escaped that is not the project's (``TenferroError``)
 ``message``            a project error whose message does not name the callable
+``argument``           a call with exactly one argument changed from a valid call raised a
+                       project error whose message does not name that argument (see
+                       :func:`names_the_argument` for the convention)
 ``consumes-owner``     an input owner was consumed by a call that does not document it
 ``changes-owner``      an input owner's shape, dtype or values changed
 ``leaves-borrow``      an input owner is still borrowed after the call's results are gone
@@ -27,6 +30,7 @@ from __future__ import annotations
 import enum
 import gc
 import inspect
+import re
 import signal
 import sys
 from collections.abc import Callable, Iterator
@@ -34,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.exceptions import AxisError as NumpyAxisError
 
 import tenferro_ad as ad
 import tenferro_storage as ts
@@ -279,6 +284,7 @@ def _operation_names(package: Any) -> frozenset[str]:
     names = {n for n in package.__all__ if callable(getattr(package, n, None))}
     classes = (ts.Tensor, ts.TensorView, ts.TensorViewMut) if package is ts else (ad.EagerTensor,)
     names |= {m for c in classes for m in dir(c) if not m.startswith("_")}
+    names |= set(METHOD_EXTRAS)
     if package is ad:
         from tenferro_ad._primitive import REGISTRY
 
@@ -301,6 +307,77 @@ def names_the_callable(target: Target, message: str) -> bool:
     return head in _operation_names(package)
 
 
+@dataclass(frozen=True)
+class Blame:
+    """The one argument a call changed from a valid call: the parameter's ``name`` (``None``
+    for an argument of a function an AD transform returned) and its 0-based ``position``
+    among the call's arguments (the receiver of a method is not counted; the item of a
+    ``*args`` parameter counts where it stands in the call)."""
+
+    name: str | None
+    position: int
+    method: bool = False
+
+    def describe(self) -> str:
+        if self.name is None:
+            return f"argument {self.position} of the returned function"
+        return f"argument {self.position} ({self.name!r})"
+
+
+def names_the_argument(blame: Blame, message: str) -> bool:
+    """A project error caused by one argument must say which argument, in one of the forms the
+    project uses (checked only when exactly one argument of a valid call was changed):
+
+    * ``"<op>: argument '<name>' ..."`` — by parameter name, the usual form; an item of a
+      sequence parameter as ``'<name>'[<i>]`` (``"concatenate: argument 'xs'[1] has shape
+      ..."``), several parameters as ``"arguments 'x' and 'y' ..."``;
+    * ``"<op>: <name>=<value> ..."`` — the keyword spelling, right after the op
+      (``argnums=(3,) names ...``);
+    * ``"<op>: argument <i> ..."`` — by 0-based position, for arguments without a useful
+      name: the arguments of a function an AD transform returned (``grad(f)(x)``) and the
+      items of a ``*args`` parameter; several as ``"arguments 0 and 1 ..."``.  For a
+      method, the op it runs counts the receiver as argument 0, so ``t + bad`` may report
+      ``"add: argument 1 ..."`` for the method's argument 0.
+
+    A quoted name alone (``'x'``) does not count: einsum labels and dictionary keys are
+    quoted too.  For an argument of a function an AD transform returned, an error about what
+    the user's function returned, or raised by an op that function called, is not checked.
+    One exception, numpy's: an axis that does not fit the value's rank is
+    reported on the axis (an ``AxisError``, ``"sum: argument 'axis': axis 2 is out of bounds
+    for array of dimension 1"``) even when it was the value that changed."""
+    positions = [blame.position] + ([blame.position + 1] if blame.method else [])
+    number = "|".join(str(p) for p in positions)
+    forms = [
+        rf"\bargument #?(?:{number})\b",
+        rf"\barguments (?:\d+(?:, | and | or ))*(?:{number})\b",
+    ]
+    if blame.name is not None:
+        name = re.escape(blame.name)
+        forms += [
+            rf"\barguments? (?:'\w+'(?:\[\d+\])?(?:, | and | or ))*'{name}'",
+            rf"'{name}'\[",
+            rf"(?:^|: ){name}=",
+        ]
+    return any(re.search(f, message) for f in forms)
+
+
+def _about_the_users_function(target: Target, blame: Blame, message: str) -> bool:
+    """An argument of a transformed function (``grad(f)(x)``) reaches the user's ``f``: an
+    error about what ``f`` returned, or one raised by an op ``f`` called (another op's name
+    heads the message), is not the transform's to word."""
+    if blame.name is not None:
+        return False
+    if re.search(r"the function returned|must return", message):
+        return True
+    head = message.split(":", 1)[0].strip()
+    return head != target.short and head in _operation_names(ad)
+
+
+def names_an_argument(message: str) -> bool:
+    """Whether ``message`` names some argument in one of the forms above."""
+    return re.search(r"\barguments? (?:'\w+'|#?\d)", message) is not None
+
+
 UNRAISABLE: list[str] = []
 
 
@@ -312,13 +389,19 @@ def _hook(u: Any) -> None:
 
 
 def check_call(
-    target: Target, labels: list[str], kw: dict[str, str], follow: list[str] | None = None
+    target: Target,
+    labels: list[str],
+    kw: dict[str, str],
+    follow: list[str] | None = None,
+    blame: Blame | None = None,
 ) -> Outcome:
     """Build the values named by ``labels``/``kw``, call ``target``, and judge the call.
 
     ``follow``: when the call returns a plain function (an AD entry point's transformed
-    function), call it with these values too and judge both calls together.  Every value
-    built here is gone (the inner frame has returned) before the ledger is read.
+    function), call it with these values too and judge both calls together.  ``blame``: the
+    one argument this call changed from a valid call; a project error must then name it
+    (:func:`names_the_argument`).  Every value built here is gone (the inner frame has
+    returned) before the ledger is read.
     """
     old_hook = sys.unraisablehook
     sys.unraisablehook = _hook
@@ -326,7 +409,7 @@ def check_call(
     base_live = ledger.live_bytes()
     tape_before = ad.current_tape()
     try:
-        outcome = _call(target, labels, kw, follow)
+        outcome = _call(target, labels, kw, follow, blame)
         failures = outcome.failures
         if ad.current_tape() is not tape_before:
             failures.append(("leaves-tape", f"current_tape() is {ad.current_tape()!r}"))
@@ -342,7 +425,11 @@ def check_call(
 
 
 def _call(
-    target: Target, labels: list[str], kw: dict[str, str], follow: list[str] | None
+    target: Target,
+    labels: list[str],
+    kw: dict[str, str],
+    follow: list[str] | None,
+    blame: Blame | None,
 ) -> Outcome:
     failures: list[tuple[str, str]] = []
     raised: str | None = None
@@ -374,6 +461,14 @@ def _call(
                 raised = f"{type(e).__name__}: {e}"
                 if isinstance(e, TenferroError) and not names_the_callable(target, str(e)):
                     failures.append(("message", raised))
+                elif (
+                    isinstance(e, TenferroError)
+                    and blame is not None
+                    and not names_the_argument(blame, str(e))
+                    and not (isinstance(e, NumpyAxisError) and names_an_argument(str(e)))
+                    and not _about_the_users_function(target, blame, str(e))
+                ):
+                    failures.append(("argument", f"{raised} [changed: {blame.describe()}]"))
             except BaseException as e:
                 raised = f"{type(e).__name__}: {e}"
                 failures.append(("foreign-exception", raised))
@@ -412,3 +507,201 @@ def _call(
         signal.alarm(0)
         signal.signal(signal.SIGALRM, old)
     return Outcome(failures, raised)
+
+
+# -- one argument at a time ------------------------------------------------------------------
+# Values only the valid calls below use.  They are kept out of LABELS so the generated calls
+# of the main fuzz test stay the same as before.
+POOL.update({
+    "view c128 (2,2) (valid)": lambda c: c.owner(_arr("c128 (2,2)")).as_view(),
+    "view f64 (3,2)": lambda c: c.owner(np.arange(6.0).reshape(3, 2)).as_view(),
+    "owner f64 (3,2)": lambda c: c.owner(np.arange(6.0).reshape(3, 2)),
+    "numpy i64 zeros (2,3)": lambda c: np.zeros((2, 3), np.int64),
+    "tuple (owner f64 (2,3),)": lambda c: (c.owner(_arr("f64 (2,3)")),),
+    "storage 48 bytes": lambda c: ts.allocate_storage(48),
+    "str s": lambda c: "s",
+    "owner bool (3,)": lambda c: c.owner(np.array([True, False, True])),
+})
+
+
+@dataclass
+class ValidCall:
+    """A call of a target that succeeds: positional labels, keyword labels, the arguments of
+    the function it returns (``None`` when it returns none), and the receiver of a method."""
+
+    labels: list[str]
+    kw: dict[str, str] = field(default_factory=dict)
+    follow: list[str] | None = None
+    receiver: str | None = None
+
+
+# The valid value tried first for a parameter of this name (anything else: an f64 owner).
+VALID_BY_NAME: dict[str, str] = {
+    "z": "owner c128 (2,2)", "axis": "int 0", "shape": "tuple (2,3)", "dtype": "str float64",
+    "f": "fn sum", "fun": "fn sum", "xs": "list [owner, owner]", "key": "int 0",
+    "label": "str s", "n": "int 2", "value": "float 0.5", "fill_value": "float 0.5",
+    "reason": "reason OPERATION_OUTPUT", "nbytes": "int 2", "start": "int 0", "stop": "int 3",
+    "spec": "str float64", "array": "numpy f64 (2,3)", "tree": "list [owner, owner]",
+    "view": "view c128 (2,2) (valid)", "s": "int 1", "source": "int 0", "destination": "int 1",
+    "kth": "int 1", "repeats": "int 2", "shift": "int 1", "reps": "int 2", "lo": "float -1.5",
+    "hi": "float 0.5", "indices_or_sections": "int 2", "pad_width": "int 1",
+    "condlist": "list [owner, owner]", "choicelist": "list [owner, owner]",
+    "cond": "owner bool (2,)",
+    "re": "owner f64 (2,3)", "im": "owner f64 (2,3)", "subscripts": "str ij,jk->ik",
+    "primals": "tuple (owner f64 (2,3),)", "tangents": "tuple (owner f64 (2,3),)",
+    "offset": "int 0", "storage": "storage 48 bytes", "name": "str s", "claim": "None",
+    "element_range": "None", "plan": "None",
+}
+# The items of a ``*args`` parameter of this name in a valid call.
+VALID_ITEMS: dict[str, list[str]] = {
+    "xs": ["owner f64 (2,3)"], "operands": ["owner f64 (2,3)", "owner f64 (3,3)"],
+    "shape": ["int 3", "int 2"], "axes": [], "primals": ["owner f64 (2,3)"],
+    "labels": ["str s"], "args": [],
+}
+# Targets whose valid call the rules above do not find.
+VALID_CALLS: dict[str, ValidCall] = {
+    "tenferro_storage.CheckedInjectiveStrided": ValidCall(["int 0", "tuple (2,3)", "tuple (3,2)"]),
+    "tenferro_storage.CheckedStrided": ValidCall(["int 0", "tuple (2,3)", "tuple (3,2)"]),
+    "tenferro_storage.DType": ValidCall(["str float64"]),
+    "tenferro_storage.view_as_complex": ValidCall(["view f64 (3,2)"]),
+    "tenferro_ad.where": ValidCall(["owner bool (3,)", "owner f64 (2,3)", "owner f64 (2,3)"]),
+    "tenferro_ad.Primitive": ValidCall(["str s", "fn identity", "int 1"]),
+    "tenferro_ad.array_split": ValidCall(["owner f64 (2,3)", "int 3"], {"axis": "int 1"}),
+    "tenferro_ad.dsplit": ValidCall(["owner f64 (1,1,1)", "int 1"]),
+    "tenferro_ad.dot": ValidCall(["owner f64 (2,3)", "owner f64 (3,3)"]),
+    "tenferro_ad.matmul": ValidCall(["owner f64 (2,3)", "owner f64 (3,3)"]),
+    "tenferro_ad.hsplit": ValidCall(["owner f64 (2,3)", "int 3"]),
+    "tenferro_ad.name": ValidCall(["handle f64 (2,3)", "str s"]),
+    "tenferro_ad.swapaxes": ValidCall(["owner f64 (2,3)", "int 0", "int 1"]),
+    "tenferro_ad.take_along_axis": ValidCall(
+        ["owner f64 (2,3)", "numpy i64 zeros (2,3)", "int 0"]
+    ),
+    "tenferro_ad.view_as_complex": ValidCall(["owner f64 (3,2)"]),
+    "tenferro_ad.vsplit": ValidCall(["owner f64 (2,3)", "int 2"]),
+    "Tensor.__matmul__": ValidCall(["owner f64 (3,3)"]),
+    "TensorView.__matmul__": ValidCall(["owner f64 (3,3)"]),
+    "TensorViewMut.__matmul__": ValidCall(["owner f64 (3,3)"]),
+    "EagerTensor.__matmul__": ValidCall(["owner f64 (3,3)"]),
+    "EagerTensor.dot": ValidCall(["owner f64 (3,3)"]),
+    "EagerTensor.swapaxes": ValidCall(["int 0", "int 1"]),
+}
+# Targets that have no valid call at all: the reason.
+NO_VALID_CALL: dict[str, str] = {
+    **{f"tenferro_ad.{n}": "made by the library, refused when constructed directly"
+       for n in ("AdValueRecord", "ValueGuard", "VjpFunction", "EagerTensor")},
+    **{f"tenferro_storage.{n}": "made by the library, refused when constructed directly"
+       for n in ("OwnedStorage", "Contiguous", "Strided")},
+    **{f"{c}.__array__": "implicit conversion to numpy is always refused (no implicit copy)"
+       for c in ("Tensor", "TensorView", "TensorViewMut", "EagerTensor")},
+}
+
+
+def _valid_guess(target: Target) -> ValidCall:
+    call = ValidCall([])
+    for p in target.params:
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            call.labels += VALID_ITEMS.get(p.name, ["owner f64 (2,3)"])
+        elif p.kind is inspect.Parameter.VAR_KEYWORD or p.default is not inspect.Parameter.empty:
+            continue
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY:
+            call.kw[p.name] = VALID_BY_NAME.get(p.name, "owner f64 (2,3)")
+        else:
+            call.labels.append(VALID_BY_NAME.get(p.name, "owner f64 (2,3)"))
+    return call
+
+
+def slots(target: Target, call: ValidCall) -> list[tuple[str, str | int, Blame]]:
+    """The arguments of ``call`` one may change, each ``(where, key, blame)``: ``where`` is
+    ``"pos"`` (key: index into the labels), ``"kw"`` (key: the keyword; an optional
+    parameter the valid call left out is added by keyword), ``"append"`` (one more item of
+    an empty ``*args``) or ``"follow"`` (key: index into the returned function's
+    arguments)."""
+    out: list[tuple[str, str | int, Blame]] = []
+    method = target.receiver is not None
+    i = 0
+    for index, p in enumerate(target.params):
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            start = i
+            while i < len(call.labels):
+                out.append(("pos", i, Blame(p.name, i, method)))
+                i += 1
+            if i == start:
+                out.append(("append", i, Blame(p.name, i, method)))
+        elif p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        elif p.kind is not inspect.Parameter.KEYWORD_ONLY and i < len(call.labels):
+            out.append(("pos", i, Blame(p.name, index, method)))
+            i += 1
+        elif p.kind is not inspect.Parameter.POSITIONAL_ONLY:
+            out.append(("kw", p.name, Blame(p.name, index, method)))
+    for j in range(len(call.follow or ())):
+        out.append(("follow", j, Blame(None, j)))
+    return out
+
+
+def changed(call: ValidCall, where: str, key: str | int, label: str) -> ValidCall:
+    """``call`` with the one argument at ``(where, key)`` replaced by (or set to) ``label``."""
+    new = ValidCall(list(call.labels), dict(call.kw), None if call.follow is None
+                    else list(call.follow), call.receiver)
+    if where == "pos":
+        new.labels[int(key)] = label
+    elif where == "append":
+        new.labels.append(label)
+    elif where == "kw":
+        new.kw[str(key)] = label
+    else:
+        assert new.follow is not None
+        new.follow[int(key)] = label
+    return new
+
+
+# A builtin type passed as the user's function (``grad(float)``) raises its own TypeError
+# from inside the call, as any user function may: not drawn for these parameters.
+FUNCTION_PARAMS = frozenset({"f", "fun"})
+
+
+def values_for(blame: Blame) -> tuple[str, ...]:
+    """The labels the one-changed-argument test draws for the argument ``blame``."""
+    if blame.name in FUNCTION_PARAMS:
+        return tuple(lab for lab in LABELS if not lab.startswith("dtype "))
+    return LABELS
+
+
+def _succeeds(target: Target, call: ValidCall) -> bool:
+    probe = Target(target.name, target.obj, target.params, call.receiver or target.receiver,
+                   target.short, target.cls)
+    outcome = check_call(probe, call.labels, call.kw, call.follow)
+    return outcome.raised is None and not outcome.failures
+
+
+_VALID: dict[str, ValidCall | None] = {}
+
+
+def valid_call(target: Target) -> ValidCall | None:
+    """A call of ``target`` that succeeds (cached), or ``None`` when neither the rules above
+    nor ``VALID_CALLS`` give one.  For a callable that returns a function (an AD transform)
+    ``follow`` holds valid arguments for that function."""
+    if target.name in _VALID:
+        return _VALID[target.name]
+    call = VALID_CALLS.get(target.name) or _valid_guess(target)
+    found: ValidCall | None = None
+    if _succeeds(target, call):
+        found = call
+        transform = ValidCall(list(call.labels), dict(call.kw), ["owner f64 (2,3)"], call.receiver)
+        if _returns_function(target, call) and _succeeds(target, transform):
+            found = transform
+    _VALID[target.name] = found
+    return found
+
+
+def _returns_function(target: Target, call: ValidCall) -> bool:
+    if target.receiver is not None or not callable(target.obj) or inspect.isclass(target.obj):
+        return False
+    ctx = Ctx()
+    try:
+        with np.errstate(all="ignore"):
+            args = [POOL[lab](ctx) for lab in call.labels]
+            kwargs = {k: POOL[lab](ctx) for k, lab in call.kw.items()}
+            return inspect.isfunction(target.obj(*args, **kwargs))
+    except Exception:
+        return False

@@ -11,6 +11,7 @@ All are O(ndim) and allocate nothing.
 from __future__ import annotations
 
 import operator
+import re
 from typing import Any
 
 import numpy as np
@@ -75,6 +76,20 @@ errors from the layers below; the public op functions turn the former into the p
 errors and prefix the latter with the op's name (:func:`arg_error`)."""
 
 
+_BROADCAST = re.compile(r"operands could not be broadcast together with shapes ((?:\([^)]*\) ?)+)")
+
+
+def _name_broadcast_operands(msg: str) -> str:
+    """numpy's "operands could not be broadcast together with shapes (2,) (2, 3)" names the
+    operands by their order: say so, as ``arguments 0 and 1``.  O(len(msg))."""
+    m = _BROADCAST.search(msg)
+    if m is None or "argument" in msg:
+        return msg
+    n = m.group(1).count("(")
+    which = ", ".join(str(i) for i in range(n - 1)) + f" and {n - 1}" if n > 1 else "0"
+    return f"{msg[: m.start()]}arguments {which}: {msg[m.start():]}"
+
+
 def arg_error(operation: str, e: BaseException) -> BaseException:
     """The project error to raise for ``e`` escaping ``operation``: a project error as it is
     (its message prefixed with ``operation`` when it came from a layer below);
@@ -84,8 +99,11 @@ def arg_error(operation: str, e: BaseException) -> BaseException:
         # an error from a layer below (importing an argument, reading a consumed owner)
         # gets the op's name in front, so the message says which call failed
         msg = e.args[0] if e.args else None
-        if isinstance(msg, str) and not msg.startswith(f"{operation}:"):
-            e.args = (f"{operation}: {msg}", *e.args[1:])
+        if isinstance(msg, str):
+            msg = _name_broadcast_operands(msg)
+            if not msg.startswith(f"{operation}:"):
+                msg = f"{operation}: {msg}"
+            e.args = (msg, *e.args[1:])
         return e
     if isinstance(e, TypeError):
         return ArgumentTypeError(f"{operation}: an argument has a type it cannot take: {e}")

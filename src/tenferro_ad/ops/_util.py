@@ -56,11 +56,15 @@ def axis(operation: str, ax: Any, ndim: int, what: str = "axis") -> int:
 
 
 def axes(operation: str, ax: Any, ndim: int) -> tuple[int, ...]:
-    """``None`` (all), an int or a sequence of ints as sorted non-negative axes."""
+    """``None`` (all), an int or a sequence of ints as sorted non-negative axes; a repeated
+    axis is refused (``ArgumentError``)."""
     if ax is None:
         return tuple(range(ndim))
     if isinstance(ax, tuple | list):
-        return tuple(sorted(axis(operation, a, ndim) for a in ax))
+        out = tuple(sorted(axis(operation, a, ndim) for a in ax))
+        if len(set(out)) != len(out):
+            raise ArgumentError(f"{operation}: argument 'axis' {tuple(ax)!r} repeats an axis")
+        return out
     return (axis(operation, ax, ndim),)
 
 
@@ -134,11 +138,15 @@ def _fits(value: Any, annotation: Any) -> bool | None:
     return any(c(value) for c in checks if c is not None)
 
 
-def culprit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+def culprit(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], type_error: bool = False
+) -> str | None:
     """The parameter of ``fn`` a failed call most likely failed on: the one argument whose
     value does not fit its simple annotation, or — when every annotated argument fits — the
-    one argument passed whose annotation says nothing (``Any``).  ``None`` when that does
-    not single one out.  Runs only after a call failed; O(number of parameters)."""
+    one argument passed whose annotation says nothing (``Any``), or — for a ``type_error``
+    only — the one such argument that is not an array, owner or handle when the others are.
+    ``None`` when that does not single one out.  Runs only after a call failed;
+    O(number of parameters)."""
     try:
         sig = inspect.signature(fn)
         bound = sig.bind(*args, **kwargs)
@@ -156,16 +164,28 @@ def culprit(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any
         return misfit[0]
     if not misfit and len(unknown) == 1:
         return unknown[0]
+    if not misfit and type_error:  # values next to one non-value of the wrong type
+        others = [n for n in unknown if not _is_value(bound.arguments[n])]
+        if len(others) == 1 and len(unknown) > 1:
+            return others[0]
     return None
 
 
-def _with_argument(op: str, msg: str, fn: Callable[..., Any], args: Any, kwargs: Any) -> str:
+def _is_value(v: Any) -> bool:
+    from tenferro_storage import Tensor, TensorView, TensorViewMut
+
+    return isinstance(v, EagerTensor | np.ndarray | Tensor | TensorView | TensorViewMut)
+
+
+def _with_argument(
+    op: str, msg: str, fn: Callable[..., Any], args: Any, kwargs: Any, type_error: bool = False
+) -> str:
     """``msg`` starting ``"op: "``, with ``"argument '<name>': "`` inserted after the op when
     the message names no argument and :func:`culprit` finds the one it failed on."""
     rest = msg[len(op) + 1 :].lstrip() if msg.startswith(f"{op}:") else msg
     if _NAMES_AN_ARGUMENT.search(rest):
         return f"{op}: {rest}"
-    name = culprit(fn, args, kwargs)
+    name = culprit(fn, args, kwargs, type_error)
     return f"{op}: {rest}" if name is None else f"{op}: argument {name!r}: {rest}"
 
 
@@ -206,7 +226,9 @@ def guarded(
                 )
             raise again from e
         except _FOREIGN as e:
-            text = _with_argument(op, str(e), fn, args, kwargs)
+            text = _with_argument(
+                op, str(e), fn, args, kwargs, isinstance(e, TypeError | AttributeError)
+            )
             if isinstance(e, TypeError | AttributeError):
                 raise ArgumentTypeError(text) from e
             raise ArgumentError(text) from e

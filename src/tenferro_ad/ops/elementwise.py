@@ -353,7 +353,10 @@ defbatch(NE, elementwise("ne"))
 
 # -- astype / stop_gradient ---
 def _astype_impl(a: Array, *, dtype: Any, src: Any) -> Array:
-    return np.asarray(a).astype(dtype)
+    arr = np.asarray(a)
+    if arr.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        arr = arr.real  # complex -> real keeps the real part (JAX), without numpy's warning
+    return arr.astype(dtype)
 
 
 def _astype_rule(ops: Any, g: Array, *, dtype: Any, src: Any) -> Array:

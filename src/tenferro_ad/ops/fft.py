@@ -166,7 +166,7 @@ def _axes_sizes(
         if len(set(ax)) != len(ax):
             raise ArgumentError(f"{name}: argument 'axes' repeats an axis: {axes}")
     if s is not None and len(s) != len(ax):
-        raise ArgumentError(f"{name}: 's' and 'axes' must have the same length")
+        raise ArgumentError(f"{name}: arguments 's' and 'axes' must have the same length")
     return ax, (None if s is None else tuple(int(v) for v in s))
 
 

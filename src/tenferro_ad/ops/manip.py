@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage.errors import TenferroError
+
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defprimitive, nondifferentiable
@@ -70,13 +72,26 @@ def squeeze(x: Any, axis: Any = None) -> EagerTensor:
     return sh.reshape(x, tuple(n for i, n in enumerate(shape) if i not in drop))
 
 
+def _axis_list(op: str, axes: Any, what: str) -> list[Any]:
+    if isinstance(axes, int | np.integer):
+        return [axes]
+    if not isinstance(axes, tuple | list):
+        raise ArgumentTypeError(
+            f"{op}: argument {what!r} must be an int or a sequence of ints, got "
+            f"{type(axes).__name__}"
+        )
+    return list(axes)
+
+
 def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
     """Move axes to new positions (a transpose alias)."""
     nd = _nd(x)
-    src = [source] if isinstance(source, int | np.integer) else list(source)
-    dst = [destination] if isinstance(destination, int | np.integer) else list(destination)
+    src = _axis_list("moveaxis", source, "source")
+    dst = _axis_list("moveaxis", destination, "destination")
     if len(src) != len(dst):
-        raise ArgumentError("moveaxis: 'source' and 'destination' must have the same length")
+        raise ArgumentError(
+            "moveaxis: arguments 'source' and 'destination' must have the same length"
+        )
     s = [_axis("moveaxis", a, nd, "source") for a in src]
     d = [_axis("moveaxis", a, nd, "destination") for a in dst]
     order = [i for i in range(nd) if i not in s]
@@ -116,7 +131,14 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
 
 def tile(x: Any, reps: Any) -> EagerTensor:
     """Tile ``x`` (a broadcast alias and one reshape copy). One allocation."""
-    reps_t = (int(reps),) if isinstance(reps, int | np.integer) else tuple(int(r) for r in reps)
+    try:
+        reps_t = (operator.index(reps),) if isinstance(reps, int | np.integer) else tuple(
+            operator.index(r) for r in reps
+        )
+    except TypeError:
+        raise ArgumentTypeError(
+            f"tile: argument 'reps' must be an int or a sequence of ints, got {reps!r}"
+        ) from None
     shape = shape_of(x)
     nd = builtins.max(len(shape), len(reps_t))
     shape = (1,) * (nd - len(shape)) + shape
@@ -158,7 +180,7 @@ def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
     if len(shifts) == 1 and len(axes_) > 1:
         shifts = tuple(shifts) * len(axes_)
     if len(shifts) != len(axes_):
-        raise ArgumentError("roll: 'shift' and 'axis' must have the same length")
+        raise ArgumentError("roll: arguments 'shift' and 'axis' must have the same length")
     out: EagerTensor = x
     for s, a in zip(shifts, axes_, strict=True):
         shape = shape_of(out)
@@ -393,7 +415,7 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTe
     nd = len(shape)
     a1, a2 = _axis("diagonal", axis1, nd, "axis1"), _axis("diagonal", axis2, nd, "axis2")
     if a1 == a2:
-        raise ArgumentError("diagonal: 'axis1' and 'axis2' must differ")
+        raise ArgumentError("diagonal: arguments 'axis1' and 'axis2' must differ")
     rest = [i for i in range(nd) if i not in (a1, a2)]
     xt = sh.transpose(x, (*rest, a1, a2))
     n1, n2 = shape[a1], shape[a2]
@@ -463,12 +485,27 @@ def _dt(x: Any, dtype: Any) -> Any:
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """A constant of ``x``'s shape and dtype filled with ``fill_value`` (never tracked).
-    One allocation."""
-    s = shape_of(x) if shape is None else tuple(shape)
-    return bind(FILL, 0.0, shape=s, dtype=_dt(x, dtype)) if fill_value == 0 else bind(
-        FILL, float(fill_value) if not isinstance(fill_value, complex) else fill_value,
-        shape=s, dtype=_dt(x, dtype),
+    One allocation.  A refusal names the argument it is about."""
+    try:
+        s = shape_of(x) if shape is None else tuple(operator.index(n) for n in shape)
+    except (TypeError, ValueError, TenferroError) as e:
+        what = "x" if shape is None else "shape"
+        raise ArgumentTypeError(f"full_like: argument {what!r}: {e}") from None
+    try:
+        dt = np.dtype(getattr(dtype, "numpy", dtype)) if dtype is not None else dtype_of(x)
+    except (TypeError, ValueError, TenferroError) as e:
+        what = "x" if dtype is None else "dtype"
+        raise ArgumentTypeError(f"full_like: argument {what!r}: {e}") from None
+    if not isinstance(fill_value, int | float | complex | np.number | np.bool_):
+        raise ArgumentTypeError(
+            f"full_like: argument 'fill_value' must be a scalar, got {type(fill_value).__name__}"
+        )
+    if fill_value == 0:
+        return bind(FILL, 0.0, shape=s, dtype=dt)
+    value = fill_value if isinstance(fill_value, complex | np.complexfloating) else float(
+        fill_value
     )
+    return bind(FILL, value, shape=s, dtype=dt)
 
 
 def zeros_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
@@ -484,6 +521,9 @@ def ones_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> EagerTensor:
     """Identity-like constant matrix. One allocation."""
     dt = np.dtype(np.float64) if dtype is None else np.dtype(getattr(dtype, "numpy", dtype))
+    for what, v in (("n", n), ("m", m)):
+        if isinstance(v, int | np.integer) and v < 0:
+            raise ArgumentError(f"eye: argument {what!r} must be non-negative, got {v}")
     return bind(EYE, 0.0, n=int(n), m=int(n if m is None else m), k=int(k), dtype=dt)
 
 
@@ -519,10 +559,17 @@ def linspace(
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> EagerTensor:
     """``numpy.select``: the first true condition picks its choice (nested ``where``;
     conditions are not differentiated)."""
+    for what, given in (("condlist", condlist), ("choicelist", choicelist)):
+        if not isinstance(given, tuple | list):
+            raise ArgumentTypeError(
+                f"select: argument {what!r} must be a list of values, got {type(given).__name__}"
+            )
     if len(condlist) != len(choicelist):
-        raise ArgumentError("select: 'condlist' and 'choicelist' must have the same length")
+        raise ArgumentError(
+            "select: arguments 'condlist' and 'choicelist' must have the same length"
+        )
     if not condlist:
-        raise ArgumentError("select: 'condlist' must not be empty")
+        raise ArgumentError("select: argument 'condlist' must not be empty")
     out: Any = default
     for c, v in zip(reversed(list(condlist)), reversed(list(choicelist)), strict=True):
         out = ew.where(c, v, out)

@@ -23,6 +23,7 @@ import numpy as np
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive, nondifferentiable
+from ..errors import ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, weak
 from .special import ERF, EXPIT
@@ -488,6 +489,11 @@ def nan_to_num(
     from .complex import complex as mkcomplex
     from .complex import imag, is_complex, real
 
+    for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        if v is not None and not isinstance(v, int | float | np.integer | np.floating):
+            raise ArgumentTypeError(
+                f"nan_to_num: argument {what!r} must be a real number, got {type(v).__name__}"
+            )
     if is_complex(x):
         return mkcomplex(
             nan_to_num(real(x), nan=nan, posinf=posinf, neginf=neginf),

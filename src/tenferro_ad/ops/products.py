@@ -82,7 +82,8 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     na, nb = shape_of(a)[-1], shape_of(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
         raise ArgumentError(
-            f"cross: incompatible dimensions for cross product (dimension must be 2 or 3), "
+            f"cross: arguments 'a' and 'b' have incompatible dimensions for a cross product "
+            "(dimension must be 2 or 3), "
             f"got {na} and {nb}"
         )
 

@@ -487,8 +487,8 @@ def average(
     if ws != shape:
         if axis is None or len(ws) != 1 or isinstance(axis, tuple | list):
             raise ArgumentError(
-                "average: 1-D 'weights' need a single 'axis'; otherwise weights must have "
-                "the shape of the input"
+                "average: argument 'weights': 1-D weights need a single 'axis'; otherwise "
+                "weights must have the shape of the input"
             )
         ax = _axis("average", axis, len(shape))
         if ws[0] != shape[ax]:
@@ -516,11 +516,13 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         out = median(_flat(x), axis=0)
         return sh.reshape(out, (1,) * len(shape)) if keepdims else out
     if isinstance(axis, tuple | list):
-        raise ArgumentError("median: a tuple 'axis' is not supported; pass one axis or None")
+        raise ArgumentError(
+            "median: argument 'axis': a tuple is not supported; pass one axis or None"
+        )
     ax = _axis("median", axis, len(shape))
     n = shape[ax]
     if n == 0:
-        raise ArgumentError("median: the reduced axis is empty")
+        raise ArgumentError(f"median: argument 'x' is empty along axis {ax}")
     srt = sort(x, axis=ax)
     pre = (slice(None),) * ax
     lo, hi = (n - 1) // 2, n // 2

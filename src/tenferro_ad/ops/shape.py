@@ -138,12 +138,14 @@ def reshape(x: Any, *shape: Any) -> EagerTensor:
         if -1 in shape:
             if known == 0 or n % known:
                 raise ArgumentError(
-                    f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape}"
+                    f"reshape: cannot reshape argument 'x' of shape {src} ({n} elements) into "
+                    f"argument 'shape' {shape}"
                 )
             shape = tuple(n // known if s == -1 else s for s in shape)
         elif known != n:
             raise ArgumentError(
-                f"reshape: cannot reshape a value of shape {src} ({n} elements) into {shape} "
+                f"reshape: cannot reshape argument 'x' of shape {src} ({n} elements) into "
+                f"argument 'shape' {shape} "
                 f"({known} elements)"
             )
         if isinstance(x, EagerTensor):
@@ -200,8 +202,8 @@ def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
     """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
     try:
         nd = len(_shape(x))
-        i = axis_index("swapaxes", a, nd, "axis1")
-        j = axis_index("swapaxes", b, nd, "axis2")
+        i = axis_index("swapaxes", a, nd, "a")
+        j = axis_index("swapaxes", b, nd, "b")
         ax = list(range(nd))
         ax[i], ax[j] = ax[j], ax[i]
         return bind(TRANSPOSE, x, axes=tuple(ax))
