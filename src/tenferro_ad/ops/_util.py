@@ -127,6 +127,16 @@ _SIMPLE: dict[str, Callable[[Any], bool]] = {
 _NAMES_AN_ARGUMENT = re.compile(r"\barguments? (?:'\w+'|\d)|(?:^|: )\w+=")
 
 
+_INNER_OP = re.compile(r"(?:[A-Za-z_][\w.]*: )+")
+
+
+def _names_its_argument(rest: str) -> bool:
+    """Whether a message (after ``"op: "``) names an argument of the op itself: an
+    ``"argument i"`` behind another op's prefix (``"neg: argument 0: ..."``) is that inner
+    op's, not the caller's."""
+    return _INNER_OP.match(rest) is None and _NAMES_AN_ARGUMENT.search(rest) is not None
+
+
 def _fits(value: Any, annotation: Any) -> bool | None:
     """Whether ``value`` fits a simple annotation (``int``, ``bool``, ``float``, ``str``,
     ``None`` and unions of them); ``None`` when the annotation is not one of those."""
@@ -141,17 +151,20 @@ def _fits(value: Any, annotation: Any) -> bool | None:
 def culprit(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], type_error: bool = False
 ) -> str | None:
-    """The parameter of ``fn`` a failed call most likely failed on: the one argument whose
-    value does not fit its simple annotation, or — when every annotated argument fits — the
-    one argument passed whose annotation says nothing (``Any``), or — for a ``type_error``
-    only — the one such argument that is not an array, owner or handle when the others are.
-    ``None`` when that does not single one out.  Runs only after a call failed;
-    O(number of parameters)."""
+    """The parameter of ``fn`` a failed call most likely failed on: the one consumed owner
+    passed; else the one argument whose value does not fit its simple annotation; else —
+    when every annotated argument fits — the one argument passed whose annotation says
+    nothing (``Any``); else — for a ``type_error`` only — the one such argument that is not
+    an array, owner or handle when the others are.  ``None`` when that does not single one
+    out.  Runs only after a call failed; O(number of parameters)."""
     try:
         sig = inspect.signature(fn)
         bound = sig.bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
+    consumed = [n for n, v in bound.arguments.items() if getattr(v, "_moved_by", None)]
+    if len(consumed) == 1:  # a consumed owner fails wherever it is first read
+        return consumed[0]
     misfit: list[str] = []
     unknown: list[str] = []
     for name, value in bound.arguments.items():
@@ -183,7 +196,7 @@ def _with_argument(
     """``msg`` starting ``"op: "``, with ``"argument '<name>': "`` inserted after the op when
     the message names no argument and :func:`culprit` finds the one it failed on."""
     rest = msg[len(op) + 1 :].lstrip() if msg.startswith(f"{op}:") else msg
-    if _NAMES_AN_ARGUMENT.search(rest):
+    if _names_its_argument(rest):
         return f"{op}: {rest}"
     name = culprit(fn, args, kwargs, type_error)
     return f"{op}: {rest}" if name is None else f"{op}: argument {name!r}: {rest}"
@@ -210,10 +223,11 @@ def guarded(
             raise
         except TenferroError as e:
             msg = str(e)
-            named = op in msg.split(":", 1)[0]
-            if named and (isinstance(e, _NumpyAxisError) or _NAMES_AN_ARGUMENT.search(msg)):
+            named = msg.split(":", 1)[0].strip() == op
+            rest = msg.split(":", 1)[1].lstrip() if named else msg
+            if named and (isinstance(e, _NumpyAxisError) or _names_its_argument(rest)):
                 raise
-            text = _with_argument(op, msg, fn, args, kwargs)
+            text = _with_argument(op, msg, fn, args, kwargs, isinstance(e, TypeError))
             if named and text == msg:
                 raise
             try:  # the same class, named: e.g. UseAfterMoveError("exp2: read_array: ...")
