@@ -17,11 +17,13 @@ fail with the rule mutated (on a temporary copy; the mutants are in
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,6 +34,15 @@ from tests.strategies import (
     tie_arrays,
     tie_pairs,
 )
+
+
+@pytest.fixture(autouse=True)
+def _jax_op_by_op() -> Iterator[None]:
+    """JAX (the oracle) runs op by op here, as in ``tests/ad/_opcheck.oracle``: every
+    example has a new shape, and compiling each whole oracle function per shape costs far
+    more than running its primitives."""
+    with jax.disable_jit():
+        yield
 
 
 def _np(x: Any) -> np.ndarray[Any, Any]:
