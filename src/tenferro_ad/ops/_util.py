@@ -18,6 +18,7 @@ from tenferro_storage.errors import TenferroError
 
 from .._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
+from ._axes import _name_broadcast_operands
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -222,7 +223,9 @@ def guarded(
         except passthrough:
             raise
         except TenferroError as e:
-            msg = str(e)
+            msg = _name_broadcast_operands(str(e))
+            if msg != str(e) and e.args:
+                e.args = (msg, *e.args[1:])
             named = msg.split(":", 1)[0].strip() == op
             rest = msg.split(":", 1)[1].lstrip() if named else msg
             if named and (isinstance(e, _NumpyAxisError) or _names_its_argument(rest)):
