@@ -54,9 +54,9 @@ SURVEY = os.environ.get("TENFERRO_FUZZ_SURVEY")
 _CI = (os.environ.get("HYPOTHESIS_PROFILE") or (
     "ci" if os.environ.get("CI", "").lower() in {"1", "true", "yes"} else "dev"
 )) == "ci"
-EXAMPLES = int(os.environ.get("TENFERRO_FUZZ_EXAMPLES", "15" if _CI else "25"))
+EXAMPLES = int(os.environ.get("TENFERRO_FUZZ_EXAMPLES", "12" if _CI else "25"))
 # Examples per callable of the one-changed-argument test (each is one call).
-ARGUMENT_EXAMPLES = int(os.environ.get("TENFERRO_FUZZ_ARGUMENT_EXAMPLES", "8" if _CI else "12"))
+ARGUMENT_EXAMPLES = int(os.environ.get("TENFERRO_FUZZ_ARGUMENT_EXAMPLES", "6" if _CI else "12"))
 ARGUMENT_TARGETS = sorted(
     name for name, t in TARGETS.items() if name not in _fuzz.NO_VALID_CALL and t.params
 )
@@ -95,9 +95,8 @@ KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, 
 # test_pending_message_still_lacks_the_argument re-runs; when it passes, delete the entry.
 # The one-changed-argument test tolerates "argument" failures of these callables only.
 # fmt: off
-LEAD_BROADCAST = 'lead: _dispatch.kernel_error: a broadcast mismatch names no operand'
 UNNAMED = 'mine, unfinished: the message names no argument'
-MATMUL = "mine, unfinished: matmul relays numpy's 'Input operand N' wording"
+MATMUL = "mine, unfinished: numpy blames a core-dimension mismatch on the other operand"
 CONSUMED = 'mine, unfinished: a consumed owner is reported by an inner read'
 EINSUM = "_einsum_path.py (not mine): 'operand i' counts einsum operands, not arguments"
 ASARRAY = 'mine, unfinished: np.asarray of an owner argument is refused unnamed'
@@ -109,10 +108,7 @@ JIT = '_jit.py (not mine): donate_argnums refusal names no argument'
 LEAD_CHECKPOINT_GRAPH = 'lead: _checkpoint_graph.py: save_named/name refusals name no argument'
 VMAP = '_batching.py (not mine): vmap refusals name no argument'
 PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
-    'EagerTensor.__add__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'EagerTensor.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'EagerTensor.__matmul__': (MATMUL, ('pos', 0, 'int 0')),
-    'EagerTensor.__pow__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'EagerTensor.cumprod': (CONSUMED, ('kw', 'dtype', 'consumed owner')),
     'EagerTensor.cumsum': (CONSUMED, ('kw', 'dtype', 'consumed owner')),
     'EagerTensor.dot': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
@@ -123,19 +119,10 @@ PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
     'EagerTensor.std': (CONSUMED, ('kw', 'dtype', 'consumed owner')),
     'EagerTensor.sum': (CONSUMED, ('kw', 'dtype', 'consumed owner')),
     'EagerTensor.var': (CONSUMED, ('kw', 'dtype', 'consumed owner')),
-    'Tensor.__add__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'Tensor.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'Tensor.__matmul__': (MATMUL, ('pos', 0, 'int 0')),
-    'Tensor.__pow__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'Tensor.from_storage': (UNNAMED, ('kw', 'offset', 'int 1')),
-    'TensorView.__add__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'TensorView.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'TensorView.__matmul__': (MATMUL, ('pos', 0, 'int 0')),
-    'TensorView.__pow__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
-    'TensorViewMut.__add__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'TensorViewMut.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'TensorViewMut.__matmul__': (MATMUL, ('pos', 0, 'int 0')),
-    'TensorViewMut.__pow__': (LEAD_BROADCAST, ('pos', 0, 'list []')),
     'tenferro_ad.Primitive': (LEAD_PRIMITIVE, ('pos', 0, 'None')),
     'tenferro_ad.append': (UNNAMED, ('pos', 1, 'numpy u8 (2,)')),
     'tenferro_ad.arctan2': (LEAD_KERNEL_DTYPE, ('pos', 0, 'numpy c64 (3,)')),
@@ -148,7 +135,7 @@ PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
     'tenferro_ad.clip': (INNER_ARGUMENT, ('pos', 2, 'None')),
     'tenferro_ad.complex': (INNER_ARGUMENT, ('pos', 1, 'None')),
     'tenferro_ad.conj': (UNNAMED, ('pos', 0, 'fn sum')),
-    'tenferro_ad.cross': (LEAD_BROADCAST, ('kw', 'axisa', 'int 0')),
+    'tenferro_ad.cross': (INNER_ARGUMENT, ('kw', 'axisa', 'int 0')),
     'tenferro_ad.diagflat': (UNNAMED, ('kw', 'k', 'int 2**62')),
     'tenferro_ad.diff': (UNNAMED, ('kw', 'prepend', 'list []')),
     'tenferro_ad.dot': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
@@ -180,7 +167,7 @@ PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
     'tenferro_ad.logaddexp': (LEAD_KERNEL_DTYPE, ('pos', 0, 'numpy c64 (3,)')),
     'tenferro_ad.logaddexp2': (LEAD_KERNEL_DTYPE, ('pos', 0, 'numpy c64 (3,)')),
     'tenferro_ad.logsumexp': (UNNAMED, ('kw', 'b', 'str int64')),
-    'tenferro_ad.matmul': (MATMUL, ('pos', 0, 'int 0')),
+    'tenferro_ad.matmul': (MATMUL, ('pos', 0, 'list []')),
     'tenferro_ad.max': (UNNAMED, ('pos', 0, 'list []')),
     'tenferro_ad.mean': (CONSUMED, ('pos', 0, 'consumed owner')),
     'tenferro_ad.min': (UNNAMED, ('pos', 0, 'list []')),

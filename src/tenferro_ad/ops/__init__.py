@@ -31,6 +31,7 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import CastTarget, RealTarget
 from . import derived, elementwise, linalg, reduce, shape
+from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import HANDLE_NS, _unbroadcast_axes
 from .derived import log_softmax, logsumexp, softmax
 from .elementwise import (
@@ -127,6 +128,28 @@ def _install_namespace() -> None:
         object.__setattr__(ns, k, v)
 
 
+def _operator(prim: Any, name: str, swap: bool = False) -> Any:
+    """A binary operator running ``prim`` (``swap``: the reflected one); a refusal names
+    ``name`` and says which operand (``arguments 0 and 1``).  One frame, as a lambda; the
+    ``try`` costs nothing until something is raised."""
+    if swap:
+        def reflected(a: Any, b: Any) -> Any:
+            try:
+                return bind(prim, b, a)
+            except KERNEL_ERRORS as e:
+                raise arg_error(name, e) from None
+
+        return reflected
+
+    def op(a: Any, b: Any) -> Any:
+        try:
+            return bind(prim, a, b)
+        except KERNEL_ERRORS as e:
+            raise arg_error(name, e) from None
+
+    return op
+
+
 def _install_operators() -> None:
     E = EagerTensor
     ADD, SUB, MUL, DIV = (
@@ -134,22 +157,19 @@ def _install_operators() -> None:
     )
     POW, MATMUL, NEG = elementwise.POW, linalg.MATMUL, elementwise.NEG
 
-    def _radd(self: Any, other: Any) -> Any:
-        return bind(ADD, other, self)
-
     ops_table: dict[str, Any] = {
-        "__add__": lambda self, other: bind(ADD, self, other),
-        "__radd__": _radd,
-        "__sub__": lambda self, other: bind(SUB, self, other),
-        "__rsub__": lambda self, other: bind(SUB, other, self),
-        "__mul__": lambda self, other: bind(MUL, self, other),
-        "__rmul__": lambda self, other: bind(MUL, other, self),
-        "__truediv__": lambda self, other: bind(DIV, self, other),
-        "__rtruediv__": lambda self, other: bind(DIV, other, self),
-        "__pow__": lambda self, other: bind(POW, self, other),
-        "__rpow__": lambda self, other: bind(POW, other, self),
-        "__matmul__": lambda self, other: bind(MATMUL, self, other),
-        "__rmatmul__": lambda self, other: bind(MATMUL, other, self),
+        "__add__": _operator(ADD, "add"),
+        "__radd__": _operator(ADD, "add", swap=True),
+        "__sub__": _operator(SUB, "sub"),
+        "__rsub__": _operator(SUB, "sub", swap=True),
+        "__mul__": _operator(MUL, "mul"),
+        "__rmul__": _operator(MUL, "mul", swap=True),
+        "__truediv__": _operator(DIV, "div"),
+        "__rtruediv__": _operator(DIV, "div", swap=True),
+        "__pow__": _operator(POW, "pow"),
+        "__rpow__": _operator(POW, "pow", swap=True),
+        "__matmul__": _operator(MATMUL, "matmul"),
+        "__rmatmul__": _operator(MATMUL, "matmul", swap=True),
         "__neg__": lambda self: bind(NEG, self),
         "__abs__": abs,
         "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
@@ -176,12 +196,12 @@ def _register_owner_operators() -> None:
     )
     POW, MATMUL, NEG = elementwise.POW, linalg.MATMUL, elementwise.NEG
     ts.kernel.register_operators({
-        "add": lambda a, b: bind(ADD, a, b),
-        "sub": lambda a, b: bind(SUB, a, b),
-        "mul": lambda a, b: bind(MUL, a, b),
-        "truediv": lambda a, b: bind(DIV, a, b),
-        "pow": lambda a, b: bind(POW, a, b),
-        "matmul": lambda a, b: bind(MATMUL, a, b),
+        "add": _operator(ADD, "add"),
+        "sub": _operator(SUB, "sub"),
+        "mul": _operator(MUL, "mul"),
+        "truediv": _operator(DIV, "div"),
+        "pow": _operator(POW, "pow"),
+        "matmul": _operator(MATMUL, "matmul"),
         "neg": lambda a: bind(NEG, a),
         "abs": abs,
         "lt": less, "le": less_equal, "gt": greater, "ge": greater_equal,

@@ -79,11 +79,18 @@ errors and prefix the latter with the op's name (:func:`arg_error`)."""
 _BROADCAST = re.compile(r"operands could not be broadcast together with shapes ((?:\([^)]*\) ?)+)")
 
 
+_GUFUNC_OPERAND = re.compile(r"\bInput operand (\d+)")
+
+
 def _name_broadcast_operands(msg: str) -> str:
     """numpy's "operands could not be broadcast together with shapes (2,) (2, 3)" names the
-    operands by their order: say so, as ``arguments 0 and 1``.  O(len(msg))."""
+    operands by their order: say so, as ``arguments 0 and 1`` (and numpy's gufunc
+    "Input operand 1" as ``argument 1``).  O(len(msg))."""
+    if "argument" in msg:
+        return msg
+    msg = _GUFUNC_OPERAND.sub(r"argument \1", msg)  # matmul's "Input operand 1 has ..."
     m = _BROADCAST.search(msg)
-    if m is None or "argument" in msg:
+    if m is None:
         return msg
     n = m.group(1).count("(")
     which = ", ".join(str(i) for i in range(n - 1)) + f" and {n - 1}" if n > 1 else "0"

@@ -14,6 +14,7 @@ from .._batch_rules import defbatch, emit, expand_batched, shape_of
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import defbilinear, defprimitive
+from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import NUMPY_NS
 
 Array = Any
@@ -89,5 +90,9 @@ defbatch(MATMUL, _batch_matmul)
 
 
 def matmul(x: Any, y: Any) -> EagerTensor:
-    """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked."""
-    return bind(MATMUL, x, y)
+    """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked.
+    A refusal names the operand (``argument 0``/``argument 1``)."""
+    try:
+        return bind(MATMUL, x, y)
+    except KERNEL_ERRORS as e:
+        raise arg_error("matmul", e) from None
