@@ -133,7 +133,7 @@ class Ctx:
 
 
 def _arr(kind: str) -> np.ndarray[Any, Any]:
-    return {
+    arrays: dict[str, np.ndarray[Any, Any]] = {
         "f64 (2,3)": np.arange(6.0).reshape(2, 3) - 2.5,
         "f32 (3,)": np.array([1.0, -2.0, 0.5], np.float32),
         "c128 (2,2)": np.array([[1 + 2j, -1j], [0.5, 3 - 1j]]),
@@ -146,7 +146,8 @@ def _arr(kind: str) -> np.ndarray[Any, Any]:
         "f64 nan/inf (3,)": np.array([np.nan, np.inf, -np.inf]),
         "f64 (1,1,1)": np.ones((1, 1, 1)),
         "f64 (3,3)": np.array([[2.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 4.0]]),
-    }[kind]
+    }
+    return arrays[kind]
 
 
 ARRAYS = ("f64 (2,3)", "f32 (3,)", "c128 (2,2)", "c64 (3,)", "i64 (4,)", "i32 (2,2)",
@@ -158,12 +159,24 @@ def _raise_user(*a: Any, **k: Any) -> Any:
 
 
 POOL: dict[str, Callable[[Ctx], Any]] = {}
+
+
+def _maker(kind: str, k: str) -> Callable[[Ctx], Any]:
+    if kind == "owner":
+        return lambda c: c.owner(_arr(k))
+    if kind == "numpy":
+        return lambda c: _arr(k)
+    if kind == "view":
+        return lambda c: c.owner(_arr(k)).as_view()
+    return lambda c: ad.stop_gradient(_arr(k))
+
+
 for _k in ARRAYS:
-    POOL[f"owner {_k}"] = lambda c, k=_k: c.owner(_arr(k))
-    POOL[f"numpy {_k}"] = lambda c, k=_k: _arr(k)
+    POOL[f"owner {_k}"] = _maker("owner", _k)
+    POOL[f"numpy {_k}"] = _maker("numpy", _k)
 for _k in ("f64 (2,3)", "f32 (3,)", "c128 (2,2)", "f64 0-d", "f64 (0,3)"):
-    POOL[f"view {_k}"] = lambda c, k=_k: c.owner(_arr(k)).as_view()
-    POOL[f"handle {_k}"] = lambda c, k=_k: ad.stop_gradient(_arr(k))
+    POOL[f"view {_k}"] = _maker("view", _k)
+    POOL[f"handle {_k}"] = _maker("handle", _k)
 POOL["mutview f64 (2,3)"] = lambda c: c.owner(_arr("f64 (2,3)")).as_view_mut()
 POOL["view f64 step-2**62"] = lambda c: c.owner(_arr("f64 (2,3)")).as_view()[:, :: 2**62]
 POOL["consumed owner"] = lambda c: _consumed()

@@ -13,13 +13,15 @@ A second test starts from a *valid* call of each callable (``_fuzz.valid_call``:
 the parameter names, or listed in ``_fuzz.VALID_CALLS``) and changes exactly one argument to
 a generated value; a project error must then also name that argument
 (``_fuzz.names_the_argument`` states the convention: ``"<op>: argument '<name>' ..."`` or
-``"<op>: argument <i> ..."``).  ``PENDING`` lists the messages still waiting for that fix in
-files this suite's owner does not own, each with a reproducer that must keep failing.
+``"<op>: argument <i> ..."``; docs/guides/error-messages.md).  ``PENDING`` lists the
+callables whose messages still wait for that fix (who fixes it and why), each with a
+reproducer that must keep failing until the entry is deleted.
 
 ``KNOWN`` lists failures that are understood and waiting for a fix elsewhere, each with a
 minimal reproducer; the fuzzer tolerates exactly those (callable, kind) pairs, and
 ``test_known_failure_still_reproduces`` fails as soon as one is fixed, so the entry is
-removed then.  The examples are derandomized (the same in every run and profile).  To
+removed then.  The examples are derandomized (the same in every run; the CI profile runs
+fewer per callable to keep the suite inside its time budget: see ``EXAMPLES``).  To
 triage, ``TENFERRO_FUZZ_SURVEY=path.json`` records every failure found instead of stopping
 at the first; ``TENFERRO_FUZZ_RANDOM=1`` and ``TENFERRO_FUZZ_EXAMPLES=200`` explore further.
 """
@@ -387,7 +389,7 @@ def test_the_argument_check_catches_a_message_without_the_argument(
 ) -> None:
     """The checker can fail: a message that omits the changed argument, or names another
     one, is reported as an ``argument`` failure; one that names it is not."""
-    _fuzz.POOL["str " + value] = lambda c, v=value: v
+    _fuzz.POOL["str " + value] = lambda c: value
     try:
         fake = Target("fake._bad", _bad, tuple(inspect.signature(_bad).parameters.values()),
                       None, "_bad")
