@@ -21,7 +21,7 @@ copy of ``src``).
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
+from tenferro_ad._primitive import REGISTRY
 from tenferro_ad.errors import (
     ArgumentError,
     ArgumentTypeError,
@@ -376,19 +377,25 @@ def _vjp_that_fails_once(ops: Any, g: Any, x: Any) -> Any:
     return ops.mul(g, ops.cos(x))
 
 
-SIN_FAILING_ONCE = extend.defprimitive(
-    "test_sin_failing_once", np.sin, 1, save_in=(0,), vjp=(_vjp_that_fails_once,)
-)
+@pytest.fixture
+def sin_failing_once() -> Iterator[Any]:
+    """A user sine whose VJP fails once when armed; unregistered afterwards (so
+    registry-driven tests elsewhere never see a deliberately failing rule)."""
+    prim = extend.defprimitive(
+        "test_sin_failing_once", np.sin, 1, save_in=(0,), vjp=(_vjp_that_fails_once,)
+    )
+    yield prim
+    REGISTRY.pop("test_sin_failing_once", None)
 
 
-def test_backward_failing_inside_a_rule_leaves_the_tape_usable() -> None:
+def test_backward_failing_inside_a_rule_leaves_the_tape_usable(sin_failing_once: Any) -> None:
     """A failure in the middle of the sweep (a rule raises) releases nothing: the
     retry gives the right gradient, and the borrowed owner stays held until then."""
     d = ts.from_numpy(np.array([0.5, 1.0]))
     FAILING_RULE["armed"] = True
     with ad.Tape() as tape:
         x = tape.watch(ts.from_numpy(np.array([1.0, 2.0])))
-        loss = ad.sum(extend.bind(SIN_FAILING_ONCE, x * d))
+        loss = ad.sum(extend.bind(sin_failing_once, x * d))
     n = len(tape.nodes)
     with pytest.raises(FloatingPointError, match="fails once"):
         tape.backward(loss)

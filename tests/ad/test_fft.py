@@ -115,5 +115,5 @@ def test_bad_norm_names_the_argument() -> None:
 
 def test_rfft_refuses_complex_input() -> None:
     """rfft of a complex value is refused (numpy discards the imaginary part silently)."""
-    with pytest.raises(ValueError, match="rfft: expected a real input"):
+    with pytest.raises(ValueError, match=r"rfft: (argument .a.: )?expected a real input"):
         ad.fft.rfft(ts.from_numpy(np.ones(4, np.complex128)))
