@@ -121,7 +121,9 @@ def _map_host(
 
 def _repr(kind: str, desc: CheckedDescriptor, span: str) -> str:
     head = f"{kind}({desc.dtype.name}, shape={desc.shape}"
-    if desc.size <= 16:
+    if type(desc.buffer) is not np.ndarray:  # device memory: the host cannot show values
+        head += ", device-resident"
+    elif desc.size <= 16:
         values = np.array2string(desc.readonly(), separator=", ", threshold=16)
         head += f", values={values}"
     return f"{head}, {span})"
