@@ -123,15 +123,17 @@ def vmap(
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
             shape, dtype = aval_of(x, f"vmap: argument leaf {i}")
             if ax is not None:
-                ax = _check_axis(ax, len(shape), "in_axes")
+                ax = _check_axis(ax, len(shape), "in_axes", i)
                 sizes.add(shape[ax])
                 shape = shape[:ax] + shape[ax + 1:]
             avals.append((shape, dtype))
         if len(sizes) != 1:
-            raise ArgumentError(
-                "vmap: " + ("no argument is batched (every in_axes entry is None)" if not sizes
-                            else f"batched arguments disagree on the batch size: {sorted(sizes)}")
+            why = (
+                "argument 'in_axes': no argument is batched (every entry is None)"
+                if not sizes
+                else f"batched arguments disagree on the batch size: {sorted(sizes)}"
             )
+            raise ArgumentError(f"vmap: {why}")
         size = sizes.pop()
         key = (tree, tuple((sh, dt.str) for sh, dt in avals), size)
         graph = cache.get(key)
@@ -151,14 +153,19 @@ def leaf_in_axes(tree: TreeDef, in_axes: int | Sequence[int | None] | None) -> l
     out: list[int | None] = []
     for k, ax in zip(kids, per_arg, strict=True):
         if ax is not None and not isinstance(ax, int | np.integer):
-            raise ArgumentTypeError(f"vmap: an in_axes entry must be an int or None, got {ax!r}")
+            raise ArgumentTypeError(
+                f"vmap: argument 'in_axes': an entry must be an int or None, got {ax!r}"
+            )
         out.extend([ax] * k.num_leaves)
     return out
 
 
-def _check_axis(ax: int, nd: int, what: str) -> int:
+def _check_axis(ax: int, nd: int, what: str, leaf: int | None = None) -> int:
     if not -nd <= ax < nd:
-        raise ArgumentError(f"vmap: {what} entry {ax} is out of range for {nd} axes")
+        whose = "" if leaf is None else f"argument {leaf} has {nd} axes; "
+        raise ArgumentError(
+            f"vmap: {whose}argument {what!r}: entry {ax} is out of range for {nd} axes"
+        )
     return ax % nd
 
 

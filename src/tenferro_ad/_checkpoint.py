@@ -128,9 +128,13 @@ def checkpoint(
     recorded boundary record is released (nothing is published).
     """
     if not callable(f):
-        raise ArgumentTypeError(f"checkpoint: expected a callable, got {type(f).__name__}")
+        raise ArgumentTypeError(
+            f"checkpoint: argument 'f' must be callable, got {type(f).__name__}"
+        )
     if not isinstance(policy, CheckpointPolicy):
-        raise ArgumentTypeError(f"checkpoint: policy must be a CheckpointPolicy, got {policy!r}")
+        raise ArgumentTypeError(
+            f"checkpoint: argument 'policy' must be a CheckpointPolicy, got {policy!r}"
+        )
     label = getattr(f, "__name__", "region")
 
     @functools.wraps(f)
@@ -179,7 +183,7 @@ def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None
     """
     if not isinstance(policy, CheckpointPolicy):
         raise ArgumentTypeError(
-            f"Tape.checkpoint: policy must be a CheckpointPolicy, got {policy!r}"
+            f"Tape.checkpoint: argument 'policy' must be a CheckpointPolicy, got {policy!r}"
         )
     if STATE.tape is not tape and STATE.region is None:
         raise CheckpointError(

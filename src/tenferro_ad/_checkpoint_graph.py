@@ -83,7 +83,7 @@ def save_named(*labels: str) -> CheckpointPolicy:
     ``labels``, or every named value when no label is given. O(len(labels))."""
     for label in labels:
         if not isinstance(label, str):
-            raise ArgumentTypeError(f"save_named: labels must be strings, got {label!r}")
+            raise ArgumentTypeError(f"save_named: argument 'labels' must be strings, got {label!r}")
     shown = ", ".join(repr(label) for label in labels)
     return CheckpointPolicy(f"save_named({shown})", labels=frozenset(labels))
 
@@ -96,9 +96,11 @@ def name(x: EagerTensor, label: str) -> EagerTensor:
     input or a value from outside the region has no effect (it is a boundary already).
     """
     if not isinstance(x, EagerTensor):
-        raise ArgumentTypeError(f"name: expected an EagerTensor, got {type(x).__name__}")
+        raise ArgumentTypeError(
+            f"name: argument 'x' must be an EagerTensor, got {type(x).__name__}"
+        )
     if not isinstance(label, str):
-        raise ArgumentTypeError(f"name: the label must be a string, got {label!r}")
+        raise ArgumentTypeError(f"name: argument 'label' must be a string, got {label!r}")
     r = STATE.region
     if r is not None and x._tape is r.key:
         r.name_var(x._id, x._r("name"), label)

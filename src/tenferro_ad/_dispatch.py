@@ -144,16 +144,32 @@ def _fresh(out: Any, name: str) -> tuple[Any, Any]:
         return _adopt(out, STATE.reason, name), out
 
 
-def kernel_error(name: str, e: Exception) -> Exception:
+_DTYPE_REFUSALS: Final = ("not supported for the input types", "did not contain a loop",
+                          "numpy boolean")
+
+
+def _operands(vals: list[Any]) -> str:
+    """``argument 0 (dtype bool)`` / ``arguments 0 and 1 (dtypes complex64, float64)``."""
+    dts = ", ".join(str(getattr(v, "dtype", type(v).__name__)) for v in vals)
+    if len(vals) == 1:
+        return f"argument 0 (dtype {dts})"
+    idx = ", ".join(str(i) for i in range(len(vals) - 1))
+    return f"arguments {idx} and {len(vals) - 1} (dtypes {dts})"
+
+
+def kernel_error(name: str, e: Exception, vals: list[Any] | None = None) -> Exception:
     """The project error for an exception a numpy kernel raised inside op ``name``.
 
     Project errors are returned unchanged; numpy's ``LinAlgError``/``ValueError``/
     ``TypeError``/``IndexError`` become ``LinAlgError``/``ArgumentError``/
     ``ArgumentTypeError``/``IndexOutOfBoundsError`` naming the op (each still an instance
-    of the builtin a caller catches)."""
+    of the builtin a caller catches).  A kernel that has no loop for its operands' dtypes
+    is reported against those operands (``vals``: what the kernel was given)."""
     if isinstance(e, TenferroError):
         return e
     msg = f"{name}: {e}"
+    if vals and isinstance(e, TypeError) and any(s in str(e) for s in _DTYPE_REFUSALS):
+        msg = f"{name}: {_operands(vals)}: {e}"
     if isinstance(e, np.linalg.LinAlgError):
         return LinAlgError(msg)
     if isinstance(e, IndexError):
@@ -311,7 +327,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     try:
         out = impl(*vals, **params)
     except (ValueError, TypeError, IndexError) as e:
-        raise kernel_error(name, e) from None
+        raise kernel_error(name, e, vals) from None
     tans = st.jvp
     tan = None if tans is None else tans.push(prim, recs, vals, out, params)
     if prim.alias and type(recs[0]) in _ALIASABLE:  # a view of argument 0: zero-copy

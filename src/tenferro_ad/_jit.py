@@ -305,5 +305,7 @@ def jit(
     docstring; ``DonationError`` when that cannot happen)."""
     argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
     if not all(type(i) is int for i in argnums):
-        raise ArgumentTypeError(f"jit: donate_argnums must be ints, got {donate_argnums!r}")
+        raise ArgumentTypeError(
+            f"jit: argument 'donate_argnums' must be ints, got {donate_argnums!r}"
+        )
     return Jitted(f, engine, scratch_bytes, reuse=reuse, donate_argnums=argnums)

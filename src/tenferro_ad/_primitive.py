@@ -91,20 +91,25 @@ class Primitive:
         broadcasts: bool = False,
         variadic: bool = False,
     ) -> None:
-        if not isinstance(name, str) or not callable(impl):
+        if not isinstance(name, str):
             raise ArgumentTypeError(
-                f"Primitive: name must be a str and impl callable, got {type(name).__name__} "
-                f"and {type(impl).__name__}"
+                f"Primitive: argument 'name' must be a str, got {type(name).__name__}"
+            )
+        if not callable(impl):
+            raise ArgumentTypeError(
+                f"Primitive({name!r}): argument 'impl' must be callable, got "
+                f"{type(impl).__name__}"
             )
         if type(nargs) is not int or nargs < -1:  # -1: variadic
             raise ArgumentTypeError(
-                f"Primitive({name!r}): nargs must be an int >= 0 (or -1, variadic), got {nargs!r}"
+                f"Primitive({name!r}): argument 'nargs' must be an int >= 0 (or -1, variadic), "
+                f"got {nargs!r}"
             )
         if not isinstance(save_in, tuple) or not all(
             type(i) is int and 0 <= i < max(nargs, 1) for i in save_in
         ):
             raise ArgumentTypeError(
-                f"Primitive({name!r}): save_in must be a tuple of argument indices, got "
+                f"Primitive({name!r}): argument 'save_in' must be a tuple of argument indices, got "
                 f"{save_in!r}"
             )
         self.name = name
