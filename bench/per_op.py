@@ -13,7 +13,7 @@ import argparse
 import gc
 import os
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 # One thread everywhere (PyTorch is pinned with set_num_threads(1)): on 2 shared cores,
@@ -35,11 +35,13 @@ def _chain_kinds() -> list[str]:
 KINDS = _chain_kinds()
 
 
-def _chain(x: Any, fns: dict[str, Callable[[Any], Any]]) -> Any:
-    """The 49 elementwise ops of the chain, the same for every framework (``fns``: its
-    sin/tanh/cos)."""
+def chain(
+    x: Any, fns: Mapping[str, Callable[[Any], Any]], kinds: list[str] | None = None
+) -> Any:
+    """The elementwise ops of the chain (default: this benchmark's 49), the same for every
+    framework (``fns``: its sin/tanh/cos)."""
     y = x
-    for k in KINDS:
+    for k in KINDS if kinds is None else kinds:
         if k == "mul":
             y = y * 1.1
         elif k == "add":
@@ -97,7 +99,7 @@ def tenferro_case() -> Callable[[], Any]:
     param = ts.from_numpy(x0)
 
     def f(x: Any) -> Any:
-        y = _chain(x, fns)
+        y = chain(x, fns)
         return y.sum()
 
     g = ad.grad(f)
@@ -118,7 +120,7 @@ def autograd_case() -> Callable[[], Any] | None:
     fns = {"sin": anp.sin, "tanh": anp.tanh, "cos": anp.cos}
 
     def f(x: Any) -> Any:
-        y = _chain(x, fns)
+        y = chain(x, fns)
         return anp.sum(y)
 
     g = autograd.grad(f)
@@ -136,7 +138,7 @@ def torch_case() -> Callable[[], Any] | None:
 
     def run() -> Any:
         x = x0.detach().requires_grad_(True)
-        y = _chain(x, fns)
+        y = chain(x, fns)
         y.sum().backward()
         return x.grad
 
@@ -154,7 +156,7 @@ def jax_cases() -> dict[str, Callable[[], Any]]:
     fns = {"sin": jnp.sin, "tanh": jnp.tanh, "cos": jnp.cos}
 
     def f(x: Any) -> Any:
-        y = _chain(x, fns)
+        y = chain(x, fns)
         return jnp.sum(y)
 
     g = jax.grad(f)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tracemalloc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,21 +37,9 @@ BIG_N = 10**6
 BIG_KINDS = [["sin", "tanh", "mul", "add", "cos"][i % 5] for i in range(BIG_OPS - 1)]  # + sum
 
 
-def _chain(x: Any, kinds: list[str], fns: Mapping[str, Callable[[Any], Any]]) -> Any:
-    y = x
-    for k in kinds:
-        if k == "mul":
-            y = y * 1.1
-        elif k == "add":
-            y = y + 0.5
-        else:
-            y = fns[k](y)
-    return y
-
-
 def _tf_grad(kinds: list[str]) -> Callable[[Any], Any]:
     fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
-    return ad.grad(lambda x: ad.sum(_chain(x, kinds, fns)))
+    return ad.grad(lambda x: ad.sum(per_op.chain(x, fns, kinds)))
 
 
 def _torch(x0: np.ndarray[Any, Any], kinds: list[str]) -> Callable[[], Any] | None:
@@ -63,7 +51,7 @@ def _torch(x0: np.ndarray[Any, Any], kinds: list[str]) -> Callable[[], Any] | No
 
     def run() -> Any:
         x = px.detach().requires_grad_(True)
-        _chain(x, kinds, fns).sum().backward()
+        per_op.chain(x, fns, kinds).sum().backward()
         return x.grad
 
     return run
@@ -76,7 +64,7 @@ def _jax(x0: np.ndarray[Any, Any], kinds: list[str]) -> Callable[[], Any] | None
     import jax.numpy as jnp
 
     fns = {"sin": jnp.sin, "tanh": jnp.tanh, "cos": jnp.cos}
-    g = jax.jit(jax.grad(lambda x: jnp.sum(_chain(x, kinds, fns))))
+    g = jax.jit(jax.grad(lambda x: jnp.sum(per_op.chain(x, fns, kinds))))
     jx = jnp.asarray(x0)
     g(jx).block_until_ready()
     return lambda: g(jx).block_until_ready()
