@@ -113,7 +113,7 @@ class CheckedDescriptor:
         arr = self._array
         if arr is None:
             if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-                self.buffer.refuse_host("host access")  # type: ignore[attr-defined]
+                self.buffer.refuse_host()  # type: ignore[attr-defined]
             item = self.dtype.itemsize
             # An axis of extent <= 1 (or any axis of an empty layout) never steps, so its
             # stride is irrelevant to numpy; validation does not bound it (a slice with step
@@ -153,7 +153,7 @@ class CheckedDescriptor:
             pass
         assert isinstance(self.layout, Contiguous)
         if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-            self.buffer.refuse_host("host access")  # type: ignore[attr-defined]
+            self.buffer.refuse_host()  # type: ignore[attr-defined]
         r = self.layout.element_range
         item = self.dtype.itemsize
         arr: np.ndarray[Any, Any] = np.ndarray(

@@ -17,6 +17,8 @@ hands out a host array over device bytes.
 from __future__ import annotations
 
 import operator
+import os
+import sys
 import threading
 from typing import Any, Final, NoReturn
 
@@ -100,6 +102,29 @@ class AllocationDiagnostics:
     capacity_bytes: int
 
 
+_STORAGE_DIR: Final = os.path.dirname(os.path.abspath(__file__))
+_KERNEL_FILE: Final = os.path.join(_STORAGE_DIR, "kernel.py")
+# where a host-array request for device memory passes on its way to the refusal
+_REFUSAL_PATH: Final = frozenset(
+    os.path.join(_STORAGE_DIR, f) for f in ("_root.py", "_descriptor.py", "providers/_device.py")
+)
+
+
+def _host_operation() -> str:
+    """The public operation that asked for a host array of device memory (for messages):
+    the first frame outside the refusal path; a ``kernel.read_array`` call is named with
+    its caller (``"read_array in <caller>"``).  Walks frames: only on the refusal path."""
+    frame: Any = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename in _REFUSAL_PATH:
+        frame = frame.f_back
+    if frame is None:
+        return "host read"
+    name = str(frame.f_code.co_qualname)
+    if frame.f_code.co_filename == _KERNEL_FILE and frame.f_back is not None:
+        name = f"{name} in {frame.f_back.f_code.co_qualname}"
+    return name
+
+
 class DeviceMemory(NoCopy):
     """The provider allocation of a device-domain root: an opaque handle, not a buffer.
 
@@ -126,11 +151,15 @@ class DeviceMemory(NoCopy):
         """The allocation's capacity in bytes. O(1)."""
         return int(self._backing.nbytes)
 
-    def refuse_host(self, operation: str, what: str = "read") -> NoReturn:
+    def refuse_host(self, operation: str | None = None, what: str = "read") -> NoReturn:
         """Raise the :class:`~tenferro_storage.errors.DeviceResidentError` of a host access.
 
-        ``operation`` is the public call that asked (``"to_numpy"``, ``"item"``, ...), ``what``
-        the access (``"read"``/``"write"``).  The one place the message is written."""
+        ``operation`` is the public call that asked (``"to_numpy"``, ``"item"``, ...; ``None``:
+        found by walking out of the storage package's own frames, only on this refusal
+        path), ``what`` the access (``"read"``/``"write"``).  The one place the message is
+        written."""
+        if operation is None:
+            operation = _host_operation()
         raise DeviceResidentError(
             f"{operation}: the value is device-resident (domain {self.domain.name!r}); the "
             f"host cannot {what} device memory. Copy it to the host first with "

@@ -31,10 +31,8 @@ produce a ``StorageMut``, an owner or a write binding.
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import attrs
 import numpy as np
@@ -50,7 +48,6 @@ from .._access import (
 )
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
-from .._layout import c_strides, whole
 from .._ledger import LEDGER, AllocationReason, CopyReason
 from .._root import (
     DeviceDomain,
@@ -417,64 +414,6 @@ class RetirementRecord:
 
 # -- device-resident values ---------------------------------------------------------------------
 
-_INTERNAL_FILES: Final = frozenset({__file__, _descriptor.__file__})
-_KERNEL_FILE: Final = os.path.join(os.path.dirname(os.path.dirname(__file__)), "kernel.py")
-
-
-def _host_operation() -> str:
-    """The public operation that asked a device descriptor for a host array (for messages).
-
-    Walks out of this module and the descriptor module; a ``kernel.read_array`` call is
-    named with its caller (``"read_array in <caller>"``).  Only on the refusal path."""
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename in _INTERNAL_FILES:
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return "host read"
-    name = frame.f_code.co_qualname
-    if frame.f_code.co_filename == _KERNEL_FILE and frame.f_back is not None:
-        name = f"{name} in {frame.f_back.f_code.co_qualname}"
-    return name
-
-
-class _DeviceDescriptor(CheckedDescriptor):
-    """The checked descriptor of a device-resident owner: every host array refused.
-
-    The same retained proofs as a host descriptor (views, slots and device bindings use
-    its shape, strides and layout), but :meth:`array`, :meth:`readonly` and :meth:`flat`
-    raise :class:`~tenferro_storage.errors.DeviceResidentError` naming the operation, the
-    allocation and its domain.  Its ``buffer`` is the root's :class:`DeviceMemory`
-    handle, which numpy refuses as a buffer, so descriptors derived from it (slices,
-    transposes) cannot build a host array either.
-    """
-
-    __slots__ = ()
-
-    def _refuse(self, what: str) -> NoReturn:
-        memory: DeviceMemory = self.buffer  # type: ignore[assignment]
-        memory.refuse_host(_host_operation(), what)
-
-    def array(self) -> np.ndarray[Any, Any]:
-        """Refused: device memory has no host array (``DeviceResidentError``)."""
-        self._refuse("write")
-
-    def readonly(self) -> np.ndarray[Any, Any]:
-        """Refused: device memory has no host array (``DeviceResidentError``).
-
-        ``repr()`` of a small device value shows a placeholder instead of raising."""
-        if _host_operation() == "_repr":
-            memory: DeviceMemory = self.buffer  # type: ignore[assignment]
-            return np.array(f"<device-resident in {memory.domain.name}>", dtype=object)
-        self._refuse("read")
-
-    def flat(self, writable: bool) -> np.ndarray[Any, Any]:
-        """Refused: device memory has no host array (``DeviceResidentError``)."""
-        self._refuse("write" if writable else "read")
-
-
-_PROOF_FRESH: Final = _descriptor._PROOF_FRESH
-
-
 def device_tensor(
     domain: DeviceDomain, array: Any, reason: AllocationReason, operation: str
 ) -> Tensor[Any, Any]:
@@ -490,23 +429,10 @@ def device_tensor(
     storage = adopt_device(domain, array, reason, operation)
     root = storage._root
     assert root is not None
-    shape = array.shape
-    size = array.size
-    d = _DeviceDescriptor.__new__(_DeviceDescriptor)
-    d.dtype = dt
-    d.shape = shape
-    d.strides = c_strides(shape)
-    d.offset = 0
-    d.size = size
-    d.lo = 0
-    d.hi = size - 1
-    d.start = 0
-    d.stop = root.capacity_bytes
-    d.buffer = root._allocation
-    d.layout = whole(size)
+    # the whole-root descriptor, with no host array cached: every host array it or a view
+    # derived from it would build is refused (its buffer is the root's DeviceMemory)
+    d = _descriptor.fresh(dt, array, root, count=False)
     d._array = None
-    d._readonly = None
-    d._injective = _PROOF_FRESH
     domain.counters.validations += 1
     t: Tensor[Any, Any] = Tensor.__new__(Tensor)
     t._init_lender()
