@@ -21,13 +21,9 @@ from tenferro_ad import traced
 from tenferro_storage.ledger import AllocationReason, capture
 from tests.traced._specs import close
 from tests.traced.test_random_programs import (
-    BINARY,
     SHAPES,
-    UNARY,
     Step,
-    _binary,
-    _fits,
-    _unary,
+    apply_steps,
     programs,
 )
 
@@ -39,33 +35,17 @@ POLICIES = [
 ]
 
 
-def _apply(m: Any, steps: list[Step], pool: list[Any]) -> list[Any]:
-    pool = list(pool)
-    for kind, op, i, j in steps:
-        a = pool[i % len(pool)]
-        if kind == 0:
-            pool.append(_unary(m, UNARY[op % len(UNARY)], a))
-            continue
-        name = BINARY[op % len(BINARY)]
-        b = pool[j % len(pool)]
-        if _fits(name, a, b):
-            pool.append(_binary(m, name, a, b))
-        elif _fits(name, b, a):
-            pool.append(_binary(m, name, b, a))
-    return pool
-
-
 def _loss(m: Any, wrap: Any, steps: list[Step], cut: tuple[int, int], *inputs: Any) -> Any:
     """Steps ``[:lo]`` plainly, ``[lo:hi]`` inside ``wrap`` (a checkpoint), the rest plainly."""
     lo, hi = sorted(c % (len(steps) + 1) for c in cut)
-    pool = _apply(m, steps[:lo], list(inputs))
+    pool = apply_steps(m, steps[:lo], list(inputs))
 
     def region(*p: Any) -> Any:
-        made = _apply(m, steps[lo:hi], list(p))[len(p):]
+        made = apply_steps(m, steps[lo:hi], list(p))[len(p):]
         return tuple(made) if made else (m.sin(p[-1]),)
 
     pool += list(wrap(region)(*pool))
-    pool = _apply(m, steps[hi:], pool)
+    pool = apply_steps(m, steps[hi:], pool)
     return m.sum(pool[-1] * 0.5) + m.sum(m.sin(inputs[0]))
 
 

@@ -67,7 +67,12 @@ Step = tuple[int, int, int, int]
 
 def run(m: Any, steps: list[Step], *inputs: Any) -> Any:
     """The program: each step applies a unary or binary op to pool values, appending."""
-    pool = list(inputs)
+    return apply_steps(m, steps, list(inputs))[-1]
+
+
+def apply_steps(m: Any, steps: list[Step], pool: list[Any]) -> list[Any]:
+    """``pool`` extended by one value per applicable step (a copy; ``pool`` is unchanged)."""
+    pool = list(pool)
     for kind, op, i, j in steps:
         a = pool[i % len(pool)]
         if kind == 0:
@@ -79,7 +84,7 @@ def run(m: Any, steps: list[Step], *inputs: Any) -> Any:
             pool.append(_binary(m, name, a, b))
         elif _fits(name, b, a):
             pool.append(_binary(m, name, b, a))
-    return pool[-1]
+    return pool
 
 
 def loss(m: Any, steps: list[Step], *inputs: Any) -> Any:
