@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
+from types import FrameType
 from typing import Any
 
 import numpy as np
 
-from tenferro_storage.errors import TenferroError
+from tenferro_storage.errors import TenferroError, UseAfterMoveError
 
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 
@@ -97,6 +99,17 @@ def _name_broadcast_operands(msg: str) -> str:
     return f"{msg[: m.start()]}arguments {which}: {msg[m.start():]}"
 
 
+def _consumed_parameter(frame: FrameType) -> str | None:
+    """The name of the parameter of the op running in ``frame`` that holds a consumed owner:
+    the inner read that found it (``x.shape``) cannot know which argument it was.  Runs only
+    on the error path; O(number of parameters)."""
+    code = frame.f_code
+    for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+        if getattr(frame.f_locals.get(name), "_moved_by", None) is not None:
+            return name
+    return None
+
+
 def arg_error(operation: str, e: BaseException) -> BaseException:
     """The project error to raise for ``e`` escaping ``operation``: a project error as it is
     (its message prefixed with ``operation`` when it came from a layer below);
@@ -108,7 +121,15 @@ def arg_error(operation: str, e: BaseException) -> BaseException:
         msg = e.args[0] if e.args else None
         if isinstance(msg, str):
             msg = _name_broadcast_operands(msg)
-            if not msg.startswith(f"{operation}:"):
+            rest = msg.removeprefix(f"{operation}: ")
+            consumed = (
+                _consumed_parameter(sys._getframe(1))
+                if isinstance(e, UseAfterMoveError) and not rest.startswith("argument")
+                else None
+            )
+            if consumed is not None:  # "shape: this Tensor was consumed ..." from a metadata read
+                msg = f"{operation}: argument {consumed!r}: {rest.partition(': ')[2]}"
+            elif not msg.startswith(f"{operation}:"):
                 msg = f"{operation}: {msg}"
             e.args = (msg, *e.args[1:])
         return e

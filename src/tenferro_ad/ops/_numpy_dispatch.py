@@ -74,16 +74,20 @@ def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _dtype_arg(name: str, dtype: Any) -> np.dtype[Any]:
     """``dtype=`` as a numpy dtype, checked before anything runs (a project error)."""
-    try:
-        dt: np.dtype[Any] = np.dtype(getattr(dtype, "numpy", dtype))
-        return dt
-    except (TypeError, ValueError):
-        from ..errors import ArgumentTypeError
+    from ..errors import ArgumentTypeError
 
-        raise ArgumentTypeError(
-            f"{name}: argument 'dtype' {dtype!r} is not a dtype (pass np.float32, 'float64', "
-            "...)"
-        ) from None
+    # a value (owner, view, handle, array) is not a dtype, although numpy's np.dtype() would
+    # read its ``.dtype`` attribute (and a consumed owner would fail inside that read)
+    if isinstance(dtype, str | type | np.dtype) or hasattr(type(dtype), "numpy"):
+        try:
+            dt: np.dtype[Any] = np.dtype(getattr(dtype, "numpy", dtype))
+            return dt
+        except (TypeError, ValueError):
+            pass
+    what = repr(dtype) if isinstance(dtype, str | type) else f"is a {type(dtype).__name__}, which"
+    raise ArgumentTypeError(
+        f"{name}: argument 'dtype' {what} is not a dtype (pass np.float32, 'float64', ...)"
+    )
 
 
 def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
