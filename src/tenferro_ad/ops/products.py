@@ -15,7 +15,7 @@ from ..errors import ArgumentError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
-from ._util import guard_module, shape_of
+from ._util import guard_module, shape_of, value_arg
 from .einsum import einsum, tensordot
 
 __all__ = ["cross", "dot", "inner", "kron", "outer", "vdot"]
@@ -26,18 +26,29 @@ _L = "abcdefghijklmnopqrstuvwxyz"
 def dot(a: Any, b: Any) -> EagerTensor:
     """``numpy.dot``: scalars multiply, 1-D.1-D is the inner product, N-D.M-D contracts the
     last axis of ``a`` with the second-to-last of ``b`` (the last when ``b`` is 1-D)."""
-    sa, sb = shape_of(a), shape_of(b)
+    sa, sb = _values("dot", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
-    if len(sb) == 1:
-        return tensordot(a, b, axes=([len(sa) - 1], [0]))
-    return tensordot(a, b, axes=([len(sa) - 1], [len(sb) - 2]))
+    k = 0 if len(sb) == 1 else len(sb) - 2
+    if sa[-1] != sb[k]:
+        raise ArgumentError(
+            f"dot: arguments 'a' and 'b' are not aligned: shapes {sa} and {sb} (the last axis "
+            f"of 'a' has {sa[-1]} entries, axis {k} of 'b' has {sb[k]})"
+        )
+    return tensordot(a, b, axes=([len(sa) - 1], [k]))
 
 
 def vdot(a: Any, b: Any) -> EagerTensor:
     """``numpy.vdot``: ``sum(conj(a) * b)`` over the flattened inputs."""
     from .complex import conj, is_complex
 
+    sa, sb = _values("vdot", a, b)
+    na, nb = _size(sa), _size(sb)
+    if na != nb:
+        raise ArgumentError(
+            f"vdot: arguments 'a' and 'b' have {na} and {nb} entries (shapes {sa} and {sb}); "
+            "vdot needs the same number"
+        )
     fa = sh.reshape(a, (-1,))
     if is_complex(a):
         fa = conj(fa)
@@ -46,20 +57,26 @@ def vdot(a: Any, b: Any) -> EagerTensor:
 
 def inner(a: Any, b: Any) -> EagerTensor:
     """``numpy.inner``: contract the last axes (scalars multiply)."""
-    sa, sb = shape_of(a), shape_of(b)
+    sa, sb = _values("inner", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
+    if sa[-1] != sb[-1]:
+        raise ArgumentError(
+            f"inner: arguments 'a' and 'b' have last axes of {sa[-1]} and {sb[-1]} entries "
+            f"(shapes {sa} and {sb}); they must match"
+        )
     return tensordot(a, b, axes=([len(sa) - 1], [len(sb) - 1]))
 
 
 def outer(a: Any, b: Any) -> EagerTensor:
     """``numpy.outer`` of the flattened inputs."""
+    _values("outer", a, b)
     return einsum("i,j->ij", sh.reshape(a, (-1,)), sh.reshape(b, (-1,)))
 
 
 def kron(a: Any, b: Any) -> EagerTensor:
     """``numpy.kron``: the block product (an outer einsum and one reshape copy)."""
-    sa, sb = shape_of(a), shape_of(b)
+    sa, sb = _values("kron", a, b)
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + sa
     sb = (1,) * (nd - len(sb)) + sb
@@ -74,18 +91,33 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
           axis: int | None = None) -> EagerTensor:
     """``numpy.cross`` of 3-vectors (or 2-vectors, giving the z component) along an axis
     (broadcasting the others). Derived from slices, products and one stack."""
+    names = ("axisa", "axisb", "axisc")
     if axis is not None:
         axisa = axisb = axisc = axis
-    sa, sb = shape_of(a), shape_of(b)
-    a = sh.transpose(a, _last(len(sa), _axis("cross", axisa, len(sa), "axisa")))
-    b = sh.transpose(b, _last(len(sb), _axis("cross", axisb, len(sb), "axisb")))
-    na, nb = shape_of(a)[-1], shape_of(b)[-1]
+        names = ("axis", "axis", "axis")
+    sa, sb = _values("cross", a, b)
+    ia = _axis("cross", axisa, len(sa), names[0])
+    ib = _axis("cross", axisb, len(sb), names[1])
+    na, nb = sa[ia], sb[ib]
     if na not in (2, 3) or nb not in (2, 3):
         raise ArgumentError(
             f"cross: arguments 'a' and 'b' have incompatible dimensions for a cross product "
             "(dimension must be 2 or 3), "
             f"got {na} and {nb}"
         )
+    rest_a = tuple(n for i, n in enumerate(sa) if i != ia)
+    rest_b = tuple(n for i, n in enumerate(sb) if i != ib)
+    try:
+        rest = np.broadcast_shapes(rest_a, rest_b)
+    except ValueError:
+        raise ArgumentError(
+            f"cross: arguments 'a' and 'b' do not broadcast: shapes {sa} and {sb} without "
+            f"their vector axes are {rest_a} and {rest_b}"
+        ) from None
+    if not (na == 2 and nb == 2):
+        _axis("cross", axisc, len(rest) + 1, names[2])
+    a = sh.transpose(a, _last(len(sa), ia))
+    b = sh.transpose(b, _last(len(sb), ib))
 
     def c(x: Any, i: int, n: int) -> Any:
         return sh.getitem(x, (Ellipsis, i)) if i < n else 0.0
@@ -107,6 +139,18 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
         order.insert(ac, nd - 1)
         out = sh.transpose(out, tuple(order))
     return out
+
+
+def _values(op: str, a: Any, b: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The shapes of the operands ``a`` and ``b``, each checked (an error names it). O(1)."""
+    return value_arg(op, "a", a)[0], value_arg(op, "b", b)[0]
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _last(nd: int, ax: int) -> tuple[int, ...]:
