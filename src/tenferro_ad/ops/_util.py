@@ -41,7 +41,9 @@ def dtype_of(x: Any) -> np.dtype[Any]:
     return np.result_type(x)
 
 
-def value_arg(op: str, name: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def value_arg(
+    op: str, name: str | int, x: Any, item: int | None = None
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """The shape and dtype of the value argument ``name`` of ``op``, checked before the op
     does any work: a live handle, a Tensor owner or view, a numpy array, a traced value, a
     Python or numpy number, or a list/tuple numpy turns into a numeric array.  Anything else
@@ -50,22 +52,28 @@ def value_arg(op: str, name: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any
     (:class:`~tenferro_storage.errors.UseAfterMoveError`), a non-numeric dtype or another
     type (:class:`~tenferro_ad.errors.ArgumentTypeError`), a ragged list
     (:class:`~tenferro_ad.errors.ArgumentError`).  O(1) metadata reads for arrays and
-    handles; a list or tuple is converted once by numpy (O(size), a temporary)."""
+    handles; a list or tuple is converted once by numpy (O(size), a temporary).  ``name``
+    is the parameter (an int: the argument's 0-based position, for ``*args`` items);
+    ``item`` an index into a sequence parameter (``argument 'operands'[1]``)."""
+    if isinstance(name, int):
+        label = f"argument {name}"
+    else:
+        label = f"argument {name!r}" + ("" if item is None else f"[{item}]")
     if isinstance(x, EagerTensor):
         rec = x._rec
         if rec is None:
             raise UseAfterMoveError(
-                f"{op}: argument {name!r}: this EagerTensor was consumed by into_value(); use "
+                f"{op}: {label}: this EagerTensor was consumed by into_value(); use "
                 "the owner it returned"
             )
         return tuple(rec.a.shape), rec.a.dtype
     if isinstance(x, bool | int | float | complex | np.generic):
         if isinstance(x, int) and not isinstance(x, bool) and not -(2**63) <= x < 2**64:
-            raise ArgumentError(f"{op}: argument {name!r}: the int {x} does not fit in 64 bits")
+            raise ArgumentError(f"{op}: {label}: the int {x} does not fit in 64 bits")
         dt: np.dtype[Any] = np.result_type(x)
         if dt.kind not in "biufc":
             raise ArgumentTypeError(
-                f"{op}: argument {name!r} must be numeric, got a {type(x).__name__} of dtype {dt}"
+                f"{op}: {label} must be numeric, got a {type(x).__name__} of dtype {dt}"
             )
         return (), dt
     if isinstance(x, list | tuple):
@@ -75,28 +83,28 @@ def value_arg(op: str, name: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any
             inner = next((type(v).__name__ for v in x if hasattr(type(v), "_r")
                           or type(v).__module__.startswith("tenferro")), "non-numeric")
             raise ArgumentTypeError(
-                f"{op}: argument {name!r} is a {type(x).__name__} holding a {inner} item, which "
+                f"{op}: {label} is a {type(x).__name__} holding a {inner} item, which "
                 "numpy cannot read without a copy; pass one value (stack the items first)"
             ) from None
         except (ValueError, TypeError, OverflowError) as e:
             raise ArgumentError(
-                f"{op}: argument {name!r} is a {type(x).__name__} numpy cannot turn into an "
+                f"{op}: {label} is a {type(x).__name__} numpy cannot turn into an "
                 f"array: {e}"
             ) from None
         if arr.dtype.kind not in "biufc":
             raise ArgumentTypeError(
-                f"{op}: argument {name!r} is a {type(x).__name__} of non-numeric items "
+                f"{op}: {label} is a {type(x).__name__} of non-numeric items "
                 f"(dtype {arr.dtype})"
             )
         return tuple(arr.shape), arr.dtype
     if isinstance(x, type):
         raise ArgumentTypeError(
-            f"{op}: argument {name!r} must be an array, a handle, a Tensor owner or view, or a "
+            f"{op}: {label} must be an array, a handle, a Tensor owner or view, or a "
             f"number, got the type {x.__name__}"
         )
     if not hasattr(type(x), "shape") or not hasattr(type(x), "dtype"):
         raise ArgumentTypeError(
-            f"{op}: argument {name!r} must be an array, a handle, a Tensor owner or view, or a "
+            f"{op}: {label} must be an array, a handle, a Tensor owner or view, or a "
             f"number, got {type(x).__name__}"
         )
     try:  # owners, views, numpy arrays, traced values
@@ -105,13 +113,13 @@ def value_arg(op: str, name: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any
         msg = str(e)
         rest = msg.partition(": ")[2] if msg.split(":", 1)[0] in ("shape", "dtype") else msg
         try:
-            again: Exception = type(e)(f"{op}: argument {name!r}: {rest}")
+            again: Exception = type(e)(f"{op}: {label}: {rest}")
         except Exception:
-            again = ArgumentTypeError(f"{op}: argument {name!r}: {rest}")
+            again = ArgumentTypeError(f"{op}: {label}: {rest}")
         raise again from None
     if dt.kind not in "biufc":
         raise ArgumentTypeError(
-            f"{op}: argument {name!r} has dtype {dt}, which is not numeric"
+            f"{op}: {label} has dtype {dt}, which is not numeric"
         )
     return shape, dt
 
