@@ -20,6 +20,7 @@ from .errors import (
     DTypeError,
     LayoutError,
     OwnershipError,
+    shown,
 )
 
 _OUT = AllocationReason.OPERATION_OUTPUT
@@ -126,25 +127,32 @@ def arange(
 
     ``dtype`` defaults to int64 for integer arguments and float64 otherwise.
     """
-    if stop is None:
-        start, stop = 0, start
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
+    # with one argument it is the stop (numpy's convention), but a refusal names the
+    # parameter the caller passed it as
+    given = (("start", start), ("step", step)) if stop is None else (
+        ("start", start), ("stop", stop), ("step", step)
+    )
+    for name, v in given:
         real = isinstance(v, int | float | np.integer | np.floating)
         if isinstance(v, bool | np.bool_) or not real:
-            raise DTypeError(f"arange: argument {name!r} must be a real number, got {v!r}")
+            raise DTypeError(f"arange: argument {name!r} must be a real number, got {shown(v)}")
         if not np.isfinite(v):
             raise ConversionError(f"arange: argument {name!r} must be finite, got {v!r}")
+    if stop is None:
+        start, stop = 0, start
     if step == 0:
         raise ConversionError("arange: argument 'step' must not be 0")
     if dtype is None:
         ints = all(isinstance(v, int | np.integer) for v in (start, stop, step))
         dtype = "int64" if ints else "float64"
     dt = resolve_dtype_for(dtype, "arange")
-    n = np.ceil((stop - start) / step)
-    if n * dt.itemsize > INTP_MAX:
+    with np.errstate(all="ignore"):  # float arithmetic: no integer overflow, no warning
+        n = np.ceil((np.float64(stop) - np.float64(start)) / np.float64(step))
+    if not n * dt.itemsize <= INTP_MAX:
+        count = f"{int(n)}" if np.isfinite(n) else "unboundedly many"
         raise LayoutError(
             "arange",
-            f"arguments 'start', 'stop' and 'step' ask for {int(n)} elements, which need more "
+            f"arguments 'start', 'stop' and 'step' ask for {count} elements, which need more "
             "memory than can be addressed",
         )
     arr = np.arange(start, stop, step, dtype=dt.numpy)

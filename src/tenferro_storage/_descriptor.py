@@ -239,10 +239,16 @@ def build(
     item = dt.itemsize
     # Check 1 (bytes): the logical byte size must be representable, or numpy refuses it.
     if size * item > INTP_MAX:
-        raise fail(f"{size} elements of {dt.name} overflow the platform byte range")
+        raise fail(
+            f"arguments 'shape' and 'dtype': {size} elements of {dt.name} overflow the "
+            "platform byte range"
+        )
     # Check 3: the span holds a whole number of elements of this dtype.
     if nbytes % item:
-        raise fail(f"span of {nbytes} bytes is not a multiple of the {dt.name} size {item}")
+        raise fail(
+            f"argument 'dtype': the span of {nbytes} bytes is not a multiple of the {dt.name} "
+            f"size {item}"
+        )
     # Check 4: alignment of the span start for this dtype.
     if start % dt.alignment:
         raise fail(f"span start byte {start} is not aligned to {dt.alignment} bytes for {dt.name}")
@@ -250,11 +256,13 @@ def build(
     n_elems = nbytes // item
     if size == 0:
         if not 0 <= off <= n_elems:
-            raise fail(f"offset {off} lies outside the span's {n_elems} elements")
+            raise fail(
+                f"argument 'offset': offset {off} lies outside the span's {n_elems} elements"
+            )
     elif lo < 0 or hi >= n_elems:
         raise fail(
-            f"layout reaches elements [{lo}, {hi}] but the span holds only {n_elems} "
-            f"{dt.name} elements"
+            f"arguments 'dtype', 'shape', 'strides' and 'offset': the layout reaches elements "
+            f"[{lo}, {hi}] but the span holds only {n_elems} {dt.name} elements"
         )
     # Check 5: storage and provider compatibility.
     if placement != root.provider.placement:
@@ -330,18 +338,31 @@ def check_axes(operation: str, axes: tuple[object, ...], ndim: int) -> tuple[int
     return tuple(norm)
 
 
+def _slice_text(k: slice) -> str:
+    """A slice as the user wrote it, without the address of a non-integer part. O(1)."""
+    parts = (k.start, k.stop, k.step)
+    if all(p is None or isinstance(p, int | np.integer) for p in parts):
+        return f"slice {k!r}"
+    kinds = ", ".join(type(p).__name__ for p in parts)
+    return f"a slice with parts of types ({kinds})"
+
+
 def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDescriptor:
     """Basic indexing: ints drop an axis, slices keep it, ``...`` and ``None`` as in numpy."""
     if not isinstance(key, tuple):
         key = (key,)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
-        raise BadIndexError(operation, "an index can only have a single ellipsis ('...')")
+        raise BadIndexError(
+            operation, "argument 'key': an index can only have a single ellipsis ('...')"
+        )
     consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
     ndim = len(parent.shape)
     if consumed > ndim:
         raise BadIndexError(
-            operation, f"too many indices: the view has {ndim} axes but {consumed} were indexed"
+            operation,
+            f"argument 'key': too many indices: the view has {ndim} axes but {consumed} were "
+            "indexed",
         )
     if n_ell:
         i = next(j for j, k in enumerate(key) if k is Ellipsis)
@@ -365,7 +386,7 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
             try:
                 start, stop, step = k.indices(n)
             except (TypeError, ValueError) as e:  # non-integer parts, a zero step
-                raise BadIndexError(operation, f"slice {k!r}: {e}") from None
+                raise BadIndexError(operation, f"argument 'key': {_slice_text(k)}: {e}") from None
             length = len(range(start, stop, step))
             if length:
                 offset += start * s
@@ -377,13 +398,15 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
             i = int(k)
             if not -n <= i < n:
                 raise BadIndexError(
-                    operation, f"index {i} is out of bounds for axis {axis - 1} with size {n}"
+                    operation,
+                    f"argument 'key': index {i} is out of bounds for axis {axis - 1} with "
+                    f"size {n}",
                 )
             offset += (i % n) * s
         else:
             raise BadIndexError(
                 operation,
-                f"only basic indices (ints, slices, ..., None) make views; got "
+                f"argument 'key': only basic indices (ints, slices, ..., None) make views; got "
                 f"{type(k).__name__}. Integer-array indexing creates new values: use the AD "
                 "ops or to_numpy()",
             )

@@ -12,7 +12,7 @@ from typing import Final, TypeAlias
 
 import numpy as np
 
-from .errors import LayoutError
+from .errors import LayoutError, shown
 
 INTP_MAX: Final = int(np.iinfo(np.intp).max)
 
@@ -53,22 +53,21 @@ class CheckedStrided:
     carry: tuple[int, ...]
 
     def __init__(self, start: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
-        bad = (
-            "start" if not _is_int(start)
-            else "shape" if not isinstance(shape, tuple)
-            or not all(_is_int(n) and n >= 0 for n in shape)
-            else "strides" if not isinstance(strides, tuple)
-            or len(shape) != len(strides)
-            or not all(_is_int(x) for x in strides)
-            else None
-        )
-        if bad is not None:
-            raise LayoutError(
-                type(self).__name__,
-                f"argument {bad!r}: start must be an int, shape a tuple of non-negative ints and "
-                "strides a tuple of ints of the same length; got "
-                f"start={start!r}, shape={shape!r}, strides={strides!r}",
+        if not _is_int(start):
+            why = f"argument 'start' must be an int, got {shown(start)}"
+        elif not isinstance(shape, tuple) or not all(_is_int(n) and n >= 0 for n in shape):
+            why = f"argument 'shape' must be a tuple of non-negative ints, got {shown(shape)}"
+        elif not isinstance(strides, tuple) or not all(_is_int(x) for x in strides):
+            why = f"argument 'strides' must be a tuple of ints, got {shown(strides)}"
+        elif len(shape) != len(strides):
+            why = (
+                f"arguments 'shape' and 'strides' differ in length: shape {shape} has "
+                f"{len(shape)} axes but strides {strides} has {len(strides)}"
             )
+        else:
+            why = ""
+        if why:
+            raise LayoutError(type(self).__name__, why)
         self.start = start
         self.shape = shape
         self.strides = strides
@@ -295,36 +294,40 @@ def check_arithmetic(
     if not isinstance(shape, tuple) or not all(
         isinstance(n, int) and not isinstance(n, bool) for n in shape
     ):
-        raise fail(f"argument 'shape': shape must be a tuple of ints, got {shape!r}")
+        raise fail(f"argument 'shape': shape must be a tuple of ints, got {shown(shape)}")
     if not isinstance(strides, tuple) or not all(
         isinstance(s, int) and not isinstance(s, bool) for s in strides
     ):
         raise fail(
-            f"argument 'strides': strides must be a tuple of ints (in elements), got {strides!r}"
+            "argument 'strides': strides must be a tuple of ints (in elements), got "
+            f"{shown(strides)}"
         )
     if not isinstance(offset, int) or isinstance(offset, bool):
-        raise fail(f"argument 'offset': offset must be an int (in elements), got {offset!r}")
+        raise fail(f"argument 'offset': offset must be an int (in elements), got {shown(offset)}")
     if len(shape) != len(strides):
         raise fail(
             f"arguments 'shape' and 'strides' differ: shape has {len(shape)} axes but strides "
             f"has {len(strides)}"
         )
     if len(shape) > 32:
-        raise fail(f"rank {len(shape)} exceeds the supported maximum of 32")
+        raise fail(f"argument 'shape': rank {len(shape)} exceeds the supported maximum of 32")
     if any(n < 0 for n in shape):
-        raise fail("negative extent in shape")
+        raise fail("argument 'shape': negative extent in shape")
     size = 1
     for n in shape:
         size *= n
     if size > INTP_MAX:
-        raise fail("element count overflows the platform index range")
+        raise fail("argument 'shape': the element count overflows the platform index range")
     lo = hi = offset
     for n, s in zip(shape, strides, strict=True):
         if n == 0:
             continue
         reach = s * (n - 1)
         if abs(reach) > INTP_MAX:
-            raise fail("stride arithmetic overflows the platform index range")
+            raise fail(
+                "arguments 'shape' and 'strides': the stride arithmetic overflows the platform "
+                "index range"
+            )
         if reach < 0:
             lo += reach
         else:
@@ -332,5 +335,8 @@ def check_arithmetic(
     if size == 0:
         return shape, strides, offset, 0, offset, offset - 1
     if abs(lo) > INTP_MAX or abs(hi) > INTP_MAX:
-        raise fail("offset arithmetic overflows the platform index range")
+        raise fail(
+            "arguments 'shape', 'strides' and 'offset': the offset arithmetic overflows the "
+            "platform index range"
+        )
     return shape, strides, offset, size, lo, hi

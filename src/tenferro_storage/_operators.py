@@ -23,7 +23,14 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
-from .errors import DTypeError
+from .errors import (
+    BadIndexError,
+    BorrowError,
+    DTypeError,
+    TenferroError,
+    UseAfterMoveError,
+    shown,
+)
 
 __all__ = [
     "OPERATOR_KEYS",
@@ -139,12 +146,30 @@ def is_basic_key(key: object) -> bool:
     return _basic_item(key)
 
 
+def _not_an_index(k: object) -> bool:
+    """A key part no indexing accepts, basic or advanced (a str, a float, a function...):
+    refused here, before the registered gather sees it. O(1)."""
+    if isinstance(k, str | bytes | float | complex | dict | set | frozenset | np.floating):
+        return True
+    return callable(k) and not hasattr(k, "shape")
+
+
 def advanced_getitem(x: object, key: object, operation: str) -> Any:
     """Forward an advanced index to the registered ``getitem`` (a gather), or refuse.
 
-    Without a registered implementation raises ``TypeError`` naming ``operation``, the
-    key's type and the package to import; nothing changes.
+    A key that is no index at all raises ``BadIndexError`` naming ``operation`` and the
+    argument ``key``; a refusal of the registered ``getitem`` that is not about the
+    receiver's state (a borrow, a consumed owner) is reported on ``key`` too.  Without a
+    registered implementation raises ``TypeError`` naming ``operation``, the key's type and
+    the package to import; nothing changes.
     """
+    for k in key if type(key) is tuple else (key,):
+        if _not_an_index(k):
+            raise BadIndexError(
+                operation,
+                f"argument 'key': {shown(k)} is not an index; use ints, slices, ..., None, "
+                "or integer/boolean arrays (advanced indexing)",
+            )
     fn = _TABLE.get("getitem")
     if fn is None:
         raise TypeError(
@@ -152,7 +177,16 @@ def advanced_getitem(x: object, key: object, operation: str) -> Any:
             "lists, owners, boolean masks), which gathers values into a new array: "
             f"{_HINT}. Basic keys (ints, slices, ..., None) make zero-copy views without it"
         )
-    return fn(x, key)
+    try:
+        return fn(x, key)
+    except (BorrowError, UseAfterMoveError):
+        raise  # about the receiver, reported as the gather words it
+    except TenferroError as e:
+        message = str(e)
+        if "argument 'key'" not in message and len(e.args) == 1:
+            _, sep, rest = message.partition(": ")
+            e.args = (f"{operation}: argument 'key': {rest if sep else message}",)
+        raise
 
 
 class OperatorMixin:

@@ -136,18 +136,29 @@ def _to_complex(src: CheckedDescriptor, storage: OwnedStorage, operation: str) -
     )
 
 
+def _of_view(exc: _Refused, operation: str) -> str:
+    """A pair rule's refusal, said of the function's ``view`` argument (the rules are
+    shared with the owner methods, whose subject is the receiver). O(message)."""
+    message = str(exc)
+    head = f"{operation}: "
+    if message.startswith(head):
+        return f"{head}argument 'view': {message[len(head):]}"
+    return message
+
+
 def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
     if isinstance(view, TensorViewMut):
         if view._exclusive is not None or view._shared:
             raise BorrowError(
-                f"{operation}: requested an exclusive reborrow of a TensorViewMut, but "
+                f"{operation}: argument 'view': requested an exclusive reborrow of a "
+                "TensorViewMut, but "
                 f"{view._blocker()}; release it first"
             )
         src = view._d(operation)
         try:
             desc = derive(src, view._storage, operation)
         except _Refused as exc:
-            raise ReinterpretError(str(exc), view, exc.cause) from None
+            raise ReinterpretError(_of_view(exc, operation), view, exc.cause) from None
         if desc.injectivity() is None:  # unreachable for a valid mutable view; kept as a guard
             raise ReinterpretError(
                 f"{operation}: the result is not write-injective", view, "non-injective"
@@ -158,12 +169,13 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
         try:
             desc = derive(src, view._storage, operation)
         except _Refused as exc:
-            raise ReinterpretError(str(exc), view, exc.cause) from None
+            raise ReinterpretError(_of_view(exc, operation), view, exc.cause) from None
         return view._derive(desc, operation)
     if isinstance(view, Tensor):
         raise OwnershipError(
-            f"{operation}: got an owning Tensor; use tensor.as_view() (or as_view_mut()) for a "
-            "borrowed reinterpretation, or the consuming tensor.into_real()/into_complex()"
+            f"{operation}: argument 'view' is an owning Tensor; use tensor.as_view() (or "
+            "as_view_mut()) for a borrowed reinterpretation, or the consuming "
+            "tensor.into_real()/into_complex()"
         )
     raise OwnershipError(
         f"{operation}: argument 'view' must be a TensorView or TensorViewMut, got "

@@ -34,7 +34,15 @@ from ._linear import Borrow, Lender
 from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
-from ._root import _BUFFERS, OwnedStorage, adopt, adopt_checked
+from ._root import (
+    _BUFFERS,
+    OwnedStorage,
+    RootResource,
+    adopt,
+    adopt_checked,
+    adopt_unclaimed,
+    claim_unclaimed,
+)
 from .errors import (
     AccessError,
     BorrowError,
@@ -607,9 +615,9 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         if desc.injectivity() is None:
             raise LayoutError(
                 "Tensor.from_storage",
-                "the layout is not write-injective (two coordinates reach one element); an "
-                "owner must be writable. Use an AllocationGroup alias for read-only overlapping "
-                "layouts",
+                "arguments 'shape' and 'strides': the layout is not write-injective (two "
+                "coordinates reach one element); an owner must be writable. Use an "
+                "AllocationGroup alias for read-only overlapping layouts",
                 shape=desc.shape,
                 strides=desc.strides,
                 offset=desc.offset,
@@ -881,9 +889,50 @@ def adopt_output(
     # counters; the checks above are adopt()'s).
     storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
     _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, built lazily
+    return _owner_over(storage)
+
+
+def _owner_over(storage: OwnedStorage) -> Tensor[Any, DynRank]:
+    """The owner of a whole fresh claim (``Tensor._adopt``'s object, its descriptor built
+    lazily). O(1)."""
     t: Tensor[Any, DynRank] = Tensor.__new__(Tensor)
     t._moved_by = None
     t._shared = 0
     t._exclusive = None
     t._storage = storage
     return t
+
+
+def adopt_output_deferred(
+    array: np.ndarray[Any, Any],
+    reason: AllocationReason = _OPERATION_OUTPUT,
+    operation: str = "kernel",
+) -> Tensor[Any, DynRank] | RootResource:
+    """:func:`adopt_output` with the owner object deferred: the same checks, refusals and
+    allocation event, but the fast path returns the new ``RootResource`` whose owner
+    :func:`claim_deferred` mints when it is first needed, once.  For a holder that keeps
+    the allocation as its sole owner and rarely hands an owner out (``tenferro_ad``'s
+    retention container: most op outputs die without anyone viewing or extracting them,
+    so they never pay for the claim and owner objects).  The general path returns an
+    owner, as ``adopt_output`` does. O(1)."""
+    if (
+        type(array) is not np.ndarray
+        or _BY_NUMPY.get(array.dtype) is None
+        or array.base is not None
+        or not array.flags.carray
+        or id(array) in _BUFFERS
+    ):
+        return adopt_output(array, reason, operation)  # the checked path (or its refusal)
+    _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, built lazily
+    return adopt_unclaimed(array, reason, operation)
+
+
+def claim_deferred(
+    adopted: Tensor[Any, DynRank] | RootResource, operation: str = "kernel"
+) -> Tensor[Any, DynRank]:
+    """The owner of what :func:`adopt_output_deferred` returned: an owner as it is, or the
+    owner minted over a root's whole range.  A root is claimed once: a second claim raises
+    ``OwnershipError``. O(1)."""
+    if type(adopted) is not RootResource:
+        return adopted  # type: ignore[return-value]
+    return _owner_over(claim_unclaimed(adopted, operation))

@@ -107,10 +107,6 @@ PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
     'EagerTensor.dot': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
     'EagerTensor.repeat': (ASARRAY, ('pos', 0, 'view f64 0-d')),
     'EagerTensor.round': (UNNAMED, ('kw', 'decimals', 'int 2**62')),
-    'Tensor.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'Tensor.from_storage': (UNNAMED, ('kw', 'offset', 'int 1')),
-    'TensorView.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
-    'TensorViewMut.__getitem__': (UNNAMED, ('pos', 0, 'int 2')),
     'tenferro_ad.append': (UNNAMED, ('pos', 1, 'numpy u8 (2,)')),
     'tenferro_ad.argpartition': (UNNAMED, ('pos', 0, 'tuple (0,)')),
     'tenferro_ad.array_split': (UNNAMED, ('pos', 0, 'dtype np.float32')),
@@ -170,11 +166,6 @@ PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
     'tenferro_ad.vjp': (UNNAMED, ('pos', 1, 'None')),
     'tenferro_ad.vsplit': (UNNAMED, ('pos', 0, 'tuple (0,)')),
     'tenferro_ad.zeros_like': (UNNAMED, ('kw', 'shape', 'numpy i64 (4,)')),
-    'tenferro_storage.CheckedInjectiveStrided': (UNNAMED, ('pos', 1, 'tuple ()')),
-    'tenferro_storage.CheckedStrided': (UNNAMED, ('pos', 1, 'tuple ()')),
-    'tenferro_storage.arange': (UNNAMED, ('pos', 0, 'None')),
-    'tenferro_storage.view_as_complex': (UNNAMED, ('pos', 0, 'view f64 0-d')),
-    'tenferro_storage.view_as_real': (UNNAMED, ('pos', 0, 'view f64 0-d')),
 }
 # fmt: on
 
