@@ -87,9 +87,27 @@ def _fresh_symbols(used: set[str], count: int) -> list[str]:
     return out
 
 
+def _operand(i: int, interleaved: bool) -> str:
+    """How a message names operand ``i`` of an ``einsum`` call: ``'operands'[i]`` (the
+    subscripts form ``einsum(subscripts, *operands)``) or by its position in the
+    interleaved form ``einsum(op0, sublist0, op1, sublist1, ...)``."""
+    return str(2 * i) if interleaved else f"'operands'[{i}]"
+
+
+def _with_subscripts(i: int, interleaved: bool) -> str:
+    """``arguments 'subscripts' and 'operands'[i]`` / ``arguments 2i and 2i+1``: operand
+    ``i`` and the subscripts that describe it."""
+    if interleaved:
+        return f"arguments {2 * i} and {2 * i + 1}"
+    return f"arguments 'subscripts' and 'operands'[{i}]"
+
+
 @functools.lru_cache(maxsize=4096)
 def parse_subscripts(
-    subscripts: str, shapes: tuple[tuple[int, ...], ...], op: str = "einsum"
+    subscripts: str,
+    shapes: tuple[tuple[int, ...], ...],
+    op: str = "einsum",
+    interleaved: bool = False,
 ) -> tuple[tuple[str, ...], str, dict[str, int]]:
     """Explicit, ellipsis-free labels: ``(input label strings, output labels, sizes)``.
 
@@ -98,8 +116,10 @@ def parse_subscripts(
     have fewer ellipsis dimensions, which then do not appear in them; the output carries
     the longest ellipsis).  Sizes must agree exactly: size-1 broadcasting is refused
     rather than silently expanded.  Raises :class:`EinsumError` naming ``op`` and the
-    operand.  Cached: O(1) on a repeated call.
+    arguments of the call: ``'subscripts'`` and ``'operands'[i]``, or by position when the
+    call used numpy's ``interleaved`` form.  Cached: O(1) on a repeated call.
     """
+    sub_arg = f"argument {2 * len(shapes)}" if interleaved else "argument 'subscripts'"
     sub = subscripts.replace(" ", "")
     if "->" in sub:
         lhs, out = sub.split("->")
@@ -109,53 +129,75 @@ def parse_subscripts(
     terms = lhs.split(",")
     if len(terms) != len(shapes):
         raise EinsumError(
-            f"{op}: subscripts {subscripts!r} name {len(terms)} operand(s) but "
-            f"{len(shapes)} were given; write one comma-separated term per operand"
+            f"{op}: arguments 'subscripts' and 'operands' do not fit: the subscripts "
+            f"{subscripts!r} name {len(terms)} operand(s) but {len(shapes)} were given; write "
+            "one comma-separated term per operand"
         )
     used = {c for c in sub if c not in ".,->"}
     for c in used:
         if not (c.isalpha() or ord(c) > 127):
             raise EinsumError(
-                f"{op}: subscripts {subscripts!r} contain {c!r}; labels must be letters"
+                f"{op}: argument 'subscripts' {subscripts!r} contains {c!r}; labels must be "
+                "letters"
             )
     ell_rank = 0
     for i, (t, shp) in enumerate(zip(terms, shapes, strict=True)):
         if _ELLIPSIS in t:
             r = len(shp) - (len(t) - len(_ELLIPSIS))
             if r < 0 or t.count(_ELLIPSIS) != 1:
-                raise EinsumError(f"{op}: term {t!r} of operand {i} does not fit its shape {shp}")
+                raise EinsumError(
+                    f"{op}: {_with_subscripts(i, interleaved)} do not fit: term {t!r} does "
+                    f"not fit the shape {shp}"
+                )
             ell_rank = max(ell_rank, r)
         elif "." in t:
-            raise EinsumError(f"{op}: term {t!r} of operand {i} has a stray '.'")
+            raise EinsumError(
+                f"{op}: {_with_subscripts(i, interleaved)}: term {t!r} has a stray '.'"
+            )
     ell = "".join(_fresh_symbols(used, ell_rank))
     inputs: list[str] = []
     sizes: dict[str, int] = {}
+    first: dict[str, int] = {}  # the operand a label's size was taken from
     for i, (t, shp) in enumerate(zip(terms, shapes, strict=True)):
         if _ELLIPSIS in t:
             r = len(shp) - (len(t) - len(_ELLIPSIS))
             t = t.replace(_ELLIPSIS, ell[ell_rank - r :] if r else "")
         if len(t) != len(shp):
             raise EinsumError(
-                f"{op}: term {t!r} has {len(t)} label(s) but operand {i} has rank "
+                f"{op}: {_with_subscripts(i, interleaved)} do not fit: term {t!r} has "
+                f"{len(t)} label(s) but argument {_operand(i, interleaved)} has rank "
                 f"{len(shp)} (shape {shp})"
             )
         for c, n in zip(t, shp, strict=True):
             if sizes.setdefault(c, n) != n:
-                raise EinsumError(
-                    f"{op}: label {c!r} has size {sizes[c]} elsewhere but {n} in operand {i} "
-                    f"(shape {shp}); sizes must match exactly (no size-1 broadcasting)"
+                j = first[c]
+                subs = (
+                    f"arguments {2 * j + 1} and {2 * i + 1}"
+                    if interleaved
+                    else f"argument 'subscripts' {subscripts!r}"
                 )
+                raise EinsumError(
+                    f"{op}: label {c!r} has size {sizes[c]} in argument "
+                    f"{_operand(j, interleaved)} (shape {shapes[j]}) but {n} in argument "
+                    f"{_operand(i, interleaved)} (shape {shp}) under {subs}; sizes must match "
+                    "exactly (no size-1 broadcasting)"
+                )
+            first.setdefault(c, i)
         inputs.append(t)
     if explicit:
         if _ELLIPSIS in out:
             out = out.replace(_ELLIPSIS, ell)
         elif "." in out:
-            raise EinsumError(f"{op}: output {out!r} has a stray '.'")
+            raise EinsumError(f"{op}: {sub_arg}: the output {out!r} has a stray '.'")
         for c in out:
             if c not in sizes:
-                raise EinsumError(f"{op}: output label {c!r} of {subscripts!r} is not in any input")
+                raise EinsumError(
+                    f"{op}: {sub_arg}: output label {c!r} of {subscripts!r} is not in any input"
+                )
             if out.count(c) > 1:
-                raise EinsumError(f"{op}: output label {c!r} of {subscripts!r} repeats")
+                raise EinsumError(
+                    f"{op}: {sub_arg}: output label {c!r} of {subscripts!r} repeats"
+                )
     else:
         counts: dict[str, int] = {}
         for t in inputs:
@@ -456,16 +498,21 @@ def _order_for_gemm(ta: str, tb: str, keep: set[str]) -> str:
 
 
 @functools.lru_cache(maxsize=2048)
-def plan(subscripts: str, shapes: tuple[tuple[int, ...], ...], op: str = "einsum") -> EinsumPlan:
+def plan(
+    subscripts: str,
+    shapes: tuple[tuple[int, ...], ...],
+    op: str = "einsum",
+    interleaved: bool = False,
+) -> EinsumPlan:
     """The cached schedule of ``einsum(subscripts, *operands of shapes)``.
 
     The pairwise order is opt_einsum's ``optimize="auto"`` path (no memory limit, so
     intermediates larger than the inputs are allowed -- unlike ``numpy.einsum``'s
     ``optimize=True``).  First call: O(opt_einsum's search); later calls with the same
     subscripts and shapes: one dict lookup.  Raises :class:`EinsumError` on bad
-    subscripts.
+    subscripts (naming the arguments: see :func:`parse_subscripts`).
     """
-    inputs, output, sizes = parse_subscripts(subscripts, shapes, op)
+    inputs, output, sizes = parse_subscripts(subscripts, shapes, op, interleaved)
     steps: list[UnaryStep | BinaryStep] = []
     work = list(inputs)
     # 1. per-operand unary preprocessing (diagonals, private sums)

@@ -30,7 +30,8 @@ from .._batch_rules import defbatch, emit, loop_fallback
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defbilinear, deflinear, defprimitive
-from ._util import guarded
+from ..errors import ArgumentTypeError
+from ._util import guarded, value_arg
 from .complex import REAL, is_complex
 
 Array = Any
@@ -129,7 +130,13 @@ def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
     letters: dict[int, str] = {}
     pool = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-    def conv(sub: Any) -> str:
+    def conv(sub: Any, pos: int) -> str:
+        if not isinstance(sub, list | tuple):
+            raise ArgumentTypeError(
+                f"einsum: argument {pos} must be a sublist (a list of ints or Ellipsis) in "
+                f"the interleaved form einsum(op0, sublist0, op1, sublist1, ...), got "
+                f"{type(sub).__name__}"
+            )
         parts = []
         for s in sub:
             if s is Ellipsis:
@@ -137,18 +144,21 @@ def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
                 continue
             if isinstance(s, bool) or not isinstance(s, int | np.integer):
                 raise E.EinsumError(
-                    f"einsum: a sublist entry must be an int or Ellipsis, got {s!r}"
+                    f"einsum: argument {pos}: a sublist entry must be an int or Ellipsis, "
+                    f"got {type(s).__name__}"
                 )
             k = int(s)
             if k not in letters:
                 if len(letters) == len(pool):
-                    raise E.EinsumError("einsum: too many distinct sublist labels (max 52)")
+                    raise E.EinsumError(
+                        f"einsum: argument {pos}: too many distinct sublist labels (max 52)"
+                    )
                 letters[k] = pool[len(letters)]
             parts.append(letters[k])
         return "".join(parts)
 
-    ins = [conv(sb) for sb in subs]
-    spec = ",".join(ins) + ("" if out is None else "->" + conv(out))
+    ins = [conv(sb, 2 * i + 1) for i, sb in enumerate(subs)]
+    spec = ",".join(ins) + ("" if out is None else "->" + conv(out, len(args) - 1))
     return spec, ops_
 
 
@@ -165,14 +175,27 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
     (unless a tape saves it as a residual of that step).  Cost: the path's flop count;
     a cache hit adds one dict lookup.  Differentiable to any order in both modes.
 
-    Raises ``tenferro_ad._einsum_path.EinsumError`` (a ``ValueError``) naming the operand
-    when the subscripts do not fit the shapes; sizes must match exactly (no size-1
-    broadcasting).
+    Raises ``tenferro_ad._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
+    (``'subscripts'`` and ``'operands'[i]``; by position in the interleaved form) when the
+    subscripts do not fit the shapes; sizes must match exactly (no size-1 broadcasting).
+    An operand that is not a value is refused first (:func:`~._util.value_arg`), before
+    anything is computed or recorded.
     """
-    if not isinstance(subscripts, str):
+    interleaved = not isinstance(subscripts, str)
+    if interleaved:
+        if not operands or not isinstance(operands[0], list | tuple):
+            raise ArgumentTypeError(
+                f"einsum: argument 'subscripts' must be a str such as 'ij,jk->ik' (or, in "
+                "the interleaved form einsum(op0, sublist0, op1, sublist1, ...), argument 1 "
+                f"must be a sublist), got {type(subscripts).__name__}"
+            )
         subscripts, operands = _interleaved((subscripts, *operands))
-    shapes = tuple(_shape(o) for o in operands)
-    p = E.plan(subscripts, shapes)
+        shapes = tuple(value_arg("einsum", 2 * i, o)[0] for i, o in enumerate(operands))
+    else:
+        shapes = tuple(
+            value_arg("einsum", "operands", o, i)[0] for i, o in enumerate(operands)
+        )
+    p = E.plan(subscripts, shapes, "einsum", interleaved)
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
         (x,) = operands
         return bind(
@@ -199,27 +222,74 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
     return res
 
 
-def _tensordot_axes(axes: Any, ra: int, rb: int) -> int | tuple[list[int], list[int]]:
-    """numpy's accepted ``axes`` forms, validated: an int, ``(axes_a, axes_b)`` with each
-    an int or a sequence of ints (``[-1, 0]`` is one pair)."""
+def _tensordot_axes(
+    axes: Any, sa: tuple[int, ...], sb: tuple[int, ...]
+) -> tuple[list[int], list[int]]:
+    """numpy's accepted ``axes`` forms, validated against the shapes: an int ``n`` (the last
+    ``n`` axes of ``a`` with the first ``n`` of ``b``) or ``(axes_a, axes_b)``, each an int
+    or a sequence of ints (``[-1, 0]`` is one pair); the paired axes as non-negative lists.
+    Every refusal names the arguments it is about. O(rank)."""
+    ra, rb = len(sa), len(sb)
     if isinstance(axes, int | np.integer) and not isinstance(axes, bool):
-        return int(axes)
-    try:
-        xa, xb = axes
-    except (TypeError, ValueError):
-        raise E.EinsumError(
-            f"tensordot: argument 'axes' must be an int or a pair of axis lists, got {axes!r}"
-        ) from None
-    la = [xa] if isinstance(xa, int | np.integer) else list(xa)
-    lb = [xb] if isinstance(xb, int | np.integer) else list(xb)
-    for lst, r, nm in ((la, ra, "a"), (lb, rb, "b")):
-        for v in lst:
-            if not -r <= int(v) < r:
+        n = int(axes)
+        if n < 0 or n > min(ra, rb):
+            raise E.EinsumError(
+                f"tensordot: axes={n} pairs the last {n} axes of 'a' with the first {n} of "
+                f"'b', but arguments 'a' and 'b' have ranks {ra} and {rb}"
+                + (" (axes must be non-negative)" if n < 0 else "")
+            )
+        pairs = (list(range(ra - n, ra)), list(range(n)))
+    else:
+        try:
+            xa, xb = axes
+        except (TypeError, ValueError):
+            raise E.EinsumError(
+                "tensordot: argument 'axes' must be an int or a pair of axis lists, got "
+                f"{type(axes).__name__}"
+                + (f" {axes!r}" if isinstance(axes, tuple | list | str) else "")
+            ) from None
+        lists = []
+        for x, r, nm in ((xa, ra, "a"), (xb, rb, "b")):
+            lst = [x] if isinstance(x, int | np.integer) else x
+            try:
+                items = list(lst)
+            except TypeError:
                 raise E.EinsumError(
-                    f"tensordot: axis {int(v)} of argument 'axes' is out of range for {nm} "
-                    f"of rank {r}"
+                    f"tensordot: argument 'axes': the axes of {nm!r} must be an int or a "
+                    f"sequence of ints, got {type(x).__name__}"
+                ) from None
+            out = []
+            for v in items:
+                if isinstance(v, bool) or not isinstance(v, int | np.integer):
+                    raise E.EinsumError(
+                        f"tensordot: argument 'axes': an axis of {nm!r} must be an int, got "
+                        f"{type(v).__name__}"
+                    )
+                if not -r <= int(v) < r:
+                    raise E.EinsumError(
+                        f"tensordot: argument 'axes': axis {int(v)} is out of range for "
+                        f"argument {nm!r} of rank {r}"
+                    )
+                out.append(int(v) % r)
+            if len(set(out)) != len(out):
+                raise E.EinsumError(
+                    f"tensordot: argument 'axes' repeats an axis of {nm!r}: {items}"
                 )
-    return [int(v) for v in la], [int(v) for v in lb]
+            lists.append(out)
+        if len(lists[0]) != len(lists[1]):
+            raise E.EinsumError(
+                f"tensordot: argument 'axes' pairs {len(lists[0])} axes of 'a' with "
+                f"{len(lists[1])} of 'b'"
+            )
+        pairs = (lists[0], lists[1])
+    for x, y in zip(*pairs, strict=True):
+        if sa[x] != sb[y]:
+            raise E.EinsumError(
+                f"tensordot: arguments 'a' and 'b' do not fit argument 'axes': axis {x} of "
+                f"'a' has {sa[x]} entries but axis {y} of 'b' has {sb[y]} (shapes {sa} and "
+                f"{sb})"
+            )
+    return pairs
 
 
 def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
@@ -227,13 +297,13 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
 
     ``axes``: an int (the last ``axes`` of ``a`` with the first of ``b``) or a pair
     ``(axes_a, axes_b)``, each an int or a sequence of ints (``[-1, 0]``, ``([1], [0])``).
+    Operands, axes and the paired extents are checked first; a refusal names ``'a'``,
+    ``'b'`` or ``'axes'`` (an ``EinsumError``/``ArgumentTypeError``) and changes nothing.
     """
-    sa, sb = _shape(a), _shape(b)
-    ax = _tensordot_axes(axes, len(sa), len(sb))
-    try:
-        sub = E.tensordot_subscripts(len(sa), len(sb), ax)
-    except IndexError as e:  # pragma: no cover - defensive
-        raise E.EinsumError(f"tensordot: axes {axes} out of range for shapes {sa}, {sb}") from e
+    sa = value_arg("tensordot", "a", a)[0]
+    sb = value_arg("tensordot", "b", b)[0]
+    ax = _tensordot_axes(axes, sa, sb)
+    sub = E.tensordot_subscripts(len(sa), len(sb), ax)
     return einsum(sub, a, b)
 
 
