@@ -91,8 +91,41 @@ defbatch(MATMUL, _batch_matmul)
 
 def matmul(x: Any, y: Any) -> EagerTensor:
     """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked.
-    A refusal names the operand (``argument 0``/``argument 1``)."""
+    A refusal names the argument: the operands are checked (type, rank, core and batch
+    dimensions) only after the kernel refused, so the common call pays nothing for it."""
     try:
         return bind(MATMUL, x, y)
     except KERNEL_ERRORS as e:
+        _explain_matmul(x, y)
         raise arg_error("matmul", e) from None
+
+
+def _explain_matmul(x: Any, y: Any) -> None:
+    """Raise the error naming ``'x'``/``'y'`` for operands ``np.matmul`` cannot take (numpy
+    blames a core-dimension mismatch on one operand only, whichever it reads second).
+    Returns when it finds nothing wrong. O(rank), metadata only."""
+    from ..errors import ArgumentError
+    from ._util import value_arg
+
+    sx = value_arg("matmul", "x", x)[0]
+    sy = value_arg("matmul", "y", y)[0]
+    for s, nm in ((sx, "x"), (sy, "y")):
+        if not s:
+            raise ArgumentError(
+                f"matmul: argument {nm!r} is 0-d; matmul needs at least one dimension "
+                "(multiply scalars with mul)"
+            )
+    ky = 0 if len(sy) == 1 else len(sy) - 2
+    if sx[-1] != sy[ky]:
+        raise ArgumentError(
+            f"matmul: arguments 'x' and 'y' do not fit: the last axis of 'x' has {sx[-1]} "
+            f"entries but axis {ky} of 'y' has {sy[ky]} (shapes {sx} and {sy})"
+        )
+    bx, by = sx[:-2], sy[:-2]
+    try:
+        np.broadcast_shapes(bx, by)
+    except ValueError:
+        raise ArgumentError(
+            f"matmul: arguments 'x' and 'y' have batch dimensions {bx} and {by}, which do "
+            f"not broadcast (shapes {sx} and {sy})"
+        ) from None
