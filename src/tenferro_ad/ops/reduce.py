@@ -240,6 +240,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         axes = _axes("max", axis, len(_shape_of(x)), keepdims)
         return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
     except KERNEL_ERRORS as e:
+        _explain_empty("max", x, axis)
         raise arg_error("max", e) from None
 
 
@@ -249,7 +250,29 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         axes = _axes("min", axis, len(_shape_of(x)), keepdims)
         return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
     except KERNEL_ERRORS as e:
+        _explain_empty("min", x, axis)
         raise arg_error("min", e) from None
+
+
+def _explain_empty(op: str, x: Any, axis: Any) -> None:
+    """On the error path of ``max``/``min``: raise the error naming ``'x'`` when it is not a
+    value (:func:`~._util.value_arg`) or is empty along a reduced axis (no identity to
+    return); return when neither explains the failure. O(ndim), metadata only."""
+    from ..errors import ArgumentError
+    from ._util import value_arg
+
+    shape = value_arg(op, "x", x)[0]
+    try:
+        axes = axes_tuple(op, axis, len(shape))
+    except KERNEL_ERRORS:
+        return
+    empty = [a for a in axes if shape[a] == 0]
+    if empty:
+        where = "" if axis is None else f" along axis {empty[0]}"
+        raise ArgumentError(
+            f"{op}: argument 'x' is empty (shape {shape}){where}; {op} of an empty array has "
+            "no identity"
+        ) from None
 
 
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
