@@ -7,7 +7,9 @@ from typing import Any
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._state import no_grad
+from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error, axis_index
+from ._util import value_arg
 from .elementwise import abs as eabs
 from .elementwise import div, exp, less, log, stop_gradient, sub, where
 from .reduce import LOG_SOFTMAX, _axes, _shape_of
@@ -30,6 +32,7 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
             out = rsum(out, axis=axis) if axis is not None else out.reshape(())
         return out
     except KERNEL_ERRORS as e:
+        value_arg("logsumexp", "x", x)  # a refused x is named (checked on the error path only)
         raise arg_error("logsumexp", e) from None
 
 
@@ -42,6 +45,7 @@ def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
         ax = axis_index("log_softmax", axis, len(_shape_of(x)))
         return bind(LOG_SOFTMAX, x, axes=(ax,))
     except KERNEL_ERRORS as e:
+        _explain("log_softmax", x, axis)
         raise arg_error("log_softmax", e) from None
 
 
@@ -55,4 +59,21 @@ def softmax(x: Any, axis: int = -1) -> EagerTensor:
         unnormalized = exp(sub(x, m))
         return div(unnormalized, rsum(unnormalized, axis=axis, keepdims=True))
     except KERNEL_ERRORS as e:
+        _explain("softmax", x, axis)
         raise arg_error("softmax", e) from None
+
+
+def _explain(op: str, x: Any, axis: Any) -> None:
+    """On the error path of ``op``: raise the error naming ``'x'`` when it is not a value
+    (:func:`~._util.value_arg`) or is empty along ``axis`` (no maximum to shift by, as in
+    scipy); return when neither explains the failure. O(ndim), metadata only."""
+    shape = value_arg(op, "x", x)[0]
+    try:
+        ax = axis_index(op, axis, len(shape))
+    except KERNEL_ERRORS:
+        return
+    if shape[ax] == 0:
+        raise ArgumentError(
+            f"{op}: argument 'x' is empty (shape {shape}) along axis {ax}; {op} needs at "
+            "least one entry along it"
+        ) from None
