@@ -48,6 +48,7 @@ from ._tape import TapeNode
 from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 
 _adopt: Final = ts.kernel.adopt_output
+_adopt_deferred: Final = ts.kernel.adopt_output_deferred
 _SCALARS: Final = frozenset(
     {float, int, bool, complex, np.float64, np.float32, np.int64, np.int32, np.bool_}
 )
@@ -339,12 +340,12 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     else:
         if prim.alias:  # a view of a scalar parameter: lay it out afresh
             out = np.array(out, order="C")
+        elif type(out) is not np.ndarray:  # a rank-0 kernel's numpy scalar
+            out = np.asarray(out)
         try:  # refuses views and memory an existing value holds (-> _fresh)
-            tensor = _adopt(out, st.reason, name)
+            tensor = _adopt_deferred(out, st.reason, name)  # the root; its owner when needed
         except LayoutError:
             tensor, out = _fresh(out, name)
-        if type(out) is not np.ndarray:  # rank-0 numpy scalar: read the owner's array
-            out = ts.kernel.read_array(tensor)
         c = _RC.__new__(_RC)
         c.owner = tensor
         c.group = None

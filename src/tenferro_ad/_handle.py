@@ -215,7 +215,7 @@ class EagerTensor:
             raise NotUnique(self)
         slot = rec.slot
         if c.owner is not None and slot is None:
-            owner = c.owner
+            owner = c.owned("into_value")
             c.owner = None
         elif c.group is not None and type(slot) is not ts.TensorView:
             c.flush()  # aliases that died while the group was viewed

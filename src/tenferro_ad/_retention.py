@@ -7,7 +7,10 @@ Ownership shape (G7 "Ownership root")::
 
 * :class:`RetentionContainer` directly owns an op output's allocation.  *Fused form*
   (the common case, one op output that nothing aliases): it holds the fresh owner
-  ``Tensor`` itself — one slotted cell, no group objects.  *Group form*: the first time a
+  ``Tensor`` itself — one slotted cell, no group objects.  An op output's container
+  holds the allocation's ``RootResource`` until the owner is first needed (a view, a
+  group, an extraction: ``owned``), when the one claim and owner are minted over it
+  (``kernel.claim_deferred``); most outputs die before that and never pay for them.  *Group form*: the first time a
   metadata-only op (reshape, transpose, basic slicing, broadcast_to) aliases the value,
   the owner is moved into a ``tenferro_storage.AllocationGroup`` (``insert``) and each
   alias becomes another descriptor of that group (``alias``): no allocation, no copy.
@@ -40,6 +43,7 @@ from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAf
 from .errors import ArgumentTypeError
 
 _TV = ts.TensorView
+_claim = ts.kernel.claim_deferred
 
 
 class RetentionContainer:
@@ -50,7 +54,9 @@ class RetentionContainer:
     def __init__(self) -> None:
         self.addr = 0
         self.pending: list[Any] = []  # set when grouped; fused containers never read it
-        self.owner: ts.Tensor[Any, Any] | None = None
+        # the fused owner; an op output's is its allocation's root until first needed
+        # (``owned``: most outputs die without a view or an extraction, never paying for it)
+        self.owner: ts.Tensor[Any, Any] | ts.RootResource | None = None
         self.group: ts.AllocationGroup | None = None
         self.base_slot: Any = None  # the slot of the owner once a group exists
         self.borrow: ts.TensorView[Any, Any] | None = None
@@ -65,7 +71,7 @@ class RetentionContainer:
                 return None
             group = ts.AllocationGroup()
             self.pending = []
-            self.base_slot = group.insert(self.owner)
+            self.base_slot = group.insert(self.owned("AllocationGroup.insert"))
             self.owner = None
             self.group = group
         return self.group
@@ -74,7 +80,7 @@ class RetentionContainer:
         """A shared borrowed view of one descriptor of this container. O(1)."""
         if slot is None:
             if self.owner is not None:
-                return self.owner.as_view()
+                return self.owned(operation).as_view()
             if self.borrow is not None:
                 return self.borrow.as_view()
         elif type(slot) is ts.TensorView:  # an alias over a borrowed value
@@ -84,6 +90,14 @@ class RetentionContainer:
         raise ExtractError(  # pragma: no cover - every record has one of the forms above
             "invalid_slot", f"{operation}: this value has no readable descriptor"
         )
+
+    def owned(self, operation: str) -> ts.Tensor[Any, Any]:
+        """The fused owner, minted over the allocation's root the first time it is needed
+        (``kernel.claim_deferred``; once).  Only for a container whose ``owner`` is set.
+        O(1)."""
+        o = _claim(self.owner, operation)  # type: ignore[arg-type]
+        self.owner = o
+        return o
 
     def release_borrow(self) -> None:
         """End the borrow of a borrowed container (functional API exit). Idempotent."""

@@ -229,7 +229,10 @@ class RootResource(NoCopy):
     (``"host"``, or a device domain such as ``"sim-device:1"``).
     """
 
-    __slots__ = ("_allocation", "_operation", "alloc_id", "capacity_bytes", "provider", "reason")
+    __slots__ = (
+        "_allocation", "_operation", "_unclaimed", "alloc_id", "capacity_bytes", "provider",
+        "reason",
+    )
 
     provider: HostProvider | DeviceDomain
     # the whole buffer (host) or the DeviceMemory handle (device): private, never handed out
@@ -238,6 +241,9 @@ class RootResource(NoCopy):
     alloc_id: int
     reason: AllocationReason
     _operation: str
+    # set (True) from adopt_unclaimed until claim_unclaimed mints the one claim; unset on
+    # every other root
+    _unclaimed: bool
 
     @property
     def diagnostics(self) -> AllocationDiagnostics:
@@ -415,11 +421,22 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
 def adopt_checked(
     array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
 ) -> OwnedStorage:
-    """:func:`adopt` for a caller that has already made ``adopt``'s checks (the per-op path).
+    """:func:`adopt` for a caller that has already made ``adopt``'s checks.
 
     The caller guarantees ``array.base is None``, C-contiguity and that nothing else
-    refers to ``array``.  Inlined construction: one allocation event, no validation.
+    refers to ``array``.  One allocation event, no validation.
     """
+    return claim_unclaimed(adopt_unclaimed(array, reason, operation), operation)
+
+
+def adopt_unclaimed(
+    array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
+) -> RootResource:
+    """:func:`adopt_checked` without the claim: the new root alone, whose one whole-range
+    claim :func:`claim_unclaimed` mints later, once (the per-op path of ``tenferro_ad``,
+    whose retention container holds the root as the allocation's sole owner and needs
+    the claim only when a value is read through a view, grouped or extracted).  Same
+    checks expected of the caller, same allocation event; construction inlined. O(1)."""
     nbytes = array.nbytes
     root = RootResource.__new__(RootResource)
     root.provider = HOST
@@ -427,6 +444,7 @@ def adopt_checked(
     root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
+    root._unclaimed = True
     led = LEDGER
     if led.captures:
         root.alloc_id = alloc_id = led.allocate(reason, nbytes, operation)
@@ -435,13 +453,31 @@ def adopt_checked(
         led.live[alloc_id] = nbytes
     _BUFFERS[id(array)] = alloc_id
     HOST.counters.allocations += 1
+    return root
+
+
+def claim_unclaimed(root: RootResource, operation: str) -> OwnedStorage:
+    """The whole-range claim of a root made by :func:`adopt_unclaimed`; a second call (or a
+    root that was claimed when it was made) raises ``OwnershipError``: one root, one
+    owner. O(1)."""
+    try:
+        del root._unclaimed
+    except AttributeError:
+        raise OwnershipError(
+            f"{operation}: alloc#{root.alloc_id} already has its owner; a root is claimed once"
+        ) from None
+    return _whole_claim(root)
+
+
+def _whole_claim(root: RootResource) -> OwnedStorage:
+    """The claim over all of ``root`` (OwnedStorage._make, inlined). O(1)."""
     storage = OwnedStorage.__new__(OwnedStorage)
     storage._moved_by = None
     storage._shared = 0
     storage._exclusive = None
     storage._root = root
     storage.start = 0
-    storage.stop = nbytes
+    storage.stop = root.capacity_bytes
     return storage
 
 

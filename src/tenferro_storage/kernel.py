@@ -18,12 +18,21 @@ from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
-from ._tensor import Tensor, TensorView, TensorViewMut, adopt_output
+from ._tensor import (
+    Tensor,
+    TensorView,
+    TensorViewMut,
+    adopt_output,
+    adopt_output_deferred,
+    claim_deferred,
+)
 
 __all__ = [
     "OPERATOR_KEYS",
     "adopt_output",
+    "adopt_output_deferred",
     "borrow_named",
+    "claim_deferred",
     "derive_view",
     "materialize_output",
     "name_borrow",

@@ -100,6 +100,61 @@ def test_adopting_again_after_the_owner_died_is_allowed() -> None:
     del second
 
 
+# -- adopt_output_deferred / claim_deferred ------------------------------------------------
+
+
+def test_a_deferred_adoption_records_the_allocation_and_mints_one_owner_later() -> None:
+    """The allocation event happens at adoption (the ledger sees the bytes at once); the
+    owner minted later is over that same buffer, and only one owner is ever minted."""
+    arr = np.arange(4.0)
+    with ledger.capture() as rec:
+        root = kernel.adopt_output_deferred(arr)
+    assert isinstance(root, ts.RootResource)
+    assert rec.allocations == {A.OPERATION_OUTPUT: 1} and rec.copies == {}
+    with ledger.capture() as rec:
+        owner = kernel.claim_deferred(root, "test")
+    assert rec.events == []
+    assert np.shares_memory(kernel.read_array(owner), arr)
+    with pytest.raises(ts.errors.OwnershipError, match="already has its owner"):
+        kernel.claim_deferred(root, "test")
+    assert owner.to_numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
+    del owner, root
+
+
+def test_a_root_that_was_never_unclaimed_cannot_be_claimed() -> None:
+    """Only a deferred adoption's root can be claimed: a root whose owner exists refuses."""
+    storage = ts.allocate_storage(16)
+    with pytest.raises(ts.errors.OwnershipError, match="already has its owner"):
+        kernel.claim_deferred(storage.root, "test")
+    del storage
+
+
+def test_a_deferred_adoption_refuses_what_adopt_output_refuses() -> None:
+    """The deferred path keeps every refusal: an adopted buffer, a read-only array."""
+    raw = np.ones(3)
+    owner = kernel.adopt_output(raw)
+    with pytest.raises(AliasedOutputError):
+        kernel.adopt_output_deferred(raw)
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    with pytest.raises(AliasedOutputError):
+        kernel.adopt_output_deferred(ro)
+    del owner
+
+
+def test_an_unclaimed_roots_buffer_is_registered_and_forgotten_with_it() -> None:
+    """A deferred root counts as live memory (adopting its buffer again is refused) and
+    its live bytes go when it dies unclaimed."""
+    live = ledger.live_bytes()
+    arr = np.zeros(5)
+    root = kernel.adopt_output_deferred(arr)
+    assert ledger.live_bytes() == live + 40
+    with pytest.raises(AliasedOutputError):
+        kernel.adopt_output(arr)
+    del root
+    assert ledger.live_bytes() == live
+
+
 # -- materialize_output -------------------------------------------------------------------
 
 
