@@ -101,7 +101,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                             "floating-point or complex primals (pass floats)"
                         )
                     rec = constant_record(arr, "primal")
-                tarr = check_cotangent(tan, rec.a, "jvp: argument 'tangents'", k, False)
+                tarr = _checked_tangent(tan, rec.a, k, False)
                 ctx.tangents[rec] = tarr
                 inputs_t.append(tarr)
                 hs.append(make_handle(rec, None, -1))
@@ -140,6 +140,20 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             rec.container.release_borrow()
 
 
+def _checked_tangent(tan: Any, like: np.ndarray[Any, Any], k: int, nested: bool) -> Any:
+    """``check_cotangent`` for tangent ``k``: a tangent whose shape or dtype differs from its
+    primal's is reported on both arguments (either may be the wrong one). O(1)."""
+    try:
+        return check_cotangent(tan, like, "jvp: argument 'tangents'", k, nested)
+    except (ArgumentError, ArgumentTypeError) as e:
+        message = str(e)
+        if "the value it pairs with" in message and len(e.args) == 1:
+            rest = message.split(": ", 2)[-1].replace(f"entry {k} has", "the tangent has")
+            rest = rest.replace("the value it pairs with has", "its primal has")
+            e.args = (f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: {rest}",)
+        raise
+
+
 def _jvp_nested(
     f: Callable[..., Any], primals: tuple[Any, ...], tangents: tuple[Any, ...]
 ) -> tuple[Any, Any]:
@@ -155,7 +169,7 @@ def _jvp_nested(
 
     argnums = tuple(range(len(primals)))
     n0 = _tape_length()
-    call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"))
+    call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"), "primals")
     try:
         # check every tangent against its primal before anything runs
         tans: list[Any] = []
@@ -170,7 +184,7 @@ def _jvp_nested(
                 )
             for tan in tl:
                 like = call.watched[j]._r("jvp").a
-                tans.append(check_cotangent(tan, like, "jvp: argument 'tangents'", k, True))
+                tans.append(_checked_tangent(tan, like, k, True))
                 j += 1
         tape = call.tape
         if call.nested:

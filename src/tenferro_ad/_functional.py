@@ -94,7 +94,12 @@ class _Call(NoCopy):
     """
 
     def __init__(
-        self, args: tuple[Any, ...], argnums: tuple[int, ...], what: str, fname: str
+        self,
+        args: tuple[Any, ...],
+        argnums: tuple[int, ...],
+        what: str,
+        fname: str,
+        items: str = "",
     ) -> None:
         outer = STATE.tape
         self.nested = outer is not None
@@ -111,7 +116,7 @@ class _Call(NoCopy):
         flat = {i: tree_flatten(args[i]) for i in argnums}
         for i in argnums:  # every leaf is checked before anything is watched or borrowed
             for leaf in flat[i][0]:
-                _check_leaf(leaf, i, what)
+                _check_leaf(leaf, i, what, items)
         n0 = len(self.tape.nodes)
         try:
             for i in argnums:
@@ -238,47 +243,50 @@ def _tape_length() -> int:
     return 0 if tape is None else len(tape.nodes)
 
 
-def _check_leaf(leaf: Leaf, argnum: int, what: str) -> None:
+def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
     """Refuse a leaf that cannot be differentiated (before anything changes); a refusal
-    names ``what`` and the argument (a consumed owner, an unsupported numpy dtype...)."""
+    names ``what`` and the argument (a consumed owner, an unsupported numpy dtype...):
+    ``argument <argnum>``, or ``argument '<items>'[<argnum>]`` when the arguments are the
+    items of the parameter ``items`` (``vjp``'s ``primals``). O(1)."""
+    name = f"argument {items!r}[{argnum}]" if items else f"argument {argnum}"
     try:
         if isinstance(leaf, EagerTensor):
-            _check_float(leaf._r(what).a.dtype, what, argnum)
+            _check_float(leaf._r(what).a.dtype, what, name)
         elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            _check_float(ts.kernel.read_array(leaf).dtype, what, argnum)
+            _check_float(ts.kernel.read_array(leaf).dtype, what, name)
         elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
             leaf, bool | np.bool_
         ):
             dt = np.asarray(leaf).dtype
-            _check_float(dt, what, argnum)
+            _check_float(dt, what, name)
             ts.dtype(dt)  # a supported dtype (float16 is not)
         else:
-            _check_other(leaf, argnum, what)
+            _check_other(leaf, name, what)
     except TenferroError as e:
-        if not str(e).startswith(f"{what}: argument {argnum}"):
-            e.args = (f"{what}: argument {argnum}: {e}", *e.args[1:])
+        if not str(e).startswith(f"{what}: {name}"):
+            e.args = (f"{what}: {name}: {e}", *e.args[1:])
         raise
 
 
-def _check_other(leaf: Leaf, argnum: int, what: str) -> None:
+def _check_other(leaf: Leaf, name: str, what: str) -> None:
     """Refuse a leaf that is not an array, an owner, a handle or a float."""
     if isinstance(leaf, int) and not isinstance(leaf, bool):
         raise ArgumentTypeError(
-            f"{what}: argument {argnum} is the Python int {leaf!r}; differentiation needs "
+            f"{what}: {name} is the Python int {leaf!r}; differentiation needs "
             "floating-point inputs (pass a float, as JAX requires)"
         )
     else:
         raise ArgumentTypeError(
-            f"{what}: argument {argnum} is a {type(leaf).__name__}, which cannot be "
+            f"{what}: {name} is a {type(leaf).__name__}, which cannot be "
             "differentiated; pass a float, a numpy array, a Tensor owner or an EagerTensor "
             "(or leave it out of argnums)"
         )
 
 
-def _check_float(dt: np.dtype[Any], what: str, argnum: int) -> None:
+def _check_float(dt: np.dtype[Any], what: str, name: str) -> None:
     if dt.kind not in "fc":
         raise ArgumentTypeError(
-            f"{what}: argument {argnum} has dtype {dt.name}; differentiation needs "
+            f"{what}: {name} has dtype {dt.name}; differentiation needs "
             "floating-point or complex inputs (as in JAX). Convert it with astype, or leave "
             "it out of argnums"
         )
@@ -418,8 +426,8 @@ def value_and_grad(
             if has_aux:
                 if not isinstance(res, tuple | list) or len(res) != 2:
                     raise ArgumentTypeError(
-                        "grad(has_aux=True): the function must return a pair (value, aux), "
-                        f"got {type(res).__name__}"
+                        "grad: arguments 'f' and 'has_aux': with has_aux=True the function "
+                        f"must return a pair (value, aux), got {type(res).__name__}"
                     )
                 out, aux = res
             else:
@@ -460,25 +468,25 @@ def _scalar_output(out: Any, call: _Call, holomorphic: bool) -> EagerTensor:
         )
     if not isinstance(out, EagerTensor):
         raise ArgumentTypeError(
-            "grad: the function must return a one-element EagerTensor (use vjp for other "
+            "grad: argument 'f' must return a one-element EagerTensor (use vjp for other "
             f"outputs); got {type(out).__name__}"
         )
     a = out._r("grad").a
     if a.size != 1:
         raise ArgumentTypeError(  # a TypeError, as in JAX
-            f"grad: the function must return a one-element value, got shape {a.shape}; use "
+            f"grad: argument 'f' must return a one-element value, got shape {a.shape}; use "
             "vjp (or jacrev) for non-scalar outputs"
         )
     if a.dtype.kind == "c" and not holomorphic:
         raise ArgumentTypeError(
-            f"grad: the function returned a complex value ({a.dtype.name}); grad requires "
-            "real-valued outputs (as JAX). Use vjp with an explicit cotangent, or take the "
-            "real part / abs first"
+            f"grad: argument 'f': the function returned a complex value ({a.dtype.name}); grad "
+            "requires real-valued outputs (as JAX). Use vjp with an explicit cotangent, or take "
+            "the real part / abs first"
         )
     if a.dtype.kind not in "fc":
         raise ArgumentTypeError(
-            f"grad: the function returned a {a.dtype.name} value; grad requires a "
-            "floating-point output"
+            f"grad: argument 'f': the function returned a {a.dtype.name} value; grad requires "
+            "a floating-point output"
         )
     return out
 
@@ -517,9 +525,9 @@ def _output_leaves(out: Any, what: str) -> tuple[list[Any], Callable[[list[Any]]
     for leaf in leaves:
         if not isinstance(leaf, EagerTensor | np.ndarray | float | int | complex | np.generic):
             raise ArgumentTypeError(
-                f"{what}: the function returned a {type(leaf).__name__} leaf; outputs must be "
-                "EagerTensors (or arrays/scalars, which do not depend on the inputs), in "
-                "tuples, lists or dicts"
+                f"{what}: argument 'f': the function returned a {type(leaf).__name__} leaf; "
+                "outputs must be EagerTensors (or arrays/scalars, which do not depend on the "
+                "inputs), in tuples, lists or dicts"
             )
     return leaves, rb
 
@@ -615,7 +623,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
             raise NotImplementedError("vjp(has_aux=True) inside a traced function")
         return _traced_vjp(f, primals)
     n0 = _tape_length()
-    call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"))
+    call = _Call(primals, argnums, "vjp", getattr(f, "__name__", "f"), "primals")
     try:
         if call.nested:
             res = f(*call.args)
@@ -625,7 +633,8 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
         if has_aux:
             if not isinstance(res, tuple | list) or len(res) != 2:
                 raise ArgumentTypeError(
-                    "vjp(has_aux=True): the function must return a pair (out, aux)"
+                    "vjp: arguments 'f' and 'has_aux': with has_aux=True the function must "
+                    f"return a pair (out, aux), got {type(res).__name__}"
                 )
             out, aux = res
         else:

@@ -22,7 +22,7 @@ import tenferro_storage as ts
 from tenferro_storage.errors import TenferroError
 
 from ._forward import jvp
-from ._functional import vjp
+from ._functional import _check_leaf, tree_flatten, vjp
 from ._handle import EagerTensor
 from ._state import STATE
 from .errors import ArgumentError, ArgumentTypeError
@@ -57,6 +57,17 @@ def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, .
                 f"{nargs} positional argument(s)"
             )
     return tuple(k % nargs for k in nums)
+
+
+def _check_args(
+    args: tuple[Any, ...], nums: tuple[int, ...], what: str, items: str = ""
+) -> None:
+    """Refuse, before anything runs, a differentiated argument that is not a floating-point
+    array, owner, handle or float (the check ``grad`` makes); the error names ``what`` and
+    the argument. O(leaves)."""
+    for k in nums:
+        for leaf in tree_flatten(args[k])[0]:
+            _check_leaf(leaf, k, what, items)
 
 
 def _shape_dtype(
@@ -120,6 +131,7 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacrev")
+        _check_args(args, nums, "jacrev")
 
         def g(*diff: Any) -> Any:
             full = list(args)
@@ -129,7 +141,11 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
         out, fn = vjp(g, *[args[k] for k in nums])
         if not isinstance(out, EagerTensor | ts.Tensor | np.ndarray | float):
-            raise ArgumentTypeError("jacrev: f must return a single array value")
+            fn.release()
+            raise ArgumentTypeError(
+                "jacrev: argument 'f' must return a single array value (an EagerTensor, an "
+                f"owner, an array or a float), got {type(out).__name__}"
+            )
         oshape, odt = _shape_dtype(out, "jacrev")
         rows = [fn(e) for e in _basis(oshape, odt)]
         fn.release()
@@ -156,7 +172,9 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacfwd")
-        res = []
+        _check_args(args, nums, "jacfwd")
+        # per argnum: the output's structure and one Jacobian per output leaf
+        res: list[tuple[Callable[[list[Any]], Any], list[Any]]] = []
         for k in nums:
             ishape, idt = _shape_dtype(args[k], "jacfwd", k)
 
@@ -167,14 +185,29 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
 
             cols = [jvp(g, (args[k],), (e,))[1] for e in _basis(ishape, idt)]
             if not cols:
-                res.append(ts.zeros(ishape))
+                res.append((_single, [ts.zeros(ishape)]))
                 continue
-            oshape, _ = _shape_dtype(cols[0], "jacfwd")
-            h = stack(cols, axis=-1)  # out.shape + (n_in,)
-            res.append(_finish([h], oshape + ishape, "jacfwd"))
-        return res[0] if isinstance(argnums, int | np.integer) else tuple(res)
+            # f may return a pytree (tuple/list/dict): one Jacobian per output leaf
+            flat = [tree_flatten(c) for c in cols]
+            jacs = []
+            for j, leaf in enumerate(flat[0][0]):
+                oshape, _ = _shape_dtype(leaf, "jacfwd")
+                h = stack([c[0][j] for c in flat], axis=-1)  # out.shape + (n_in,)
+                jacs.append(_finish([h], oshape + ishape, "jacfwd"))
+            res.append((flat[0][1], jacs))
+        if isinstance(argnums, int | np.integer):
+            return res[0][0](res[0][1])
+        # as in JAX: the output's structure outside, one entry per argnum inside
+        rebuild, first = res[0]
+        if any(len(r[1]) != len(first) for r in res):  # a zero-size argument: no structure
+            return tuple(r[0](r[1]) for r in res)
+        return rebuild([tuple(r[1][j] for r in res) for j in range(len(first))])
 
     return jac
+
+
+def _single(new: list[Any]) -> Any:
+    return new[0]
 
 
 def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
@@ -197,6 +230,7 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
                 f"{type(given).__name__}"
             )
     nums = tuple(range(len(tuple(primals))))
+    _check_args(tuple(primals), nums, "hvp", "primals")
     _, t = jvp(grad(f, nums), tuple(primals), tuple(tangents))
     return t[0] if len(nums) == 1 else t
 
@@ -208,6 +242,7 @@ def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., A
 
     def eg(*args: Any) -> Any:
         k = _nums(argnums, len(args), "elementwise_grad")[0]
+        _check_args(args, (k,), "elementwise_grad")
 
         def g(d: Any) -> Any:
             full = list(args)
@@ -215,6 +250,12 @@ def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., A
             return f(*full)
 
         out, fn = vjp(g, args[k])
+        if not isinstance(out, EagerTensor | ts.Tensor | np.ndarray | float):
+            fn.release()
+            raise ArgumentTypeError(
+                "elementwise_grad: argument 'f' must return a single array value (an "
+                f"EagerTensor, an owner, an array or a float), got {type(out).__name__}"
+            )
         shape, dt = _shape_dtype(out, "elementwise_grad")
         (ct,) = fn(np.ones(shape, dt))
         fn.release()
@@ -228,6 +269,7 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
     ``primals`` (each call runs one forward-mode pass; the primals stay borrowed only
     during calls)."""
     _callable(f, "linearize")
+    _check_args(primals, tuple(range(len(primals))), "linearize", "primals")
     out = f(*primals)
 
     def f_jvp(*tangents: Any) -> Any:
