@@ -21,13 +21,13 @@ from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from .._state import no_grad
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from . import elementwise as ew
 from . import reduce as rd
 from . import shape as sh
 from ._util import axes as _axes
 from ._util import axis as _axis
-from ._util import dtype_of, guard_module, shape_of
+from ._util import dtype_of, guard_module, shape_of, value_arg
 
 Array = Any
 
@@ -105,9 +105,33 @@ ARGMIN = nondifferentiable(
 
 
 def _index_array(x: Any, name: str) -> np.ndarray[Any, Any]:
+    if not isinstance(x, EagerTensor | np.ndarray | list | tuple | int | np.integer):
+        x = ew.stop_gradient(x)  # an owner or view: one copy, read under a borrow
     if isinstance(x, EagerTensor):
         return np.array(x._r(name).a)  # integer indices: host metadata for the gather key
     return np.asarray(x)
+
+
+def _kth(kth: Any, n: int) -> Any:
+    """``argpartition``'s ``kth`` checked as numpy does (an int or a non-empty sequence of
+    ints, each in ``[-n, n)`` when the axis is not empty), naming the argument. O(len)."""
+    items = kth if isinstance(kth, list | tuple) else [kth]
+    if isinstance(kth, np.ndarray) and kth.ndim <= 1 and kth.dtype.kind in "iu":
+        items = [int(k) for k in kth.reshape(-1)]
+    if not items:
+        raise ArgumentTypeError("argpartition: argument 'kth' is empty; give an int or ints")
+    for k in items:
+        if isinstance(k, bool | np.bool_) or not isinstance(k, int | np.integer):
+            raise ArgumentTypeError(
+                f"argpartition: argument 'kth' must be an int or a sequence of ints, got "
+                f"{type(k).__name__}"
+            )
+        if n and not -n <= int(k) < n:
+            raise ArgumentError(
+                f"argpartition: argument 'kth' ({int(k)}) is out of bounds for an axis of "
+                f"{n} entries"
+            )
+    return kth
 
 
 def _flat(x: Any) -> Any:
@@ -155,24 +179,58 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTens
 
 
 def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
-    """``numpy.argpartition`` indices (non-differentiable). One allocation."""
+    """``numpy.argpartition`` indices (non-differentiable). One allocation.  ``x``,
+    ``kth`` and ``axis`` are checked first (an error names the argument)."""
+    shape = value_arg("argpartition", "x", x)[0]
     if axis is None:
+        _kth(kth, _count(shape, tuple(range(len(shape)))))
         x, axis = _flat(x), 0
-    ax = _axis("argpartition", axis, len(shape_of(x)))
+        shape = (_count(shape, tuple(range(len(shape)))),)
+    ax = _axis("argpartition", axis, len(shape))
+    _kth(kth, shape[ax])
     return bind(ARGPARTITION, x, kth=kth, axis=ax)
 
 
 def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
-    """``numpy.take_along_axis``: a gather (one allocation); VJP scatter-adds."""
-    if axis is None:
-        x, axis = _flat(x), 0
-    shape = shape_of(x)
-    ax = _axis("take_along_axis", axis, len(shape))
-    idx = _index_array(indices, "take_along_axis")
-    if idx.ndim != len(shape):
-        raise ArgumentError(
-            f"take_along_axis: argument 'indices' must have {len(shape)} dims, got {idx.ndim}"
+    """``numpy.take_along_axis``: a gather (one allocation); VJP scatter-adds.  ``x``,
+    ``indices`` (integers, one dim per axis of ``x``, in range along ``axis``, broadcasting
+    with ``x`` elsewhere) and ``axis`` are checked first; an error names the argument."""
+    op = "take_along_axis"
+    shape = value_arg(op, "x", x)[0]
+    value_arg(op, "indices", indices)
+    if axis is not None:
+        ax = _axis(op, axis, len(shape))
+    else:
+        shape, ax = (_count(shape, tuple(range(len(shape)))),), 0
+    idx = _index_array(indices, op)
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"{op}: argument 'indices' must hold integers, got dtype {idx.dtype}"
         )
+    if idx.ndim != len(shape):
+        if axis is None:
+            raise ArgumentError(
+                f"{op}: arguments 'indices' and 'axis' do not fit: with axis=None 'x' is "
+                f"flattened, so 'indices' must be 1-D, got {idx.ndim} dims"
+            )
+        raise ArgumentError(
+            f"{op}: arguments 'x' and 'indices' do not fit: 'indices' must have as many dims "
+            f"as 'x' ({len(shape)}), got {idx.ndim}"
+        )
+    for i, n in enumerate(shape):
+        if i != ax and idx.shape[i] != n and 1 not in (n, idx.shape[i]):
+            raise ArgumentError(
+                f"{op}: arguments 'x' and 'indices' do not broadcast: axis {i} has {n} entries "
+                f"in 'x' and {idx.shape[i]} in 'indices'"
+            )
+    n_ax = shape[ax]
+    if idx.size and (int(idx.min()) < -n_ax or int(idx.max()) >= n_ax):
+        raise IndexOutOfBoundsError(
+            f"{op}: argument 'indices' holds an index out of range for axis {ax} of 'x' "
+            f"({n_ax} entries): values from {int(idx.min())} to {int(idx.max())}"
+        )
+    if axis is None:
+        x = _flat(x)
     key: list[Any] = []
     for i, n in enumerate(shape):
         if i == ax:
@@ -244,20 +302,31 @@ def diff(
 ) -> EagerTensor:
     """``numpy.diff``: the ``n``-th discrete difference along ``axis`` (derived from two
     slices and a subtraction per order; ``prepend``/``append`` are concatenated first)."""
-    shape = shape_of(x)
+    shape = value_arg("diff", "x", x)[0]
+    if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
+        raise ArgumentTypeError(f"diff: argument 'n' must be an int, got {type(n).__name__}")
     ax = _axis("diff", axis, len(shape))
     if n < 0:
         raise ArgumentError(f"diff: argument 'n' must be non-negative, got {n}")
     parts = []
-    for extra, first in ((prepend, True), (append, False)):
+    for extra, first, nm in ((prepend, True, "prepend"), (append, False, "append")):
         if extra is None:
             continue
-        es = shape_of(extra)
+        es = value_arg("diff", nm, extra)[0]
         if len(es) == 0:
             want = list(shape)
             want[ax] = 1
-            extra = sh.broadcast_to(extra, tuple(want)) if isinstance(extra, EagerTensor) else (
+            extra = (
                 np.broadcast_to(np.asarray(extra, dtype=dtype_of(x)), tuple(want)).copy()
+                if isinstance(extra, np.ndarray | np.generic | int | float | complex)
+                else sh.broadcast_to(extra, tuple(want))
+            )
+        elif len(es) != len(shape) or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(es, shape, strict=True)) if i != ax
+        ):
+            raise ArgumentError(
+                f"diff: arguments 'x' and {nm!r} do not fit: {nm!r} has shape {es}, 'x' has "
+                f"{shape}; they must agree on every axis but {ax} (or {nm!r} be a scalar)"
             )
         parts.append((first, extra))
     if parts:
@@ -287,9 +356,31 @@ def _vector_norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
     if ord == 1:
         return rd.sum(ew.abs(x), axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
-        raise ArgumentError(f"norm: ord {ord!r} is not valid for a vector norm")
+        raise ArgumentError(
+            f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} is a matrix "
+            "norm, but the norm is taken over one axis (a vector norm)"
+        )
     p = float(ord)
     return ew.pow(rd.sum(ew.pow(ew.abs(x), p), axis=axis, keepdims=keepdims), 1.0 / p)
+
+
+def _ord(ord: Any) -> Any:
+    """``norm``'s ``ord`` checked: ``None``, a real number (a 0-d numpy array is read) or
+    ``"fro"``/``"nuc"``; anything else raises naming the argument. O(1)."""
+    if isinstance(ord, np.ndarray) and ord.ndim == 0 and ord.dtype.kind in "iuf":
+        return ord.item()
+    if ord is None or (isinstance(ord, str) and ord in ("fro", "nuc")):
+        return ord
+    if isinstance(ord, int | float | np.integer | np.floating) and not isinstance(ord, bool):
+        return ord
+    if isinstance(ord, str):  # numpy: a ValueError ("Invalid norm order")
+        raise ArgumentError(
+            f"norm: ord={ord!r} is not a norm order; give None, a real number, 'fro' or 'nuc'"
+        )
+    raise ArgumentTypeError(
+        f"norm: argument 'ord' must be None, a real number, 'fro' or 'nuc', got "
+        f"{type(ord).__name__}"
+    )
 
 
 def _real_dtype(x: Any) -> Any:
@@ -330,7 +421,10 @@ def _matrix_norm(x: Any, ord: Any, ax: tuple[int, int], keepdims: bool) -> Any:
             want[c] = 1
             out = sh.reshape(out, tuple(want))
         return out
-    raise ArgumentError(f"norm: ord {ord!r} is not valid for a matrix norm")
+    raise ArgumentError(
+        f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} is not a matrix norm "
+        "(None, 'fro', 'nuc', 1, -1, 2, -2, inf, -inf), and the norm is taken over two axes"
+    )
 
 
 def _svd_takes_full() -> bool:
@@ -345,8 +439,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     """``numpy.linalg.norm``: vector norms (``ord`` ``None``/2, 1, inf, -inf, 0, any p) and
     matrix norms (``None``/"fro", 1, -1, inf, -inf, 2, -2, "nuc"; the last three through
     the SVD).  ``axis=None`` with ``ord=None`` is the 2-norm of all entries. Derived; the
-    derivative of the 2-norm at zero is NaN, as in JAX."""
-    shape = shape_of(x)
+    derivative of the 2-norm at zero is NaN, as in JAX.  ``x`` and ``ord`` are checked
+    first; an error names the argument (or the arguments that do not fit together)."""
+    shape = value_arg("norm", "x", x)[0]
+    ord = _ord(ord)
     nd = len(shape)
     if axis is None:
         if ord is None:
@@ -359,7 +455,10 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         elif nd == 2:
             axis = (0, 1)
         else:
-            raise ArgumentError(f"norm: ord {ord!r} needs a 1-D or 2-D value or an axis")
+            raise ArgumentError(
+                f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} needs a 1-D "
+                f"or 2-D 'x' (got shape {shape}) or an 'axis'"
+            )
     if isinstance(axis, tuple | list):
         if len(axis) == 1:
             return _vector_norm(x, ord, _axis("norm", axis[0], nd), keepdims)
@@ -380,7 +479,15 @@ def logsumexp(
     NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived."""
     from .complex import is_complex
 
-    shape = shape_of(a)
+    shape = value_arg("logsumexp", "a", a)[0]
+    if b is not None:
+        sb = value_arg("logsumexp", "b", b)[0]
+        try:
+            shape = tuple(np.broadcast_shapes(shape, sb))
+        except ValueError:
+            raise ArgumentError(
+                f"logsumexp: arguments 'a' and 'b' do not broadcast: shapes {shape} and {sb}"
+            ) from None
     ax = _axes("logsumexp", axis, len(shape))
     if b is not None:
         a, b = _promote_pair(a, b)
@@ -416,10 +523,11 @@ def _promote_pair(a: Any, b: Any) -> tuple[Any, Any]:
         return a, b
     da, db = dtype_of(a), dtype_of(b)
     dt = np.result_type(da, db)
+    host: tuple[type, ...] = (np.ndarray, np.generic, list, tuple, int, float, complex)
     if da != dt:
-        a = ew.astype(a, dt) if isinstance(a, EagerTensor) else np.asarray(a, dtype=dt)
+        a = np.asarray(a, dtype=dt) if isinstance(a, host) else ew.astype(a, dt)
     if db != dt:
-        b = ew.astype(b, dt) if isinstance(b, EagerTensor) else np.asarray(b, dtype=dt)
+        b = np.asarray(b, dtype=dt) if isinstance(b, host) else ew.astype(b, dt)
     return a, b
 
 
@@ -471,7 +579,11 @@ def average(
     keepdims: bool = False,
 ) -> Any:
     """``numpy.average``: ``sum(w * x) / sum(w)`` (differentiable in ``x`` and ``w``);
-    1-D weights apply along a single ``axis``. ``returned=True`` also gives ``sum(w)``."""
+    1-D weights apply along a single ``axis``. ``returned=True`` also gives ``sum(w)``.
+    ``x`` and ``weights`` are checked first; an error names the argument(s)."""
+    value_arg("average", "x", x)
+    if weights is not None:
+        value_arg("average", "weights", weights)
     if weights is None:
         out = rd.mean(x, axis=axis, keepdims=keepdims)
         if returned:
@@ -487,22 +599,28 @@ def average(
     if ws != shape:
         if axis is None or len(ws) != 1 or isinstance(axis, tuple | list):
             raise ArgumentError(
-                "average: argument 'weights': 1-D weights need a single 'axis'; otherwise "
-                "weights must have the shape of the input"
+                f"average: arguments 'x', 'weights' and 'axis' do not fit: 'weights' of shape "
+                f"{ws} is not the shape of 'x' {shape}, and 1-D weights need a single 'axis' "
+                f"(got axis={axis!r})"
             )
         ax = _axis("average", axis, len(shape))
         if ws[0] != shape[ax]:
             raise ArgumentError(
-                f"average: 'weights' has length {ws[0]}, axis {ax} has extent {shape[ax]}"
+                f"average: arguments 'x' and 'weights' do not fit: 'weights' has length "
+                f"{ws[0]}, axis {ax} of 'x' has extent {shape[ax]}"
             )
         want = [1] * len(shape)
         want[ax] = ws[0]
-        w = sh.reshape(weights, tuple(want)) if isinstance(weights, EagerTensor) else (
+        w = (
             np.reshape(np.asarray(weights), want)
+            if isinstance(weights, np.ndarray | list | tuple)
+            else sh.reshape(weights, tuple(want))
         )
-    wb = sh.broadcast_to(w, shape) if isinstance(w, EagerTensor) else np.broadcast_to(
-        np.asarray(w), shape
-    ).copy()
+    wb = (
+        np.broadcast_to(np.asarray(w), shape).copy()
+        if isinstance(w, np.ndarray | list | tuple | int | float | complex | np.generic)
+        else sh.broadcast_to(w, shape)
+    )
     wsum = rd.sum(wb, axis=axis, keepdims=keepdims)
     out = ew.div(rd.sum(ew.mul(x, w), axis=axis, keepdims=keepdims), wsum)
     return (out, wsum) if returned else out
