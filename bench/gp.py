@@ -12,7 +12,7 @@ numpy/scipy step (the closed-form gradient ``(K^-1 - alpha alpha^T) / 2`` agains
 ``dK``), and when installed PyTorch eager, HIPS autograd and JAX (jit).
 Single-threaded, interleaved rounds, medians (see ``_harness``).
 
-    python bench/gp.py [--rounds 7] [--number 5]
+    python bench/gp.py [--rounds 7] [--number 5] [--cpu]
 """
 
 from __future__ import annotations
@@ -186,10 +186,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--number", type=int, default=5)
+    ap.add_argument(
+        "--cpu", action="store_true", help="time CPU time of this process (steadier under load)"
+    )
     args = ap.parse_args()
     cs = cases()
     check(cs)
-    res = H.interleaved_ms(cs, rounds=args.rounds, number=args.number)
+    res = H.interleaved_ms(
+        cs, rounds=args.rounds, number=args.number, clock=H.clock(args.cpu)
+    )
     H.report(f"Gaussian-process NLL step, N={N}, float64 (commit {H.commit()})", res)
 
 

@@ -38,6 +38,7 @@ needs an invertible matrix.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -133,6 +134,41 @@ def np_lower_t_matmul(lo: Array, x: Array) -> Array:
     if lo.ndim == 2 and x.ndim == 2:
         return one(lo, x)
     return _batched(one, lo, x)
+
+
+def np_cholesky_vjp_sym(lo: Array, ct: Array) -> Array:
+    """``herm_part(cholesky_vjp(NUMPY, lo, ct))`` for one real matrix: ``L^-T S L^-1`` with
+    ``S = (phi(L^T ct) + phi(L^T ct)^T) / 2``, through LAPACK ``?sygst``.
+
+    ``?sygst`` forms ``N^-1 A N^-T`` for symmetric ``A`` (lower triangle read) at half the
+    flops of two full triangular solves.  The congruence we need runs the other way
+    (``L^-T S L^-1``); reversing rows and columns (``J``, the anti-identity) turns it into
+    that form: ``L^-T S L^-1 = J N^-1 (J S J) N^-T J`` with ``N = J L^T J`` lower
+    triangular.  The reversals are the C-ordered copies below (``J M J`` of a C-ordered
+    ``M`` is the Fortran-ordered array LAPACK wants), so the whole VJP is one ``?trmm``
+    (``L^T ct``), one ``?sygst``, two O(n^2) copies and one O(n^2) mirroring pass; only
+    ``L``'s lower triangle and ``L^T ct``'s lower triangle are read.  Returns a fresh
+    C-ordered symmetric matrix (scratch).  O(n^3) (~n^3 flops against the ~3 n^3 of the
+    trmm + two trsm form).  Real float32/float64 2-D operands only (the caller checks).
+    """
+    dt = _blas_dtype(lo, ct)
+    n = lo.shape[-1]
+    if n == 0:
+        return np.zeros((0, 0), dt)
+    x = np_lower_t_matmul(lo, ct)  # L^T ct; only its lower triangle is read below
+    # A = J S J, lower triangle: A[i, j] = x[n-1-j, n-1-i] / 2; its Fortran-ordered
+    # memory is the C-ordered x[::-1, ::-1] / 2 (one pass, a fresh buffer LAPACK overwrites).
+    at = np.multiply(x[::-1, ::-1], 0.5, dtype=dt)
+    del x
+    nt = np.ascontiguousarray(lo[::-1, ::-1], dtype=dt)  # N = J L^T J, Fortran-ordered
+    (sygst,) = _sla.lapack.get_lapack_funcs(("sygst",), (at,))
+    c, info = sygst(at.T, nt.T, itype=1, lower=1, overwrite_a=1)
+    if info < 0:  # pragma: no cover - an invalid argument is a bug here
+        raise ValueError(f"sygst: illegal argument {-info}")
+    # c (Fortran) holds C = N^-1 A N^-T in its lower triangle; the result is J C J, whose
+    # upper triangle r[i, j] (i <= j) is c[n-1-i, n-1-j] = c.T[n-1-j, n-1-i]; mirror it.
+    r = np.asarray(c)[::-1, ::-1]
+    return np.where(np.tri(n, dtype=bool).T, r, r.T)
 
 
 def np_cholesky(h: Array) -> Array:
@@ -345,6 +381,45 @@ def triangular_solve_jvp(
     return None if rhs is None else B.triangular_solve(a, rhs, lower=lower, trans=trans, unit=unit)
 
 
+def _np_neg_tri_outer(cb: Array, x: Array, lower: bool, unit: bool, transpose: bool) -> Array:
+    """``tri(-cb x^T)`` (``tri((-cb x^T)^T)`` when ``transpose``) for single matrices, in one
+    fresh buffer: the negation rides on the narrower factor (exact: negating an operand
+    negates every product and partial sum) and the other triangle is zeroed in place
+    (``copyto`` under a mask, so an inf/nan there still becomes 0, as ``tril`` gives).
+    One GEMM, one O(n^2) masked pass, no other temporaries of size n^2."""
+    p, q = (x, cb) if transpose else (cb, x)
+    n, k = p.shape
+    if k == 1 and p.dtype == q.dtype:  # one column: the outer product, without a GEMM call
+        g = np.multiply.outer(-p[:, 0], q[:, 0])
+    elif k <= n:
+        g = np.matmul(-p, q.T)
+    else:
+        g = np.matmul(p, q.T)
+        np.negative(g, out=g)
+    np.copyto(g, 0, where=_off_triangle(g.shape[0], lower, unit))
+    return g
+
+
+@functools.lru_cache(maxsize=8)
+def _off_triangle_cached(n: int, lower: bool, unit: bool) -> Array:
+    m = _off_triangle_mask(n, lower, unit)
+    m.flags.writeable = False
+    return m
+
+
+def _off_triangle_mask(n: int, lower: bool, unit: bool) -> Array:
+    d = 1 if unit else 0
+    r = np.arange(n)
+    return np.less.outer(r, r + d) if lower else np.greater.outer(r, r - d)
+
+
+def _off_triangle(n: int, lower: bool, unit: bool) -> Array:
+    """Boolean n x n mask of the entries outside the kept triangle (``tril``: above the
+    diagonal, or on and above it when ``unit``; ``triu`` mirrored).  Masks up to 1024 x 1024
+    (1 MiB) are cached (eight at most, read-only); larger ones are built per call (O(n^2))."""
+    return _off_triangle_cached(n, lower, unit) if n <= 1024 else _off_triangle_mask(n, lower, unit)
+
+
 def _tri_mask(B: Any, x: Array, lower: bool, unit: bool) -> Array:
     k = -1 if unit else 0
     return B.tril(x, k) if lower else B.triu(x, -k)
@@ -366,6 +441,8 @@ def triangular_solve_vjp(
 ) -> tuple[Array, Array]:
     """ct_B = op(A)^-T ct;  G = -ct_B X^T;  ct_A = tri(G | G^T | G^H) for op = N | T | C."""
     cb = triangular_solve_vjp_b(B, a, ct, lower=lower, trans=trans, unit=unit)
+    if B is NUMPY and trans != 2 and cb.ndim == 2 and x.ndim == 2:
+        return _np_neg_tri_outer(cb, x, lower, unit, trans == 1), cb
     g = -B.matmul(cb, B.mT(x))
     g = B.mT(g) if trans == 1 else _H(B, g) if trans == 2 else g
     return _tri_mask(B, g, lower, unit), cb

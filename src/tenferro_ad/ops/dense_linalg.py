@@ -317,12 +317,29 @@ def _cholesky_impl(a: Array) -> Array:
 # The primitive symmetrizes its input ((a + a^H)/2, as jnp.linalg.cholesky does) inside the
 # kernel: the JVP projects the tangent the same way and the VJP projects the cotangent
 # (the projection is its own transpose), with no extra recorded ops.
+def _cholesky_vjp(ops: Any, g: Array, lo: Array) -> Array:
+    """The projected Cholesky VJP; a single real matrix in a no-record backward takes the
+    ``?sygst`` form (:func:`~tenferro_ad._linalg_math.np_cholesky_vjp_sym`: one congruence
+    instead of two full triangular solves and the projection)."""
+    if (
+        ops is NUMPY_NS
+        and lo.ndim == 2
+        and np.ndim(g) == 2
+        and lo.dtype.kind == "f"
+        and np.result_type(g).kind == "f"
+        and L._blas_dtype(lo, g).itemsize <= 8
+    ):
+        return L.np_cholesky_vjp_sym(lo, g)
+    B = _B(ops)
+    return L.herm_part(B, L.cholesky_vjp(B, lo, g))
+
+
 CHOLESKY = defprimitive(
     "cholesky",
     _cholesky_impl,
     1,
     save_out=True,
-    vjp=(lambda ops, g, lo: L.herm_part(_B(ops), L.cholesky_vjp(_B(ops), lo, g)),),
+    vjp=(_cholesky_vjp,),
     jvp=(lambda ops, t, lo: L.cholesky_jvp(_B(ops), lo, L.herm_part(_B(ops), t)),),
 )
 
