@@ -26,7 +26,7 @@ from .._batch_rules import defbatch, elementwise, leading
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import NUMPY_NS
 
@@ -541,11 +541,46 @@ def where(cond: Any, x: Any, y: Any) -> EagerTensor:
 
 
 def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
-    """``minimum(maximum(x, lo), hi)`` (derived; the same gradient JAX's clip has)."""
+    """``minimum(maximum(x, lo), hi)`` (derived; the same gradient JAX's clip has).  A
+    bound that is ``None`` is not applied (numpy's); with both ``None`` the value comes back
+    as a fresh alias.  The three arguments are checked first (O(1) metadata reads; shapes
+    are compared only when they differ), so a refused call names ``'x'``, ``'lo'`` or
+    ``'hi'`` and records nothing."""
+    from ._util import value_arg
+
+    sx = value_arg("clip", "x", x)[0]
+    shapes = [("x", sx)]
+    for nm, b in (("lo", lo), ("hi", hi)):
+        if b is not None:
+            sb = value_arg("clip", nm, b)[0]
+            if sb and sb != sx:
+                shapes.append((nm, sb))
+    if len(shapes) > 1:
+        _clip_broadcast(shapes)
     try:
-        return minimum(maximum(x, lo), hi)
+        out = x
+        if lo is not None:
+            out = maximum(out, lo)
+        if hi is not None:
+            out = minimum(out, hi)
+        return out if out is not x else bind(SAME, x)
     except KERNEL_ERRORS as e:
         raise arg_error("clip", e) from None
+
+
+def _clip_broadcast(shapes: list[tuple[str, tuple[int, ...]]]) -> None:
+    """Raise naming the first of ``clip``'s arguments whose shape does not broadcast with
+    the ones before it. O(rank) per argument."""
+    got = shapes[0][1]
+    for i, (_, s) in enumerate(shapes[1:], 1):
+        try:
+            got = tuple(np.broadcast_shapes(got, s))
+        except ValueError:
+            names = [repr(n) for n, _ in shapes[: i + 1]]
+            raise ArgumentError(
+                f"clip: arguments {', '.join(names[:-1])} and {names[-1]} do not broadcast: "
+                f"shapes {', '.join(str(t) for _, t in shapes[: i + 1])}"
+            ) from None
 
 
 def less(x: Any, y: Any) -> EagerTensor:
@@ -602,6 +637,10 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
     copy)."""
     try:
         src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
+        if src is None:
+            from ._util import value_arg
+
+            src = value_arg("astype", "x", x)[1]
         target = _target_dtype(dtype)
         if np.dtype(target) == src:
             return bind(SAME, x)
@@ -610,19 +649,16 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
         raise arg_error("astype", e) from None
 
 
-def _src_dtype(x: Any) -> np.dtype[Any]:
-    dt = getattr(x, "dtype", None)
-    if isinstance(dt, np.dtype):
-        return dt
-    if dt is not None and isinstance(getattr(dt, "numpy", None), np.dtype):
-        return dt.numpy  # type: ignore[no-any-return]  # a storage owner's DType
-    try:
-        return np.result_type(x)
-    except TypeError:
-        raise ArgumentTypeError(
-            f"astype: argument 'x' must be an EagerTensor, a Tensor owner, a numpy array or a "
-            f"scalar, got {type(x).__name__}"
-        ) from None
+def _src_dtype(x: Any) -> np.dtype[Any] | None:
+    """The dtype of a numpy array or owner read in O(1); ``None`` for anything else (then
+    checked by ``value_arg``, which names the argument)."""
+    if type(x) is np.ndarray:
+        same: np.dtype[Any] = x.dtype
+        return same
+    if isinstance(x, type):
+        return None
+    nd = getattr(getattr(x, "dtype", None), "numpy", None)  # a storage owner's DType
+    return nd if isinstance(nd, np.dtype) else None
 
 
 def _target_dtype(dtype: Any) -> np.dtype[Any]:
