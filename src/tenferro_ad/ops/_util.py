@@ -42,7 +42,7 @@ def dtype_of(x: Any) -> np.dtype[Any]:
 
 
 def value_arg(
-    op: str, name: str | int, x: Any, item: int | None = None
+    op: str, name: str | int, x: Any, item: int | None = None, *, imported: bool = False
 ) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """The shape and dtype of the value argument ``name`` of ``op``, checked before the op
     does any work: a live handle, a Tensor owner or view, a numpy array, a traced value, a
@@ -54,7 +54,10 @@ def value_arg(
     (:class:`~tenferro_ad.errors.ArgumentError`).  O(1) metadata reads for arrays and
     handles; a list or tuple is converted once by numpy (O(size), a temporary).  ``name``
     is the parameter (an int: the argument's 0-based position, for ``*args`` items);
-    ``item`` an index into a sequence parameter (``argument 'operands'[1]``)."""
+    ``item`` an index into a sequence parameter (``argument 'operands'[1]``).
+    ``imported=True``: a numpy array or list the op will import must also have a dtype
+    tenferro stores (a :class:`~tenferro_storage.errors.DTypeError` for ``uint8``,
+    ``float16``...); numpy scalars stay parameters and are not checked."""
     if isinstance(name, int):
         label = f"argument {name}"
     else:
@@ -96,6 +99,8 @@ def value_arg(
                 f"{op}: {label} is a {type(x).__name__} of non-numeric items "
                 f"(dtype {arr.dtype})"
             )
+        if imported:
+            _stored(op, label, arr.dtype)
         return tuple(arr.shape), arr.dtype
     if isinstance(x, type):
         raise ArgumentTypeError(
@@ -121,7 +126,19 @@ def value_arg(
         raise ArgumentTypeError(
             f"{op}: {label} has dtype {dt}, which is not numeric"
         )
+    if imported and type(x) is np.ndarray:
+        _stored(op, label, dt)
     return shape, dt
+
+
+def _stored(op: str, label: str, dt: np.dtype[Any]) -> None:
+    if dt not in _STORED_DTYPES:
+        from tenferro_storage.errors import DTypeError
+
+        raise DTypeError(
+            f"{op}: {label} has dtype {dt}, which tenferro does not store; supported: bool, "
+            "int32, int64, float32, float64, complex64, complex128"
+        )
 
 
 _STORED_DTYPES = frozenset(
