@@ -32,7 +32,7 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
             out = rsum(out, axis=axis) if axis is not None else out.reshape(())
         return out
     except KERNEL_ERRORS as e:
-        value_arg("logsumexp", "x", x)  # a refused x is named (checked on the error path only)
+        value_arg("logsumexp", "x", x, imported=True)  # names a refused x (error path only)
         raise arg_error("logsumexp", e) from None
 
 
@@ -67,7 +67,7 @@ def _explain(op: str, x: Any, axis: Any) -> None:
     """On the error path of ``op``: raise the error naming ``'x'`` when it is not a value
     (:func:`~._util.value_arg`) or is empty along ``axis`` (no maximum to shift by, as in
     scipy); return when neither explains the failure. O(ndim), metadata only."""
-    shape = value_arg(op, "x", x)[0]
+    shape = value_arg(op, "x", x, imported=True)[0]
     try:
         ax = axis_index(op, axis, len(shape))
     except KERNEL_ERRORS:

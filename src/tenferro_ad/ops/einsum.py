@@ -190,10 +190,13 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
                 f"must be a sublist), got {type(subscripts).__name__}"
             )
         subscripts, operands = _interleaved((subscripts, *operands))
-        shapes = tuple(value_arg("einsum", 2 * i, o)[0] for i, o in enumerate(operands))
+        shapes = tuple(
+            value_arg("einsum", 2 * i, o, imported=True)[0] for i, o in enumerate(operands)
+        )
     else:
         shapes = tuple(
-            value_arg("einsum", "operands", o, i)[0] for i, o in enumerate(operands)
+            value_arg("einsum", "operands", o, i, imported=True)[0]
+            for i, o in enumerate(operands)
         )
     p = E.plan(subscripts, shapes, "einsum", interleaved)
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
@@ -300,8 +303,8 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
     Operands, axes and the paired extents are checked first; a refusal names ``'a'``,
     ``'b'`` or ``'axes'`` (an ``EinsumError``/``ArgumentTypeError``) and changes nothing.
     """
-    sa = value_arg("tensordot", "a", a)[0]
-    sb = value_arg("tensordot", "b", b)[0]
+    sa = value_arg("tensordot", "a", a, imported=True)[0]
+    sb = value_arg("tensordot", "b", b, imported=True)[0]
     ax = _tensordot_axes(axes, sa, sb)
     sub = E.tensordot_subscripts(len(sa), len(sb), ax)
     return einsum(sub, a, b)

@@ -548,11 +548,11 @@ def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     ``'hi'`` and records nothing."""
     from ._util import value_arg
 
-    sx = value_arg("clip", "x", x)[0]
+    sx = value_arg("clip", "x", x, imported=True)[0]
     shapes = [("x", sx)]
     for nm, b in (("lo", lo), ("hi", hi)):
         if b is not None:
-            sb = value_arg("clip", nm, b)[0]
+            sb = value_arg("clip", nm, b, imported=True)[0]
             if sb and sb != sx:
                 shapes.append((nm, sb))
     if len(shapes) > 1:
@@ -640,7 +640,7 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
         if src is None:
             from ._util import value_arg
 
-            src = value_arg("astype", "x", x)[1]
+            src = value_arg("astype", "x", x, imported=True)[1]
         target = _target_dtype(dtype)
         if np.dtype(target) == src:
             return bind(SAME, x)

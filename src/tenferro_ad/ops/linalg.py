@@ -107,8 +107,8 @@ def _explain_matmul(x: Any, y: Any) -> None:
     from ..errors import ArgumentError
     from ._util import value_arg
 
-    sx = value_arg("matmul", "x", x)[0]
-    sy = value_arg("matmul", "y", y)[0]
+    sx = value_arg("matmul", "x", x, imported=True)[0]
+    sy = value_arg("matmul", "y", y, imported=True)[0]
     for s, nm in ((sx, "x"), (sy, "y")):
         if not s:
             raise ArgumentError(

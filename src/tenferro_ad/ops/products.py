@@ -143,7 +143,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
 
 def _values(op: str, a: Any, b: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shapes of the operands ``a`` and ``b``, each checked (an error names it). O(1)."""
-    return value_arg(op, "a", a)[0], value_arg(op, "b", b)[0]
+    return value_arg(op, "a", a, imported=True)[0], value_arg(op, "b", b, imported=True)[0]
 
 
 def _size(shape: tuple[int, ...]) -> int:

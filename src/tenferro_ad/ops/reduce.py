@@ -261,7 +261,7 @@ def _explain_empty(op: str, x: Any, axis: Any) -> None:
     from ..errors import ArgumentError
     from ._util import value_arg
 
-    shape = value_arg(op, "x", x)[0]
+    shape = value_arg(op, "x", x, imported=True)[0]
     try:
         axes = axes_tuple(op, axis, len(shape))
     except KERNEL_ERRORS:

@@ -128,8 +128,8 @@ def _kth(kth: Any, n: int) -> Any:
             )
         if n and not -n <= int(k) < n:
             raise ArgumentError(
-                f"argpartition: argument 'kth' ({int(k)}) is out of bounds for an axis of "
-                f"{n} entries"
+                f"argpartition: arguments 'x' and 'kth' do not fit: kth {int(k)} is out of "
+                f"bounds for the partitioned axis of 'x' ({n} entries)"
             )
     return kth
 
@@ -181,7 +181,7 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTens
 def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
     """``numpy.argpartition`` indices (non-differentiable). One allocation.  ``x``,
     ``kth`` and ``axis`` are checked first (an error names the argument)."""
-    shape = value_arg("argpartition", "x", x)[0]
+    shape = value_arg("argpartition", "x", x, imported=True)[0]
     if axis is None:
         _kth(kth, _count(shape, tuple(range(len(shape)))))
         x, axis = _flat(x), 0
@@ -196,7 +196,7 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
     ``indices`` (integers, one dim per axis of ``x``, in range along ``axis``, broadcasting
     with ``x`` elsewhere) and ``axis`` are checked first; an error names the argument."""
     op = "take_along_axis"
-    shape = value_arg(op, "x", x)[0]
+    shape = value_arg(op, "x", x, imported=True)[0]
     value_arg(op, "indices", indices)
     if axis is not None:
         ax = _axis(op, axis, len(shape))
@@ -226,8 +226,9 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
     n_ax = shape[ax]
     if idx.size and (int(idx.min()) < -n_ax or int(idx.max()) >= n_ax):
         raise IndexOutOfBoundsError(
-            f"{op}: argument 'indices' holds an index out of range for axis {ax} of 'x' "
-            f"({n_ax} entries): values from {int(idx.min())} to {int(idx.max())}"
+            f"{op}: arguments 'x' and 'indices' do not fit: 'indices' holds values from "
+            f"{int(idx.min())} to {int(idx.max())}, out of range for axis {ax} of 'x' "
+            f"({n_ax} entries)"
         )
     if axis is None:
         x = _flat(x)
@@ -302,7 +303,7 @@ def diff(
 ) -> EagerTensor:
     """``numpy.diff``: the ``n``-th discrete difference along ``axis`` (derived from two
     slices and a subtraction per order; ``prepend``/``append`` are concatenated first)."""
-    shape = value_arg("diff", "x", x)[0]
+    shape = value_arg("diff", "x", x, imported=True)[0]
     if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
         raise ArgumentTypeError(f"diff: argument 'n' must be an int, got {type(n).__name__}")
     ax = _axis("diff", axis, len(shape))
@@ -312,7 +313,7 @@ def diff(
     for extra, first, nm in ((prepend, True, "prepend"), (append, False, "append")):
         if extra is None:
             continue
-        es = value_arg("diff", nm, extra)[0]
+        es = value_arg("diff", nm, extra, imported=True)[0]
         if len(es) == 0:
             want = list(shape)
             want[ax] = 1
@@ -441,7 +442,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     the SVD).  ``axis=None`` with ``ord=None`` is the 2-norm of all entries. Derived; the
     derivative of the 2-norm at zero is NaN, as in JAX.  ``x`` and ``ord`` are checked
     first; an error names the argument (or the arguments that do not fit together)."""
-    shape = value_arg("norm", "x", x)[0]
+    shape = value_arg("norm", "x", x, imported=True)[0]
     ord = _ord(ord)
     nd = len(shape)
     if axis is None:
@@ -479,9 +480,9 @@ def logsumexp(
     NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived."""
     from .complex import is_complex
 
-    shape = value_arg("logsumexp", "a", a)[0]
+    shape = value_arg("logsumexp", "a", a, imported=True)[0]
     if b is not None:
-        sb = value_arg("logsumexp", "b", b)[0]
+        sb = value_arg("logsumexp", "b", b, imported=True)[0]
         try:
             shape = tuple(np.broadcast_shapes(shape, sb))
         except ValueError:
@@ -581,9 +582,9 @@ def average(
     """``numpy.average``: ``sum(w * x) / sum(w)`` (differentiable in ``x`` and ``w``);
     1-D weights apply along a single ``axis``. ``returned=True`` also gives ``sum(w)``.
     ``x`` and ``weights`` are checked first; an error names the argument(s)."""
-    value_arg("average", "x", x)
+    value_arg("average", "x", x, imported=True)
     if weights is not None:
-        value_arg("average", "weights", weights)
+        value_arg("average", "weights", weights, imported=True)
     if weights is None:
         out = rd.mean(x, axis=axis, keepdims=keepdims)
         if returned:
