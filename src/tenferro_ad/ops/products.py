@@ -99,11 +99,15 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     ia = _axis("cross", axisa, len(sa), names[0])
     ib = _axis("cross", axisb, len(sb), names[1])
     na, nb = sa[ia], sb[ib]
+    which = (
+        "arguments 'a', 'b' and 'axis'" if axis is not None
+        else "arguments 'a', 'b', 'axisa' and 'axisb'"
+    )
     if na not in (2, 3) or nb not in (2, 3):
         raise ArgumentError(
-            f"cross: arguments 'a' and 'b' have incompatible dimensions for a cross product "
-            "(dimension must be 2 or 3), "
-            f"got {na} and {nb}"
+            f"cross: {which} do not fit: incompatible dimensions for a cross product "
+            f"(dimension must be 2 or 3), got {na} and {nb} (shapes {sa} and {sb}, vector "
+            f"axes {ia} and {ib})"
         )
     rest_a = tuple(n for i, n in enumerate(sa) if i != ia)
     rest_b = tuple(n for i, n in enumerate(sb) if i != ib)
@@ -111,8 +115,8 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
         rest = np.broadcast_shapes(rest_a, rest_b)
     except ValueError:
         raise ArgumentError(
-            f"cross: arguments 'a' and 'b' do not broadcast: shapes {sa} and {sb} without "
-            f"their vector axes are {rest_a} and {rest_b}"
+            f"cross: {which} do not fit: shapes {sa} and {sb} without their vector axes "
+            f"({ia} and {ib}) are {rest_a} and {rest_b}, which do not broadcast"
         ) from None
     if not (na == 2 and nb == 2):
         _axis("cross", axisc, len(rest) + 1, names[2])
