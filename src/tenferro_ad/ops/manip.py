@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from tenferro_storage.errors import TenferroError
+from tenferro_storage._dtypes import checked_cast
+from tenferro_storage.errors import AllocationFailedError, DTypeError, TenferroError, shown
 
 from .._dispatch import bind
 from .._handle import EagerTensor
@@ -26,7 +27,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
-from ._util import dtype_of, guard_module, shape_of
+from ._util import dtype_of, guard_module, shape_of, stored_value_arg, value_arg
 
 Array = Any
 
@@ -42,6 +43,91 @@ __all__ = [
 
 def _nd(x: Any) -> int:
     return len(shape_of(x))
+
+
+# -- argument checks (run before anything is computed or recorded; O(1) unless noted) ---
+def _value(op: str, x: Any, name: str = "x") -> tuple[int, ...]:
+    """The shape of the value argument ``name`` of ``op``; a refusal names both."""
+    return stored_value_arg(op, name, x)[0]
+
+
+def _int(op: str, what: str, v: Any) -> int:
+    """An integer argument (a Python or numpy integer, or a bool, as numpy's
+    ``operator.index``); ``what`` is how the message names it (``"argument 'n'"``)."""
+    try:
+        return operator.index(v)
+    except (TypeError, TenferroError):
+        raise ArgumentTypeError(f"{op}: {what} must be an int, got {shown(v)}") from None
+
+
+def _count(op: str, what: str, v: Any) -> int:
+    """A count numpy also takes as an integral float (``split(x, 2.0)``, ``repeat(x, 2.0)``);
+    a fractional, NaN or infinite one is refused."""
+    if isinstance(v, float | np.floating) and not isinstance(v, bool):
+        if not np.isfinite(v) or v != int(v):
+            raise ArgumentTypeError(f"{op}: {what} must be an integer, got {shown(v)}")
+        return int(v)
+    return _int(op, what, v)
+
+
+_MAX_BYTES = int(np.iinfo(np.intp).max)
+_MAX_DIMS = 32  # the storage's limit on a value's rank (numpy's is 64)
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for e in shape:
+        n *= e
+    return n
+
+
+def _fits(op: str, what: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """Refuse a result numpy could never allocate (more bytes than an ``intp`` counts, as
+    numpy's "array is too big"), naming the argument(s) ``what`` that asked for it."""
+    if _size(shape) * itemsize > _MAX_BYTES:
+        raise ArgumentError(
+            f"{op}: {what} ask(s) for a result of shape {shape}, larger than any array can be"
+        )
+
+
+def _allocating(op: str, what: str, f: Any, *args: Any, **kwargs: Any) -> Any:
+    """``f(*args, **kwargs)`` with the host's ``MemoryError`` raised as
+    :class:`~tenferro_storage.errors.AllocationFailedError` naming ``what`` (nothing was
+    allocated or recorded)."""
+    try:
+        return f(*args, **kwargs)
+    except MemoryError as e:
+        if isinstance(e, TenferroError):
+            raise
+        raise AllocationFailedError(
+            f"{op}: {what} ask(s) for more memory than the host can provide: {e}"
+        ) from None
+
+
+def _dtype_arg(op: str, dtype: Any) -> np.dtype[Any]:
+    """``dtype=`` (a name, a numpy or Python type, a numpy dtype or a ``tenferro`` DType) as
+    a numpy dtype tenferro stores; a value (an array, an owner) is not a dtype."""
+    dt: np.dtype[Any] | None = None
+    if isinstance(dtype, str | type | np.dtype) or hasattr(type(dtype), "numpy"):
+        try:
+            dt = np.dtype(getattr(dtype, "numpy", dtype))
+        except (TypeError, ValueError):
+            dt = None
+    if dt is None:
+        what = (
+            repr(dtype) if isinstance(dtype, str | type) else f"is a {type(dtype).__name__}, which"
+        )
+        raise ArgumentTypeError(
+            f"{op}: argument 'dtype' {what} is not a dtype (pass np.float32, 'float64', ...)"
+        )
+    from ._util import _STORED_DTYPES
+
+    if dt not in _STORED_DTYPES:
+        raise DTypeError(
+            f"{op}: argument 'dtype' {dt} is not a dtype tenferro stores; supported: bool, "
+            "int32, int64, float32, float64, complex64, complex128"
+        )
+    return dt
 
 
 # -- flattening / squeezing / axes ---
@@ -84,16 +170,21 @@ def _axis_list(op: str, axes: Any, what: str) -> list[Any]:
 
 
 def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
-    """Move axes to new positions (a transpose alias)."""
-    nd = _nd(x)
+    """Move axes to new positions (a transpose alias).  A repeated axis in ``source`` or
+    ``destination`` is refused (``ArgumentError``), as numpy does."""
+    nd = len(_value("moveaxis", x))
     src = _axis_list("moveaxis", source, "source")
     dst = _axis_list("moveaxis", destination, "destination")
     if len(src) != len(dst):
         raise ArgumentError(
-            "moveaxis: arguments 'source' and 'destination' must have the same length"
+            f"moveaxis: arguments 'source' and 'destination' must have the same length, got "
+            f"{len(src)} and {len(dst)} axes"
         )
     s = [_axis("moveaxis", a, nd, "source") for a in src]
     d = [_axis("moveaxis", a, nd, "destination") for a in dst]
+    for what, given in (("source", s), ("destination", d)):
+        if len(set(given)) != len(given):
+            raise ArgumentError(f"moveaxis: argument {what!r} repeats an axis")
     order = [i for i in range(nd) if i not in s]
     for dd, ss in sorted(zip(d, s, strict=True)):
         order.insert(dd, ss)
@@ -118,34 +209,97 @@ def rollaxis(x: Any, axis: int, start: int = 0) -> EagerTensor:
 
 
 # -- repetition ---
+def _repeats(repeats: Any, n: int) -> np.ndarray[Any, Any] | int:
+    """``repeats`` of :func:`repeat` (an int, or one count per element along the axis) checked
+    against the axis extent ``n``: O(len(repeats))."""
+    if not isinstance(repeats, list | tuple | np.ndarray):
+        r = _count("repeat", "argument 'repeats'", repeats)
+        if r < 0:
+            raise ArgumentError(f"repeat: argument 'repeats' must be non-negative, got {r}")
+        return r
+    try:
+        arr = np.asarray(repeats)
+    except (ValueError, TypeError, TenferroError) as e:
+        raise ArgumentTypeError(
+            f"repeat: argument 'repeats' is a {type(repeats).__name__} numpy cannot turn into "
+            f"an array of counts: {e}"
+        ) from None
+    bad = arr.dtype.kind not in "biuf" or arr.ndim > 1
+    if not bad and arr.dtype.kind == "f":
+        bad = not bool(np.all(np.isfinite(arr) & (arr == np.trunc(arr))))
+    if bad:
+        raise ArgumentTypeError(
+            "repeat: argument 'repeats' must be an int or a 1-D sequence of integers, got a "
+            f"{type(repeats).__name__} of dtype {arr.dtype} and shape {arr.shape}"
+        )
+    counts = arr.reshape(-1).astype(np.int64)
+    if counts.size and int(counts.min()) < 0:
+        raise ArgumentError("repeat: argument 'repeats' holds a negative count")
+    if counts.size not in (1, n):
+        raise ArgumentError(
+            f"repeat: arguments 'x' and 'repeats' do not fit: {counts.size} counts for an axis "
+            f"of extent {n} (give one count, or one per element)"
+        )
+    return int(counts[0]) if counts.size == 1 else counts
+
+
 def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
     """Repeat elements (a gather; VJP sums the copies). One allocation."""
+    shape, dt = stored_value_arg("repeat", "x", x)
     if axis is None:
-        x, axis = ravel(x), 0
-    shape = shape_of(x)
-    ax = _axis("repeat", axis, len(shape))
-    idx = np.repeat(np.arange(shape[ax]), repeats)
+        n, ax = _size(shape), None
+    else:
+        ax = _axis("repeat", axis, len(shape))
+        n = shape[ax]
+    reps = _repeats(repeats, n)
+    total = n * reps if isinstance(reps, int) else int(reps.sum())
+    _fits("repeat", "argument 'repeats'", (total,), 8)  # the index array
+    out_shape = (total,) if ax is None else (*shape[:ax], total, *shape[ax + 1 :])
+    _fits("repeat", "argument 'repeats'", out_shape, dt.itemsize)
+    if ax is None:
+        x, ax = ravel(x), 0
+    idx = _allocating("repeat", "argument 'repeats'", np.repeat, np.arange(n), reps)
     key = (slice(None),) * ax + (idx,)
-    return sh.gather(x, key)
+    return _allocating("repeat", "argument 'repeats'", sh.gather, x, key)  # type: ignore[no-any-return]
 
 
 def tile(x: Any, reps: Any) -> EagerTensor:
     """Tile ``x`` (a broadcast alias and one reshape copy). One allocation."""
+    shape, dt = stored_value_arg("tile", "x", x)
     try:
-        reps_t = (operator.index(reps),) if isinstance(reps, int | np.integer) else tuple(
-            operator.index(r) for r in reps
+        reps_t = (operator.index(reps),) if not isinstance(reps, list | tuple | np.ndarray) else (
+            tuple(operator.index(r) for r in reps)
         )
-    except TypeError:
+    except (TypeError, TenferroError):
         raise ArgumentTypeError(
-            f"tile: argument 'reps' must be an int or a sequence of ints, got {reps!r}"
+            f"tile: argument 'reps' must be an int or a sequence of ints, got {shown(reps)}"
         ) from None
-    shape = shape_of(x)
+    if any(r < 0 for r in reps_t):
+        raise ArgumentError(f"tile: argument 'reps' {reps_t} holds a negative count")
     nd = builtins.max(len(shape), len(reps_t))
     shape = (1,) * (nd - len(shape)) + shape
     reps_t = (1,) * (nd - len(reps_t)) + reps_t
-    x = sh.reshape(x, tuple(v for n in shape for v in (1, n)))
-    x = sh.broadcast_to(x, tuple(v for r, n in zip(reps_t, shape, strict=True) for v in (r, n)))
-    return sh.reshape(x, tuple(r * n for r, n in zip(reps_t, shape, strict=True)))
+    out_shape = tuple(r * n for r, n in zip(reps_t, shape, strict=True))
+    if nd > _MAX_DIMS:
+        raise ArgumentError(
+            f"tile: argument 'reps' gives the result {nd} dimensions, more than the "
+            f"{_MAX_DIMS} a tenferro value can have"
+        )
+    _fits("tile", "argument 'reps'", out_shape, dt.itemsize)
+    tiled = [i for i in range(nd) if reps_t[i] != 1]
+    if nd + len(tiled) > _MAX_DIMS:  # no room for a (reps, n) pair per axis: join copies
+        out = sh.reshape(x, shape)
+        for i in tiled:
+            out = _allocating(
+                "tile", "argument 'reps'", sh.concatenate, [out] * reps_t[i], axis=i
+            )
+        return out
+    pairs = [((r, n) if r != 1 else (n,)) for r, n in zip(reps_t, shape, strict=True)]
+    x = sh.reshape(x, tuple(v for p, n in zip(pairs, shape, strict=True)
+                            for v in ((1, n) if len(p) == 2 else p)))
+    x = sh.broadcast_to(x, tuple(v for p in pairs for v in p))
+    result: EagerTensor = _allocating("tile", "argument 'reps'", sh.reshape, x, out_shape)
+    return result
 
 
 # -- flips and rotations ---
@@ -172,23 +326,35 @@ def flipud(x: Any) -> EagerTensor:
 
 
 def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
-    """Roll elements cyclically (two slices and one concatenation per axis)."""
+    """Roll elements cyclically (two slices and one concatenation per axis).  ``shift`` and
+    ``axis`` broadcast against each other as numpy's (one shift for several axes, several
+    shifts for one axis: they add up)."""
+    shape = _value("roll", x)
+    many = isinstance(shift, tuple | list) or (isinstance(shift, np.ndarray) and shift.ndim)
+    items = list(shift) if many else [shift]
+    shifts = [_int("roll", "argument 'shift'", s) for s in items]
     if axis is None:
-        return sh.reshape(roll(ravel(x), shift, 0), shape_of(x))
-    shifts = shift if isinstance(shift, tuple | list) else (shift,)
-    axes_ = axis if isinstance(axis, tuple | list) else (axis,)
-    if len(shifts) == 1 and len(axes_) > 1:
-        shifts = tuple(shifts) * len(axes_)
+        flat = roll(ravel(x), builtins.sum(shifts), 0)
+        return sh.reshape(flat, shape)
+    axes_ = list(axis) if isinstance(axis, tuple | list) else [axis]
+    if len(shifts) == 1:
+        shifts = shifts * len(axes_)
+    elif len(axes_) == 1:
+        axes_ = axes_ * len(shifts)
     if len(shifts) != len(axes_):
-        raise ArgumentError("roll: arguments 'shift' and 'axis' must have the same length")
-    out: EagerTensor = x
+        raise ArgumentError(
+            f"roll: arguments 'shift' and 'axis' do not broadcast: {len(shifts)} shifts for "
+            f"{len(axes_)} axes"
+        )
+    total = [0] * len(shape)
     for s, a in zip(shifts, axes_, strict=True):
-        shape = shape_of(out)
-        ax = _axis("roll", a, len(shape))
+        total[_axis("roll", a, len(shape))] += s
+    out: EagerTensor = x
+    for ax, s in enumerate(total):
         n = shape[ax]
         if n == 0:
             continue
-        k = int(s) % n
+        k = s % n
         if k == 0:
             continue
         pre = (slice(None),) * ax
@@ -196,12 +362,17 @@ def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
             [sh.getitem(out, (*pre, slice(n - k, n))), sh.getitem(out, (*pre, slice(0, n - k)))],
             axis=ax,
         )
-    return out
+    return out if out is not x else sh.getitem(x, (Ellipsis,))  # no shift: an alias
 
 
 def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> EagerTensor:
     """Rotate by 90 degrees ``k`` times in the plane ``axes`` (flips and a transpose)."""
-    nd = _nd(x)
+    nd = len(_value("rot90", x))
+    k = _int("rot90", "argument 'k'", k)
+    if not isinstance(axes, tuple | list) or len(axes) != 2:
+        raise ArgumentError(
+            f"rot90: argument 'axes' must be a pair of axes, got {shown(axes)}"
+        )
     a0, a1 = _axis("rot90", axes[0], nd, "axes"), _axis("rot90", axes[1], nd, "axes")
     if a0 == a1:
         raise ArgumentError(f"rot90: argument 'axes' must be two different axes, got {axes}")
@@ -218,88 +389,176 @@ def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> EagerTensor:
 
 
 # -- padding ---
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def _as_pairs(arr: np.ndarray[Any, Any], nd: int, what: str) -> np.ndarray[Any, Any]:
+    """numpy's ``_as_pairs``: one value, one ``(before, after)`` pair, or one pair per axis,
+    as an ``(nd, 2)`` array (a broadcast view: no copy)."""
+    if arr.ndim < 3 and arr.size == 1:
+        return np.broadcast_to(arr.reshape(1, 1), (nd, 2))
+    if arr.ndim < 3 and arr.size == 2 and arr.shape != (2, 1):
+        return np.broadcast_to(arr.reshape(1, 2), (nd, 2))
+    try:
+        return np.broadcast_to(arr, (nd, 2))
+    except ValueError:
+        raise ArgumentError(
+            f"pad: arguments 'x' and {what!r} do not fit: {what!r} of shape {arr.shape} gives "
+            f"neither one (before, after) pair nor one per axis of the {nd}-d value"
+        ) from None
+
+
+def _pad_array(v: Any, what: str) -> np.ndarray[Any, Any]:
+    try:
+        arr = np.asarray(v)
+    except TenferroError:  # an owner or handle: numpy cannot read it without a copy
+        raise ArgumentTypeError(
+            f"pad: argument {what!r} must be numbers (an int, a tuple or a numpy array), got "
+            f"{type(v).__name__}"
+        ) from None
+    except (TypeError, ValueError) as e:
+        raise ArgumentTypeError(f"pad: argument {what!r} is not an array of numbers: {e}") from None
+    return arr
+
+
 def _pad_width(pw: Any, nd: int) -> list[tuple[int, int]]:
-    arr = np.broadcast_to(np.asarray(pw, dtype=np.int64).reshape(-1, 2) if np.ndim(pw) > 0
-                          else np.full((1, 2), int(pw)), (nd, 2)) if nd else np.zeros((0, 2), int)
-    return [(int(a), int(b)) for a, b in arr]
+    arr = _pad_array(pw, "pad_width")
+    if arr.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"pad: argument 'pad_width' must be of integral type, got dtype {arr.dtype}"
+        )
+    pairs = _as_pairs(arr, nd, "pad_width")
+    if pairs.size and int(pairs.min()) < 0:
+        raise ArgumentError(f"pad: argument 'pad_width' holds a negative width: {shown(pw)}")
+    return [(int(a), int(b)) for a, b in pairs]
 
 
 def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> EagerTensor:
     """``numpy.pad`` for modes ``constant`` (slice-pad into zeros, plus the constant), and
-    ``edge``/``reflect``/``symmetric``/``wrap`` (a gather per padded axis; VJP scatter-adds)."""
-    shape = shape_of(x)
+    ``edge``/``reflect``/``symmetric``/``wrap`` (a gather per padded axis; VJP scatter-adds).
+    ``constant_values`` must be numbers that ``x``'s dtype holds exactly (no NaN into an
+    integer value, no dropped imaginary part)."""
+    shape, dt = stored_value_arg("pad", "x", x)
     nd = len(shape)
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
+        raise ArgumentError(
+            f"pad: argument 'mode' {shown(mode)} is not supported; supported: "
+            f"{', '.join(_PAD_MODES)}"
+        )
     pw = _pad_width(pad_width, nd)
+    out_shape = tuple(n + a + b for n, (a, b) in zip(shape, pw, strict=True))
+    _fits("pad", "argument 'pad_width'", out_shape, dt.itemsize)
     if mode == "constant":
-        out_shape = tuple(n + a + b for n, (a, b) in zip(shape, pw, strict=True))
+        cv = _pad_array(constant_values, "constant_values")
+        if cv.dtype.kind not in "biufc":
+            raise ArgumentTypeError(
+                f"pad: argument 'constant_values' must be numbers, got {shown(constant_values)}"
+            )
+        cvs = checked_cast(
+            "pad: arguments 'x' and 'constant_values'",
+            _as_pairs(cv, nd, "constant_values"),
+            dt,
+        ).astype(dt)
         key = tuple(slice(a, a + n) for n, (a, _) in zip(shape, pw, strict=True))
-        out = sh.slice_pad(x, key=key, shape=out_shape)
-        cv = np.asarray(constant_values)
-        if cv.ndim == 0 and float(cv) == 0.0:
-            return out
-        fill = np.zeros(out_shape, dtype=dtype_of(x))
-        cvs = np.broadcast_to(cv, (nd, 2)) if cv.ndim else np.full((nd, 2), cv)
+        out = _allocating(
+            "pad", "argument 'pad_width'", sh.slice_pad, x, key=key, shape=out_shape
+        )
+        if not np.any(cvs):
+            return out  # type: ignore[no-any-return]
+        fill = np.zeros(out_shape, dtype=dt)
         for i, (a, b) in enumerate(pw):  # numpy's order: later axes overwrite corners
             lo = (slice(None),) * i + (slice(0, a),)
             hi = (slice(None),) * i + (slice(out_shape[i] - b, out_shape[i]),)
             fill[lo] = cvs[i][0]
             fill[hi] = cvs[i][1]
-        inner = np.ones(out_shape, dtype=bool)
-        inner[key] = False
-        fill[~inner] = 0
+        fill[key] = 0
         return ew.add(out, fill)
-    if mode not in ("edge", "reflect", "symmetric", "wrap"):
-        raise ArgumentError(f"pad: mode {mode!r} is not supported")
     out = x
     for i, (a, b) in enumerate(pw):
         if a == 0 and b == 0:
             continue
+        if shape[i] == 0:
+            raise ArgumentError(
+                f"pad: arguments 'x', 'pad_width' and 'mode': axis {i} of 'x' is empty, which "
+                f"mode {mode!r} cannot extend (only 'constant' can)"
+            )
         idx = np.pad(np.arange(shape[i]), (a, b), mode=mode)  # type: ignore[call-overload]
-        out = sh.gather(out, (slice(None),) * i + (idx,))
-    return out
+        out = _allocating("pad", "argument 'pad_width'", sh.gather, out,
+                          (slice(None),) * i + (idx,))
+    return out if out is not x else sh.getitem(x, (Ellipsis,))  # no padding: an alias
 
 
 # -- splitting ---
-def _split_points(n: int, sections: Any, name: str, exact: bool, what: str) -> list[int]:
-    if isinstance(sections, int | np.integer):
-        k = int(sections)
-        if k <= 0:
-            raise ArgumentError(
-                f"{name}: argument {what!r} (the number of sections) must be positive, got {k}"
-            )
-        if exact and n % k:
-            raise ArgumentError(f"{name}: array split does not result in an equal division "
-                                f"({n} into {k}) (argument {what!r})")
-        if k > builtins.max(n, _MAX_EMPTY_SECTIONS):
-            raise ArgumentError(
-                f"{name}: argument {what!r} asks for {k} sections of an axis of extent {n}; "
-                f"more than {_MAX_EMPTY_SECTIONS} (or the extent) is refused"
-            )
-        q, r = divmod(n, k)
-        pts, acc = [], 0
-        for i in range(k - 1):
-            acc += q + (1 if i < r else 0)
-            pts.append(acc)
+def _split_points(
+    n: int, sections: Any, name: str, exact: bool, what: str, names: str
+) -> list[int]:
+    """Where to cut an axis of extent ``n``: ``sections`` equal parts (an int) or the
+    indices given (a sequence).  ``names`` names the arguments an unequal division is about
+    (``"arguments 'x', 'indices_or_sections' and 'axis'"``)."""
+    if isinstance(sections, list | tuple) or (
+        isinstance(sections, np.ndarray) and sections.ndim
+    ):
+        pts = []
+        for s in sections:
+            try:
+                pts.append(operator.index(s))
+            except (TypeError, TenferroError):
+                raise ArgumentTypeError(
+                    f"{name}: argument {what!r} must be an int or a sequence of ints, got an "
+                    f"item {shown(s)}"
+                ) from None
         return pts
-    try:
-        return [operator.index(s) for s in sections]
-    except TypeError:
-        raise ArgumentTypeError(
-            f"{name}: argument {what!r} must be an int or a sequence of ints, got "
-            f"{type(sections).__name__} {sections!r}"
-        ) from None
+    k = _count(name, f"argument {what!r}", sections)
+    if k <= 0:
+        raise ArgumentError(
+            f"{name}: argument {what!r} (the number of sections) must be positive, got {k}"
+        )
+    if exact and n % k:
+        raise ArgumentError(
+            f"{name}: array split does not result in an equal division: {names} ask for {k} "
+            f"sections of an axis of extent {n} (array_split allows unequal ones)"
+        )
+    if k > builtins.max(n, _MAX_EMPTY_SECTIONS):
+        raise ArgumentError(
+            f"{name}: argument {what!r} asks for {k} sections of an axis of extent {n}; "
+            f"more than {_MAX_EMPTY_SECTIONS} (or the extent) is refused"
+        )
+    q, r = divmod(n, k)
+    out, acc = [], 0
+    for i in range(k - 1):
+        acc += q + (1 if i < r else 0)
+        out.append(acc)
+    return out
 
 
 _MAX_EMPTY_SECTIONS = 1 << 16
+_HSPLIT = object()  # the axis of hsplit: 1, or 0 for a 1-D value
 
 
 def _split(
-    x: Any, sections: Any, axis: int, name: str, exact: bool, what: str = "indices_or_sections"
+    x: Any,
+    sections: Any,
+    axis: Any,
+    name: str,
+    exact: bool,
+    what: str = "indices_or_sections",
+    min_nd: int = 0,
 ) -> list[EagerTensor]:
-    shape = shape_of(x)
+    shape = _value(name, x)
+    if len(shape) < min_nd:
+        raise ArgumentError(
+            f"{name}: argument 'x' has {len(shape)} dimension(s); {name} needs {min_nd} or more"
+        )
+    if axis is _HSPLIT:  # axis 1, or 0 for a 1-D value
+        axis = 1 if len(shape) > 1 else 0
+        names = f"arguments 'x' and {what!r}"
+    else:
+        names = f"arguments 'x', {what!r} and 'axis'" if what == "indices_or_sections" else (
+            f"arguments 'x' and {what!r}"
+        )
     ax = _axis(name, axis, len(shape))
     n = shape[ax]
-    pts = _split_points(n, sections, name, exact, what)
+    pts = _split_points(n, sections, name, exact, what, names)
     bounds = [0, *pts, n]
     pre = (slice(None),) * ax
     return [
@@ -319,18 +578,18 @@ def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTe
 
 
 def vsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 0."""
-    return _split(x, s, 0, "vsplit", True, "s")
+    """Split along axis 0 (a value of 2 or more dimensions, as numpy)."""
+    return _split(x, s, 0, "vsplit", True, "s", 2)
 
 
 def hsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 1 (axis 0 for 1-D)."""
-    return _split(x, s, 1 if _nd(x) > 1 else 0, "hsplit", True, "s")
+    """Split along axis 1 (axis 0 for 1-D; a 0-d value is refused, as numpy)."""
+    return _split(x, s, _HSPLIT, "hsplit", True, "s", 1)
 
 
 def dsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 2."""
-    return _split(x, s, 2, "dsplit", True, "s")
+    """Split along axis 2 (a value of 3 or more dimensions, as numpy)."""
+    return _split(x, s, 2, "dsplit", True, "s", 3)
 
 
 # -- at-least-nd and stacking ---
@@ -397,10 +656,20 @@ def column_stack(xs: Sequence[Any]) -> EagerTensor:
 
 
 def append(x: Any, values: Any, axis: int | None = None) -> EagerTensor:
-    """``numpy.append``: concatenate (flattened when ``axis`` is ``None``)."""
+    """``numpy.append``: concatenate (flattened when ``axis`` is ``None``). One allocation."""
+    xs = _value("append", x)
+    vs = _value("append", values, "values")
     if axis is None:
         return sh.concatenate([ravel(x), ravel(values)], axis=0)
-    return sh.concatenate([x, values], axis=axis)
+    ax = _axis("append", axis, len(xs))
+    if len(vs) != len(xs) or any(
+        a != b for i, (a, b) in enumerate(zip(xs, vs, strict=True)) if i != ax
+    ):
+        raise ArgumentError(
+            f"append: arguments 'x' and 'values' do not fit: shapes {xs} and {vs} differ "
+            f"outside axis {ax}"
+        )
+    return sh.concatenate([x, values], axis=ax)
 
 
 # -- diagonals ---
@@ -416,38 +685,67 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTe
     a1, a2 = _axis("diagonal", axis1, nd, "axis1"), _axis("diagonal", axis2, nd, "axis2")
     if a1 == a2:
         raise ArgumentError("diagonal: arguments 'axis1' and 'axis2' must differ")
+    return _diagonal(x, shape, _int("diagonal", "argument 'offset'", offset), a1, a2)
+
+
+def _diagonal(x: Any, shape: tuple[int, ...], k: int, a1: int, a2: int) -> EagerTensor:
+    nd = len(shape)
     rest = [i for i in range(nd) if i not in (a1, a2)]
     xt = sh.transpose(x, (*rest, a1, a2))
     n1, n2 = shape[a1], shape[a2]
-    k = int(offset)
     n = builtins.max(0, builtins.min(n1, n2 - k) if k >= 0 else builtins.min(n1 + k, n2))
     r, c = _diag_index(n, k)
     return sh.gather(xt, (Ellipsis, r, c))
 
 
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
-    """``numpy.trace``: the sum of :func:`diagonal`."""
+    """``numpy.trace``: the sum of :func:`diagonal`.  Reached through ``tenferro_ad.trace(x,
+    *args)``, so a refusal names ``offset``, ``axis1`` and ``axis2`` by position too
+    (arguments 1, 2 and 3)."""
     from .reduce import sum as rsum
 
-    return rsum(diagonal(x, offset, axis1, axis2), axis=-1)
+    shape = _value("trace", x)
+    k = _int("trace", "argument 1 ('offset')", offset)
+    nd = len(shape)
+    for i, (what, a) in enumerate((("axis1", axis1), ("axis2", axis2)), 2):
+        if isinstance(a, bool | np.bool_) or not isinstance(a, int | np.integer):
+            raise ArgumentTypeError(
+                f"trace: argument {i} ({what!r}) must be an int, got {shown(a)}"
+            )
+    a1, a2 = _axis("trace", axis1, nd, "axis1"), _axis("trace", axis2, nd, "axis2")
+    if a1 == a2:
+        raise ArgumentError(
+            f"trace: arguments 2 and 3 ('axis1' and 'axis2') must be different axes, got {a1}"
+        )
+    return rsum(_diagonal(x, shape, k, a1, a2), axis=-1)
+
+
+def _diag(op: str, v: Any, s: tuple[int, ...], dt: np.dtype[Any], k: Any) -> EagerTensor:
+    kk = _int(op, "argument 'k'", k)
+    if len(s) == 1:
+        n = s[0] + builtins.abs(kk)
+        _fits(op, "arguments 'v' and 'k'", (n, n), dt.itemsize)
+        r, c = _diag_index(s[0], kk)
+        out: EagerTensor = _allocating(
+            op, "arguments 'v' and 'k'", sh.scatter_add, v, key=(r, c), shape=(n, n)
+        )
+        return out
+    if len(s) == 2:
+        return _diagonal(v, s, kk, 0, 1)
+    raise ArgumentError(f"{op}: argument 'v' must be 1-D or 2-D, got shape {s}")
 
 
 def diag(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diag``: a 1-D value becomes a 2-D matrix with it on diagonal ``k`` (a
     scatter into zeros); a 2-D value gives its ``k``-th diagonal (a gather)."""
-    s = shape_of(v)
-    if len(s) == 1:
-        n = s[0] + builtins.abs(int(k))
-        r, c = _diag_index(s[0], int(k))
-        return sh.scatter_add(v, key=(r, c), shape=(n, n))
-    if len(s) == 2:
-        return diagonal(v, k)
-    raise ArgumentError(f"diag: input must be 1-D or 2-D, got shape {s}")
+    return _diag("diag", v, *stored_value_arg("diag", "v", v), k)
 
 
 def diagflat(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diagflat``: :func:`diag` of the flattened input."""
-    return diag(ravel(v), k)
+    s, dt = stored_value_arg("diagflat", "v", v)
+    _int("diagflat", "argument 'k'", k)
+    return _diag("diagflat", ravel(v), (_size(s),), dt, k)
 
 
 def _tri_mask(shape: tuple[int, ...], k: int, lower: bool) -> np.ndarray[Any, Any]:
@@ -477,54 +775,89 @@ EYE = nondifferentiable(
 )
 
 
-def _dt(x: Any, dtype: Any) -> Any:
+def _shape_param(op: str, shape: Any) -> tuple[int, ...]:
+    """A ``shape=`` argument (an int or a sequence of non-negative ints)."""
+    try:
+        if isinstance(shape, list | tuple) or (isinstance(shape, np.ndarray) and shape.ndim):
+            s = tuple(operator.index(n) for n in shape)
+        else:
+            s = (operator.index(shape),)
+    except (TypeError, TenferroError):
+        raise ArgumentTypeError(
+            f"{op}: argument 'shape' must be an int or a sequence of ints, got {shown(shape)}"
+        ) from None
+    if any(n < 0 for n in s):
+        raise ArgumentError(f"{op}: argument 'shape' {s} holds a negative extent")
+    return s
+
+
+def _full_like(op: str, x: Any, fill_value: Any, dtype: Any, shape: Any) -> EagerTensor:
+    xs, xdt = value_arg(op, "x", x)
     if dtype is not None:
-        return np.dtype(getattr(dtype, "numpy", dtype))
-    return dtype_of(x)
+        dt = _dtype_arg(op, dtype)
+    else:
+        from ._util import _STORED_DTYPES
+
+        if xdt not in _STORED_DTYPES:
+            raise DTypeError(
+                f"{op}: argument 'x' has dtype {xdt}, which tenferro does not store (pass "
+                "dtype=)"
+            )
+        dt = xdt
+    s = xs if shape is None else _shape_param(op, shape)
+    _fits(op, "argument 'x'" if shape is None else "argument 'shape'", s, dt.itemsize)
+    if not isinstance(fill_value, bool | int | float | complex | np.number | np.bool_):
+        raise ArgumentTypeError(
+            f"{op}: argument 'fill_value' must be a number, got {shown(fill_value)}"
+        )
+    if isinstance(fill_value, int) and not -(2**63) <= fill_value < 2**64:
+        raise ArgumentError(
+            f"{op}: argument 'fill_value' {fill_value} does not fit in 64 bits"
+        )
+    if fill_value == 0:
+        value: Any = 0.0
+    else:
+        both = "arguments 'fill_value' and " + ("'dtype'" if dtype is not None else "'x'")
+        value = checked_cast(f"{op}: {both}", np.asarray(fill_value), dt).astype(dt)
+    out: EagerTensor = _allocating(
+        op, "argument 'x'" if shape is None else "argument 'shape'", bind, FILL, value,
+        shape=s, dtype=dt,
+    )
+    return out
 
 
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
-    """A constant of ``x``'s shape and dtype filled with ``fill_value`` (never tracked).
-    One allocation.  A refusal names the argument it is about."""
-    try:
-        s = shape_of(x) if shape is None else tuple(operator.index(n) for n in shape)
-    except (TypeError, ValueError, TenferroError) as e:
-        what = "x" if shape is None else "shape"
-        raise ArgumentTypeError(f"full_like: argument {what!r}: {e}") from None
-    try:
-        dt = np.dtype(getattr(dtype, "numpy", dtype)) if dtype is not None else dtype_of(x)
-    except (TypeError, ValueError, TenferroError) as e:
-        what = "x" if dtype is None else "dtype"
-        raise ArgumentTypeError(f"full_like: argument {what!r}: {e}") from None
-    if not isinstance(fill_value, int | float | complex | np.number | np.bool_):
-        raise ArgumentTypeError(
-            f"full_like: argument 'fill_value' must be a scalar, got {type(fill_value).__name__}"
-        )
-    if fill_value == 0:
-        return bind(FILL, 0.0, shape=s, dtype=dt)
-    value = fill_value if isinstance(fill_value, complex | np.complexfloating) else float(
-        fill_value
-    )
-    return bind(FILL, value, shape=s, dtype=dt)
+    """A constant of ``x``'s shape and dtype (or ``shape``/``dtype``) filled with
+    ``fill_value`` (never tracked).  One allocation.  ``fill_value`` must be a number the
+    dtype holds exactly (no NaN into an integer dtype, no dropped imaginary part)."""
+    return _full_like("full_like", x, fill_value, dtype, shape)
 
 
 def zeros_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """Zeros shaped like ``x`` (a constant). One allocation."""
-    return full_like(x, 0, dtype, shape)
+    return _full_like("zeros_like", x, 0, dtype, shape)
 
 
 def ones_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """Ones shaped like ``x`` (a constant). One allocation."""
-    return full_like(x, 1, dtype, shape)
+    return _full_like("ones_like", x, 1, dtype, shape)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> EagerTensor:
     """Identity-like constant matrix. One allocation."""
-    dt = np.dtype(np.float64) if dtype is None else np.dtype(getattr(dtype, "numpy", dtype))
-    for what, v in (("n", n), ("m", m)):
-        if isinstance(v, int | np.integer) and v < 0:
+    dt = np.dtype(np.float64) if dtype is None else _dtype_arg("eye", dtype)
+    rows = _int("eye", "argument 'n'", n)
+    cols = rows if m is None else _int("eye", "argument 'm'", m)
+    diag_k = _int("eye", "argument 'k'", k)
+    for what, v in (("n", rows), ("m", cols)):
+        if v < 0:
             raise ArgumentError(f"eye: argument {what!r} must be non-negative, got {v}")
-    return bind(EYE, 0.0, n=int(n), m=int(n if m is None else m), k=int(k), dtype=dt)
+    what = "argument 'n'" if m is None else "arguments 'n' and 'm'"
+    _fits("eye", what, (rows, cols), dt.itemsize)
+    out: EagerTensor = _allocating(
+        "eye", what, bind, EYE, 0.0, n=rows, m=cols, k=diag_k, dtype=dt
+    )
+    return out
 
 
 def linspace(
@@ -532,19 +865,26 @@ def linspace(
 ) -> EagerTensor:
     """``num`` evenly spaced values; differentiable in ``start`` and ``stop`` (JAX's):
     ``start + (stop - start) * t`` with constant ``t`` (one allocation each)."""
-    num = int(num)
+    ss, sdt = stored_value_arg("linspace", "start", start)
+    es, edt = stored_value_arg("linspace", "stop", stop)
+    num = _int("linspace", "argument 'num'", num)
     if num < 0:
         raise ArgumentError(f"linspace: argument 'num' must be non-negative, got {num}")
-    div = (num - 1) if endpoint else num
-    frac = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
-    dts = [dtype_of(v) for v in (start, stop) if not isinstance(v, int | float)]
-    dt = np.dtype(getattr(dtype, "numpy", dtype)) if dtype is not None else (
+    try:
+        bshape = np.broadcast_shapes(ss, es)
+    except ValueError:
+        raise ArgumentError(
+            f"linspace: arguments 'start' and 'stop' do not broadcast: shapes {ss} and {es}"
+        ) from None
+    dts = [d for v, d in ((start, sdt), (stop, edt)) if not isinstance(v, int | float)]
+    dt = _dtype_arg("linspace", dtype) if dtype is not None else (
         np.result_type(*dts) if dts else np.dtype(np.float64)
     )
     if dt.kind not in "fc":
         dt = np.dtype(np.float64)
-    ss, es = shape_of(start), shape_of(stop)
-    bshape = np.broadcast_shapes(ss, es)
+    _fits("linspace", "argument 'num'", (num, *bshape), dt.itemsize)
+    div = (num - 1) if endpoint else num
+    frac = np.arange(num, dtype=np.float64) / div if div > 0 else np.zeros(num)
     t = frac.reshape((num,) + (1,) * len(bshape)).astype(dt)
     out = ew.add(start, ew.mul(ew.sub(stop, start), t))
     if endpoint and num > 1:  # the last entry is exactly ``stop`` (numpy/JAX)

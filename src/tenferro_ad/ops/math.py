@@ -15,17 +15,20 @@ scalars in rules are weakly typed, so float32 stays float32.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from tenferro_storage.errors import shown
+
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive, nondifferentiable
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
-from ._util import dtype_of, guard_module, weak
+from ._util import dtype_of, guard_module, stored_value_arg, weak
 from .special import ERF, EXPIT
 
 Array = Any
@@ -408,8 +411,22 @@ def rint(x: Any) -> EagerTensor:
 
 
 def round(x: Any, decimals: int = 0) -> EagerTensor:
-    """Round half to even at ``decimals`` (zero derivative, as JAX). One allocation."""
-    return bind(ROUND, x, decimals=int(decimals))
+    """Round half to even at ``decimals`` (zero derivative, as JAX). One allocation.
+    ``decimals`` is an int (numpy's: a bool too); one numpy's C ``int`` cannot hold is
+    refused (``ArgumentError``) before anything runs."""
+    stored_value_arg("round", "x", x)
+    try:
+        d = operator.index(decimals)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"round: argument 'decimals' must be an int, got {shown(decimals)}"
+        ) from None
+    if not -(2**31) <= d < 2**31:
+        raise ArgumentError(
+            f"round: argument 'decimals' {d} is outside the range numpy rounds to "
+            f"[{-(2**31)}, {2**31 - 1}]"
+        )
+    return bind(ROUND, x, decimals=d)
 
 
 def mod(x: Any, y: Any) -> EagerTensor:

@@ -34,6 +34,7 @@ from .._handle import EagerTensor
 from .._primitive import REGISTRY, defprimitive
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from ._axes import KERNEL_ERRORS, arg_error, axis_index, permutation
+from ._util import stored_value_arg
 
 Array = Any
 
@@ -57,8 +58,21 @@ def _shape_arg(operation: str, shape: Any, what: str = "shape") -> tuple[int, ..
     return tuple(out)
 
 
+def _key_text(key: Any) -> str:
+    """An index as a message shows it: its repr when short and free of object addresses,
+    else its type (an array index as ``an ndarray of shape (3,) and dtype float64``)."""
+    if isinstance(key, np.ndarray):
+        return f"an ndarray of shape {key.shape} and dtype {key.dtype}"
+    r = repr(key)
+    if len(r) <= 60 and " at 0x" not in r:
+        return r
+    return f"a {type(key).__name__}"
+
+
 def _check_key(operation: str, shape: tuple[int, ...], key: Any) -> None:
-    """Refuse an index that does not fit ``shape`` before anything is computed.
+    """Refuse an index that does not fit ``shape`` before anything is computed: an index of
+    a wrong kind names argument ``'key'``; one that selects outside the value names
+    ``'x'`` and ``'key'`` (it is about both).
 
     Runs the index on a zero-byte broadcast stand-in of ``shape`` (no allocation for basic
     indices; advanced indices build one small int8 result)."""
@@ -68,14 +82,16 @@ def _check_key(operation: str, shape: tuple[int, ...], key: Any) -> None:
     except IndexError as e:
         if not any(w in str(e) for w in ("out of bounds", "too many", "did not match")):
             raise ArgumentTypeError(
-                f"{operation}: index {key!r} is not a valid index for shape {shape}: {e}"
+                f"{operation}: argument 'key' {_key_text(key)} is not a valid index: {e}"
             ) from None
         raise IndexOutOfBoundsError(
-            f"{operation}: index {key!r} does not fit a value of shape {shape}: {e}"
+            f"{operation}: arguments 'x' and 'key': index {_key_text(key)} does not fit a "
+            f"value of shape {shape}: {e}"
         ) from None
     except (TypeError, ValueError) as e:
         raise ArgumentTypeError(
-            f"{operation}: index {key!r} is not a valid index for shape {shape}: {e}"
+            f"{operation}: argument 'key' {_key_text(key)} is not a valid index for a value of "
+            f"shape {shape}: {e}"
         ) from None
 
 
@@ -235,14 +251,18 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
     ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
     try:
+        src = stored_value_arg("broadcast_to", "x", x)[0]
         target = _shape_arg("broadcast_to", shape)
-        src = _shape(x)
-        if any(n < 0 for n in target) or len(target) < len(src) or any(
+        if any(n < 0 for n in target):
+            raise ArgumentError(
+                f"broadcast_to: argument 'shape' {target} holds a negative extent"
+            )
+        if len(target) < len(src) or any(
             a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
         ):
             raise ArgumentError(
-                f"broadcast_to: a value of shape {src} cannot be broadcast to argument 'shape' "
-                f"{target}"
+                f"broadcast_to: argument 'x' of shape {src} cannot be broadcast to argument "
+                f"'shape' {target}"
             )
         return bind(BROADCAST_TO, x, shape=target, src=src)
     except KERNEL_ERRORS as e:
@@ -354,7 +374,7 @@ def _is_basic(key: Any) -> bool:
     return True
 
 
-def _freeze_key(key: Any) -> Any:
+def _freeze_key(key: Any, operation: str = "getitem") -> Any:
     items = key if isinstance(key, tuple) else (key,)
     out = []
     for k in items:
@@ -364,7 +384,13 @@ def _freeze_key(key: Any) -> Any:
         elif isinstance(k, ts.Tensor | ts.TensorView | ts.TensorViewMut):
             k = k.to_numpy()  # an owner used as an index: one recorded TRANSFER
         elif isinstance(k, list):
-            k = np.asarray(k)
+            try:
+                k = np.asarray(k)
+            except (ValueError, TypeError, ts.errors.TenferroError) as e:
+                raise ArgumentTypeError(
+                    f"{operation}: argument 'key' holds a list numpy cannot turn into an index "
+                    f"array: {e}"
+                ) from None
         out.append(k)
     return tuple(out) if isinstance(key, tuple) else out[0]
 
@@ -374,7 +400,7 @@ def getitem(x: Any, key: Any) -> EagerTensor:
     allocation, no copy; VJP pads into zeros).  Integer-array indices gather into a fresh
     output (VJP: scatter-add, so repeated indices accumulate)."""
     try:
-        shape = _shape(x)
+        shape = stored_value_arg("getitem", "x", x)[0]
         if _is_basic(key):
             _check_key("getitem", shape, key)
             return bind(SLICE, x, key=key, shape=shape)
@@ -388,8 +414,8 @@ def getitem(x: Any, key: Any) -> EagerTensor:
 def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
     try:
-        shape = _shape(x)
-        frozen = _freeze_key(key)
+        shape = stored_value_arg("gather", "x", x)[0]
+        frozen = _freeze_key(key, "gather")
         _check_key("gather", shape, frozen)
         return bind(GATHER, x, key=frozen, shape=shape)
     except KERNEL_ERRORS as e:
@@ -496,7 +522,7 @@ def expand_dims(x: Any, axis: Any) -> EagerTensor:
     """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result, as
     numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range."""
     try:
-        shape = list(_shape(x))
+        shape = list(stored_value_arg("expand_dims", "x", x)[0])
         axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
         nd = len(shape) + len(axes)
         pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
