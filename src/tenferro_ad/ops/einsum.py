@@ -244,6 +244,8 @@ def _tensordot_axes(
         pairs = (list(range(ra - n, ra)), list(range(n)))
     else:
         try:
+            if not isinstance(axes, list | tuple | np.ndarray):
+                raise TypeError  # an owner or view is not unpacked (it would borrow)
             xa, xb = axes
         except (TypeError, ValueError):
             raise E.EinsumError(
