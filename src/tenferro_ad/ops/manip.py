@@ -86,8 +86,13 @@ def _fits(op: str, what: str, shape: tuple[int, ...], itemsize: int) -> None:
     numpy's "array is too big"), naming the argument(s) ``what`` that asked for it."""
     if _size(shape) * itemsize > _MAX_BYTES:
         raise ArgumentError(
-            f"{op}: {what} ask(s) for a result of shape {shape}, larger than any array can be"
+            f"{op}: {what} {_ask(what)} for a result of shape {shape}, larger than any array "
+            "can be"
         )
+
+
+def _ask(what: str) -> str:
+    return "ask" if what.startswith("arguments") else "asks"
 
 
 def _allocating(op: str, what: str, f: Any, *args: Any, **kwargs: Any) -> Any:
@@ -100,7 +105,7 @@ def _allocating(op: str, what: str, f: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(e, TenferroError):
             raise
         raise AllocationFailedError(
-            f"{op}: {what} ask(s) for more memory than the host can provide: {e}"
+            f"{op}: {what} {_ask(what)} for more memory than the host can provide: {e}"
         ) from None
 
 
