@@ -16,10 +16,13 @@ from typing import Any
 
 import numpy as np
 
+import tenferro_storage as ts
+from tenferro_storage.errors import DTypeError, TenferroError, shown
+
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
 from ._functional import IDENTITY
-from ._graph import Graph, TreeDef, Var, dce, tree_flatten
+from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten
 from ._trace import Builder, Tracer, aval_of, swap_note, trace_flat
 from .errors import ArgumentError, ArgumentTypeError
 
@@ -114,6 +117,9 @@ def vmap(
     handles out (recorded on the current tape, so ``grad(vmap(f))`` works); tracers in,
     equations out (so ``trace(vmap(f))`` works)."""
 
+    if not callable(f):
+        raise ArgumentTypeError(f"vmap: argument 'f' must be callable, got {type(f).__name__}")
+    _check_axes_arguments(in_axes, out_axes)
     cache: dict[Any, Graph] = {}
 
     def batched(*args: Any) -> Any:
@@ -121,24 +127,34 @@ def vmap(
         axes = leaf_in_axes(tree, in_axes)
         avals, sizes = [], set()
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
-            shape, dtype = aval_of(x, f"vmap: argument leaf {i}")
+            try:
+                shape, dtype = aval_of(x, "vmap")
+            except TypeError:  # again, to raise naming the argument (error path only)
+                aval_of(x, f"vmap: {_argument_of(tree, i)}")
+                raise
             if ax is not None:
-                ax = _check_axis(ax, len(shape), "in_axes", i)
+                if not -len(shape) <= ax < len(shape):
+                    _check_axis(ax, len(shape), "in_axes", _argument_of(tree, i))
+                ax %= len(shape)
                 sizes.add(shape[ax])
                 shape = shape[:ax] + shape[ax + 1:]
             avals.append((shape, dtype))
         if len(sizes) != 1:
-            why = (
-                "argument 'in_axes': no argument is batched (every entry is None)"
-                if not sizes
-                else f"batched arguments disagree on the batch size: {sorted(sizes)}"
-            )
-            raise ArgumentError(f"vmap: {why}")
+            raise ArgumentError(f"vmap: {_unbatched(args, tree, leaves, axes)}")
         size = sizes.pop()
         key = (tree, tuple((sh, dt.str) for sh, dt in avals), size)
         graph = cache.get(key)
         if graph is None:  # trace and batch once per signature
-            graph = cache[key] = vmap_graph(trace_flat(f, avals, tree), size, in_axes, out_axes)
+            for i, (_, dt) in enumerate(avals):  # checked here: once per signature
+                _check_dtype(dt, tree, i)
+            try:
+                traced = trace_flat(f, avals, tree)
+            except TracerError as e:  # f used a traced value concretely (float(x), if x:...)
+                head = str(e).split(":", 1)[0]
+                if len(e.args) == 1 and " " in head:  # no op named it: say it was in vmap
+                    e.args = (f"vmap: argument 'f' cannot be traced: {e}",)
+                raise
+            graph = cache[key] = vmap_graph(traced, size, in_axes, out_axes)
         return eval_graph(graph, *args)
 
     return batched
@@ -149,20 +165,97 @@ def leaf_in_axes(tree: TreeDef, in_axes: int | Sequence[int | None] | None) -> l
     kids = tree.children
     per_arg = list(in_axes) if isinstance(in_axes, Sequence) else [in_axes] * len(kids)
     if len(per_arg) != len(kids):
-        raise ArgumentError(f"vmap: in_axes has {len(per_arg)} entries for {len(kids)} arguments")
+        raise ArgumentError(
+            f"vmap: argument 'in_axes': in_axes has {len(per_arg)} entries for {len(kids)} "
+            "arguments"
+        )
     out: list[int | None] = []
     for k, ax in zip(kids, per_arg, strict=True):
         if ax is not None and not isinstance(ax, int | np.integer):
             raise ArgumentTypeError(
-                f"vmap: argument 'in_axes': an entry must be an int or None, got {ax!r}"
+                f"vmap: argument 'in_axes': an entry must be an int or None, got {shown(ax)}"
             )
         out.extend([ax] * k.num_leaves)
     return out
 
 
-def _check_axis(ax: int, nd: int, what: str, leaf: int | None = None) -> int:
+def _is_axis(ax: object) -> bool:
+    return isinstance(ax, int | np.integer) and not isinstance(ax, bool | np.bool_)
+
+
+def _check_axes_arguments(in_axes: object, out_axes: object) -> None:
+    """Refuse, when ``vmap`` is called, an ``in_axes`` that is not an int, ``None`` or a
+    tuple/list of them, and an ``out_axes`` that is not an int or ``None``. O(len(in_axes))."""
+    if not (
+        in_axes is None
+        or _is_axis(in_axes)
+        or (isinstance(in_axes, tuple | list) and all(a is None or _is_axis(a) for a in in_axes))
+    ):
+        raise ArgumentTypeError(
+            "vmap: argument 'in_axes' must be an int, None, or a tuple/list of ints and Nones "
+            f"(one per argument), got {shown(in_axes)}"
+        )
+    if not (out_axes is None or _is_axis(out_axes)):
+        raise ArgumentTypeError(
+            f"vmap: argument 'out_axes' must be an int or None, got {shown(out_axes)}"
+        )
+
+
+def _argument_of(tree: TreeDef, leaf: int) -> str:
+    """Which positional argument holds leaf ``leaf``, for a message: ``argument k``, or
+    ``argument k (leaf j)`` inside a tuple/list/dict argument. O(arguments)."""
+    start = 0
+    for k, kid in enumerate(tree.children):
+        if leaf < start + kid.num_leaves:
+            inner = "" if kid.kind == "leaf" else f" (leaf {leaf - start})"
+            return f"argument {k}{inner}"
+        start += kid.num_leaves
+    return f"argument leaf {leaf}"
+
+
+def _check_dtype(dt: np.dtype[Any], tree: TreeDef, leaf: int) -> None:
+    """Refuse a leaf dtype tenferro has no values of (float16, uint8, object...), naming the
+    argument, before anything is traced. O(1)."""
+    try:
+        ts.dtype(dt)
+    except TenferroError as e:
+        _, sep, supported = str(e).partition("supported: ")
+        raise DTypeError(
+            f"vmap: {_argument_of(tree, leaf)} has numpy dtype {dt}, which tenferro does not "
+            f"support{'; supported: ' + supported if sep else ''}"
+        ) from None
+
+
+def _unbatched(
+    args: tuple[Any, ...], tree: TreeDef, leaves: list[Any], axes: list[int | None]
+) -> str:
+    """Why no single batch size was found, naming the argument(s) responsible (the error
+    path: the leaves' shapes are read again)."""
+    first: tuple[int, int] | None = None
+    for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
+        if ax is None:
+            continue
+        n = aval_of(x, "vmap")[0][ax]
+        if first is None:
+            first = (i, n)
+        elif n != first[1]:
+            return (
+                f"{_argument_of(tree, first[0])} and {_argument_of(tree, i)} disagree on the "
+                f"batch size: {first[1]} and {n} along their argument 'in_axes' entries"
+            )
+    empty = [k for k, kid in enumerate(tree.children) if kid.num_leaves == 0]
+    if empty:
+        k = empty[0]
+        return (
+            f"argument {k} is an empty {type(args[k]).__name__}: it has no array to batch, "
+            "and no other argument is batched"
+        )
+    return "argument 'in_axes': no argument is batched (every entry is None)"
+
+
+def _check_axis(ax: int, nd: int, what: str, whose_arg: str | None = None) -> int:
     if not -nd <= ax < nd:
-        whose = "" if leaf is None else f"argument {leaf} has {nd} axes; "
+        whose = "" if whose_arg is None else f"{whose_arg} has {nd} axes; "
         raise ArgumentError(
             f"vmap: {whose}argument {what!r}: entry {ax} is out of range for {nd} axes"
         )

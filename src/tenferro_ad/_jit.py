@@ -47,7 +47,7 @@ import numpy as np
 
 import tenferro_storage as ts
 from tenferro_storage import runtime as rt
-from tenferro_storage.errors import TenferroError
+from tenferro_storage.errors import TenferroError, shown
 
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
@@ -303,9 +303,20 @@ def jit(
     dtype (fewer ``OPERATION_OUTPUT`` allocations, lower peak).  ``donate_argnums``: the
     positional arguments the call consumes and overwrites in place (see the module
     docstring; ``DonationError`` when that cannot happen)."""
-    argnums = (donate_argnums,) if isinstance(donate_argnums, int) else tuple(donate_argnums)
-    if not all(type(i) is int for i in argnums):
-        raise ArgumentTypeError(
-            f"jit: argument 'donate_argnums' must be ints, got {donate_argnums!r}"
-        )
+    if not callable(f):
+        raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
+    argnums = _donate_argnums(donate_argnums)
     return Jitted(f, engine, scratch_bytes, reuse=reuse, donate_argnums=argnums)
+
+
+def _donate_argnums(given: object) -> tuple[int, ...]:
+    """``donate_argnums`` as a tuple of ints: an int, or a tuple/list/range of ints (numpy
+    integers too; never a bool).  Anything else is refused, naming the argument. O(n)."""
+    items = (given,) if isinstance(given, int | np.integer) else given
+    if isinstance(items, tuple | list | range) and all(
+        isinstance(i, int | np.integer) and not isinstance(i, bool) for i in items
+    ):
+        return tuple(int(i) for i in items)
+    raise ArgumentTypeError(
+        f"jit: argument 'donate_argnums' must be an int or a tuple of ints, got {shown(given)}"
+    )

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .errors import ArgumentTypeError, MissingRuleError
+from .errors import ArgumentError, ArgumentTypeError, MissingRuleError
 
 Rule = Callable[..., Any]
 
@@ -61,6 +61,11 @@ class Zero:
 
     def __repr__(self) -> str:
         return f"Zero(shape={self.shape}, dtype={self.dtype})"
+
+
+MAX_NARGS: Final = 1 << 16
+"""The most arguments a primitive with a fixed count may declare (its rule tables hold one
+entry per argument); a variadic primitive takes any number."""
 
 
 class Primitive:
@@ -104,6 +109,11 @@ class Primitive:
             raise ArgumentTypeError(
                 f"Primitive({name!r}): argument 'nargs' must be an int >= 0 (or -1, variadic), "
                 f"got {nargs!r}"
+            )
+        if nargs > MAX_NARGS:  # the rule tables hold one entry per argument
+            raise ArgumentError(
+                f"Primitive({name!r}): argument 'nargs' is {nargs}, more than the {MAX_NARGS} "
+                "arguments a primitive may take (use variadic=True for any number)"
             )
         if not isinstance(save_in, tuple) or not all(
             type(i) is int and 0 <= i < max(nargs, 1) for i in save_in

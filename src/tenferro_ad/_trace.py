@@ -41,6 +41,7 @@ from ._graph import (
 )
 from ._handle import EagerTensor
 from ._primitive import Primitive
+from .errors import ArgumentTypeError
 from .ops._ns import NUMPY_NS, VOCABULARY
 
 _SCALARS = (bool, int, float, complex, np.generic)
@@ -310,12 +311,18 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         return (), arr.dtype
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if shape is None or dtype is None:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"{what}: a {type(x).__name__} has no shape/dtype; pass arrays, Tensor owners, "
             "handles, Python scalars (or tuples/lists/dicts of them)"
         )
     dt = getattr(dtype, "numpy", dtype)  # tenferro_storage.DType -> numpy dtype
-    return tuple(int(s) for s in shape), np.dtype(dt)
+    try:
+        return tuple(int(s) for s in shape), np.dtype(dt)
+    except (TypeError, ValueError):  # a class (np.float32), or a foreign shape/dtype
+        raise ArgumentTypeError(
+            f"{what}: a {type(x).__name__} has no usable shape/dtype; pass arrays, Tensor "
+            "owners, handles, Python scalars (or tuples/lists/dicts of them)"
+        ) from None
 
 
 def trace_flat(

@@ -69,26 +69,6 @@ ARGUMENT_TARGETS = sorted(
 # test_known_failure_still_reproduces re-runs: when it stops failing, delete the line.
 # fmt: off
 KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, str]] = {
-    ("tenferro_ad.Primitive", "foreign-exception"): (
-        ["str s", "fn identity", "int 2**62"], {}, None,
-        "lead: _primitive.py: nargs=2**62 raises MemoryError",
-    ),
-    ("tenferro_ad.jit", "foreign-exception"): (
-        ["fn sum"], {"donate_argnums": "numpy f64 0-d"}, None,
-        "_jit.py: donate_argnums of a 0-d array: TypeError: iteration over a 0-d array",
-    ),
-    ("tenferro_ad.jit", "message"): (
-        ["fn sum"], {"donate_argnums": "mutview f64 (2,3)"}, None,
-        "_jit.py: donate_argnums of a borrowed view: a BorrowError not naming jit",
-    ),
-    ("tenferro_ad.vmap", "foreign-exception"): (
-        ["owner f64 (2,3)"], {}, ["owner f64 (2,3)"],
-        "_batching.py: vmap(non-callable) raises TypeError: not callable",
-    ),
-    ("tenferro_ad.vmap", "message"): (
-        ["fn sum"], {}, ["numpy f16 (2,)"],
-        "_batching.py: vmap(f)(float16 array): 'eval_graph: numpy dtype float16' without vmap",
-    ),
 }
 # fmt: on
 
@@ -103,29 +83,7 @@ EINSUM = "_einsum_path.py (not mine): 'operand i' counts einsum operands, not ar
 ASARRAY = 'mine, unfinished: np.asarray of an owner argument is refused unnamed'
 INNER_ARGUMENT = "mine, unfinished: a composite relays an inner op's 'argument i'"
 PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
-    'EagerTensor.dot': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
-    'tenferro_ad.argpartition': (UNNAMED, ('pos', 0, 'tuple (0,)')),
-    'tenferro_ad.astype': (UNNAMED, ('pos', 0, 'str ij,jk->ik')),
-    'tenferro_ad.average': (ASARRAY, ('kw', 'weights', 'view f64 (2,3)')),
-    'tenferro_ad.clip': (INNER_ARGUMENT, ('pos', 2, 'None')),
     'tenferro_ad.complex': (INNER_ARGUMENT, ('pos', 1, 'None')),
-    'tenferro_ad.cross': (INNER_ARGUMENT, ('kw', 'axisa', 'int 0')),
-    'tenferro_ad.diff': (UNNAMED, ('kw', 'prepend', 'list []')),
-    'tenferro_ad.dot': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
-    'tenferro_ad.einsum': (EINSUM, ('pos', 0, 'None')),
-    'tenferro_ad.inner': (EINSUM, ('pos', 0, 'numpy u8 (2,)')),
-    'tenferro_ad.kron': (UNNAMED, ('pos', 1, 'numpy u8 (2,)')),
-    'tenferro_ad.log_softmax': (UNNAMED, ('pos', 0, 'list []')),
-    'tenferro_ad.logsumexp': (UNNAMED, ('kw', 'b', 'str int64')),
-    'tenferro_ad.matmul': (MATMUL, ('pos', 0, 'list []')),
-    'tenferro_ad.max': (UNNAMED, ('pos', 0, 'list []')),
-    'tenferro_ad.min': (UNNAMED, ('pos', 0, 'list []')),
-    'tenferro_ad.norm': (UNNAMED, ('kw', 'ord', 'view f64 0-d')),
-    'tenferro_ad.outer': (UNNAMED, ('pos', 1, 'numpy u8 (2,)')),
-    'tenferro_ad.softmax': (UNNAMED, ('pos', 0, 'list []')),
-    'tenferro_ad.take_along_axis': (UNNAMED, ('pos', 2, 'None')),
-    'tenferro_ad.tensordot': (EINSUM, ('pos', 0, 'None')),
-    'tenferro_ad.vdot': (EINSUM, ('pos', 0, 'int 0')),
     'tenferro_ad.vjp': (ASARRAY, ('pos', 1, 'list [numpy (2,3), numpy (3,)]')),
 }
 # fmt: on
