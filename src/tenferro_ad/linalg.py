@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ._handle import EagerTensor
-from .errors import ArgumentError, ArgumentTypeError, AxisError
+from .errors import ArgumentError, ArgumentTypeError
 from .ops import elementwise as _ew
 from .ops import reduce as _red
 from .ops import shape as _sh
@@ -122,14 +122,12 @@ def _abs2(x: Any) -> Any:
 
 
 def _norm_axis(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    ax = (axis,) if isinstance(axis, int | np.integer) else tuple(axis)
-    out = []
-    for a in ax:
-        if not -ndim <= int(a) < ndim:
-            raise AxisError(op, a, ndim)
-        out.append(int(a) % ndim)
+    from .ops._util import axis as _one_axis
+
+    ax = axis if isinstance(axis, tuple | list) else (axis,)
+    out = [_one_axis(op, a, ndim) for a in ax]  # AxisError / ArgumentTypeError naming 'axis'
     if len(set(out)) != len(out):
-        raise ArgumentError(f"{op}: repeated axis in {axis!r}")
+        raise ArgumentError(f"{op}: argument 'axis' {axis!r} repeats an axis")
     return tuple(out)
 
 
@@ -143,16 +141,24 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     ``inf`` / ``-inf`` (max / min row sum).  ``axis=None`` with ``ord=None`` flattens any
     input (Euclidean norm of all entries).  Gradients as JAX's (``nan`` for the Euclidean
     norm at exactly 0, subgradients picked by max/min at ties).  Cost O(size), or an SVD
-    for 2, -2 and ``"nuc"``.
+    for 2, -2 and ``"nuc"``.  ``x``, ``ord`` and ``axis`` are checked first; an error names
+    the argument (or the arguments that do not fit together).
     """
-    sx = _shape(x)
+    from .ops._util import value_arg
+    from .ops.scan import _ord
+
+    sx = value_arg("norm", "x", x, imported=True)[0]
+    ord = _ord(ord)
     nd = len(sx)
     if axis is None:
         if ord is None:
             r = _ew.sqrt(_red.sum(_abs2(x)))
             return _sh.reshape(r, (1,) * nd) if keepdims else r
         if nd not in (1, 2):
-            raise ArgumentError(f"norm: ord={ord!r} needs a 1-d or 2-d input or an axis, got {sx}")
+            raise ArgumentError(
+                f"norm: ord={ord!r} needs a 1-d or 2-d input or an axis: arguments 'x', 'ord' "
+                f"and 'axis' do not fit ('x' has shape {sx})"
+            )
         axes = tuple(range(nd))
     else:
         axes = _norm_axis("norm", axis, nd)
@@ -160,14 +166,17 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
         return _vector_norm(x, ord, axes[0], keepdims)
     if len(axes) == 2:
         return _matrix_norm(x, ord, axes, keepdims, nd)
-    raise ArgumentError(f"norm: axis must name one or two axes, got {axis!r}")
+    raise ArgumentError(f"norm: argument 'axis' must name one or two axes, got {axis!r}")
 
 
 def _vector_norm(x: Any, ord: Any, ax: int, keepdims: bool) -> Any:
     if ord is None or ord == 2:
         return _ew.sqrt(_red.sum(_abs2(x), axis=ax, keepdims=keepdims))
     if isinstance(ord, str):
-        raise ArgumentError(f"norm: invalid ord {ord!r} for a vector norm")
+        raise ArgumentError(
+            f"norm: invalid ord {ord!r} for a vector norm: arguments 'x', 'ord' and 'axis' do "
+            "not fit (a matrix norm, taken over one axis)"
+        )
     ax_ = _ew.abs(x)
     if ord == math.inf:
         return _red.max(ax_, axis=ax, keepdims=keepdims)
@@ -210,7 +219,10 @@ def _matrix_norm(
         r = pick(sums, axis=red_ax, keepdims=True)
         return r if keepdims else _sh.reshape(r, tuple(n for i, n in enumerate(_shape(x))
                                                       if i not in axes))
-    raise ArgumentError(f"norm: invalid ord {ord!r} for a matrix norm")
+    raise ArgumentError(
+        f"norm: invalid ord {ord!r} for a matrix norm: arguments 'x', 'ord' and 'axis' do not "
+        "fit (a matrix norm takes None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf)"
+    )
 
 
 def _keep(r: Any, axes: tuple[int, ...], nd: int) -> Any:
