@@ -215,6 +215,7 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         axes = _axes("sum", axis, len(shape), keepdims)
         return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
     except KERNEL_ERRORS as e:
+        _explain_x("sum", x)
         raise arg_error("sum", e) from None
 
 
@@ -231,6 +232,7 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
         return bind(DIV, s, float(n))
     except KERNEL_ERRORS as e:
+        _explain_x("mean", x)
         raise arg_error("mean", e) from None
 
 
@@ -252,6 +254,15 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     except KERNEL_ERRORS as e:
         _explain_empty("min", x, axis)
         raise arg_error("min", e) from None
+
+
+def _explain_x(op: str, x: Any) -> None:
+    """On the error path of a reduction: raise the error naming ``'x'`` when it is not a
+    value (a type, a ragged list, an unsupported dtype: :func:`~._util.value_arg`); return
+    otherwise. O(1) for arrays."""
+    from ._util import value_arg
+
+    value_arg(op, "x", x, imported=True)
 
 
 def _explain_empty(op: str, x: Any, axis: Any) -> None:
@@ -281,4 +292,5 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
         return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
     except KERNEL_ERRORS as e:
+        _explain_x("prod", x)
         raise arg_error("prod", e) from None
