@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError
+from tenferro_storage.errors import TenferroError, shown
 
 from ._dispatch import _argument_error, bind, constant_record
 from ._gradients import foreign_roots, own
@@ -354,7 +354,7 @@ def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int
         nums = tuple(int(operator.index(k)) for k in raw)
     except TypeError:
         raise ArgumentTypeError(
-            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {argnums!r}"
+            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {shown(argnums)}"
         ) from None
     if not nums:
         raise ArgumentError(f"{what}: argument 'argnums' is empty; name at least one argument")

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from tenferro_storage.errors import shown
+
 from .errors import ArgumentError, ArgumentTypeError, MissingRuleError
 
 Rule = Callable[..., Any]
@@ -108,7 +110,7 @@ class Primitive:
         if type(nargs) is not int or nargs < -1:  # -1: variadic
             raise ArgumentTypeError(
                 f"Primitive({name!r}): argument 'nargs' must be an int >= 0 (or -1, variadic), "
-                f"got {nargs!r}"
+                f"got {shown(nargs)}"
             )
         if nargs > MAX_NARGS:  # the rule tables hold one entry per argument
             raise ArgumentError(
@@ -120,7 +122,7 @@ class Primitive:
         ):
             raise ArgumentTypeError(
                 f"Primitive({name!r}): argument 'save_in' must be a tuple of argument indices, got "
-                f"{save_in!r}"
+                f"{shown(save_in)}"
             )
         self.name = name
         self.broadcasts = broadcasts

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError
+from tenferro_storage.errors import TenferroError, shown
 
 from ._forward import jvp
 from ._functional import _check_leaf, tree_flatten, vjp
@@ -46,7 +46,7 @@ def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, .
         nums = tuple(int(operator.index(k)) for k in raw)
     except TypeError:
         raise ArgumentTypeError(
-            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {argnums!r}"
+            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {shown(argnums)}"
         ) from None
     if not nums:
         raise ArgumentError(f"{what}: argument 'argnums' is empty; name at least one argument")

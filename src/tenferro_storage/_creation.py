@@ -38,7 +38,7 @@ def _shape(operation: str, shape: object, dt: DType | None = None) -> tuple[int,
     ):
         raise LayoutError(
             operation,
-            f"argument 'shape' must be a non-negative int or tuple of them, got {shape!r}",
+            f"argument 'shape' must be a non-negative int or tuple of them, got {shown(shape)}",
         )
     out = tuple(int(n) for n in shape)
     size = (dt.itemsize if dt is not None else 1) * int(np.prod(out, dtype=object))
@@ -109,11 +109,11 @@ def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any
         fill = np.asarray(fill_value)
     except Exception as e:
         raise DTypeError(
-            f"full: argument 'fill_value' {fill_value!r} is not a scalar: {e}"
+            f"full: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
         ) from None
     if fill.ndim != 0 or fill.dtype.kind not in "biufc":
         raise DTypeError(
-            f"full: argument 'fill_value' must be a numeric scalar, got {fill_value!r}"
+            f"full: argument 'fill_value' must be a numeric scalar, got {shown(fill_value)}"
         )
     fill = checked_cast("full: argument 'fill_value'", fill, dt.numpy)
     arr = np.full(shape_t, fill, dtype=dt.numpy)
@@ -202,7 +202,7 @@ def allocate_storage(
     """
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or not 0 <= nbytes <= INTP_MAX:
         raise LayoutError(
-            "allocate_storage", f"argument 'nbytes' must be a non-negative int, got {nbytes!r}"
+            "allocate_storage", f"argument 'nbytes' must be a non-negative int, got {shown(nbytes)}"
         )
     try:
         return allocate(nbytes, reason, "allocate_storage")

@@ -30,7 +30,7 @@ from ._layout import (
     whole,
 )
 from ._root import RootResource
-from .errors import BadIndexError, LayoutError
+from .errors import BadIndexError, LayoutError, shown
 
 _PROOF_FRESH = prove_injective((), ())  # a fresh C-contiguous array is trivially injective
 
@@ -328,12 +328,12 @@ def check_axes(operation: str, axes: tuple[object, ...], ndim: int) -> tuple[int
     for a in axes:
         if not isinstance(a, int) or isinstance(a, bool) or not -ndim <= a < ndim:
             raise LayoutError(
-                operation, f"argument 'axes': axis {a!r} is out of range for rank {ndim}"
+                operation, f"argument 'axes': axis {shown(a)} is out of range for rank {ndim}"
             )
         norm.append(a % ndim)
     if sorted(norm) != list(range(ndim)):
         raise LayoutError(
-            operation, f"argument 'axes' {tuple(axes)!r} is not a permutation of {ndim} axes"
+            operation, f"argument 'axes' {shown(tuple(axes))} is not a permutation of {ndim} axes"
         )
     return tuple(norm)
 
@@ -440,12 +440,14 @@ def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -
     size = 1
     for n in shape:
         if not isinstance(n, int) or n < 0:
-            raise LayoutError(operation, f"argument 'shape': bad extent {n!r} in {shape!r}")
+            raise LayoutError(
+                operation, f"argument 'shape': bad extent {shown(n)} in {shown(shape)}"
+            )
         size *= n
     if size != parent.size:
         raise LayoutError(
             operation,
-            f"argument 'shape': cannot reshape {parent.size} elements into shape {shape!r}",
+            f"argument 'shape': cannot reshape {parent.size} elements into shape {shown(shape)}",
             shape=shape,
         )
     if not isinstance(parent.layout, Contiguous):

@@ -34,6 +34,7 @@ from .errors import (
     DTypeError,
     LayoutError,
     OwnershipError,
+    shown,
 )
 
 _BUFFERS: Final[dict[int, int]] = {}
@@ -290,10 +291,13 @@ class RootResource(NoCopy):
         # once per op on the AD path.
         _BUFFERS.pop(id(self._allocation), None)
         led = LEDGER
-        if led.captures or led.watching or alloc_id not in led.live:
+        if led.captures or led.watching:
             led.release(self.reason, self.capacity_bytes, alloc_id)
         else:
-            del led.live[alloc_id]
+            try:
+                del led.live[alloc_id]
+            except KeyError:  # not live: LEDGER.release records the double release
+                led.release(self.reason, self.capacity_bytes, alloc_id)
         self.provider.counters.releases += 1
 
     def __repr__(self) -> str:
@@ -540,7 +544,7 @@ class OwnedSpanClaim(Lender):
         if not (isinstance(at, int) and 0 <= at <= self.stop - self.start):
             raise LayoutError(
                 "OwnedSpanClaim.split",
-                f"split point {at!r} is outside the claim's {self.stop - self.start} bytes",
+                f"split point {shown(at)} is outside the claim's {self.stop - self.start} bytes",
                 span=self.span,
             )
         root = self.root
@@ -566,7 +570,7 @@ class OwnedSpanClaim(Lender):
         if not 0 <= start <= stop <= n:
             raise LayoutError(
                 "OwnedSpanClaim.narrow",
-                f"range [{start!r}:{stop!r}) is not inside the claim's {n} bytes (claims "
+                f"range [{shown(start)}:{shown(stop)}) is not inside the claim's {n} bytes (claims "
                 "never widen)",
                 span=self.span,
             )

@@ -50,6 +50,7 @@ from .errors import (
     LayoutError,
     OwnershipError,
     RankError,
+    shown,
 )
 
 DT = TypeVar("DT")
@@ -87,9 +88,9 @@ def _fill_value(value: Any, d: CheckedDescriptor) -> np.ndarray[Any, Any]:
     try:
         v = np.asarray(value)
     except Exception as e:  # numpy's errors for ragged or odd objects
-        raise DTypeError(f"fill: argument 'value' {value!r} is not numeric: {e}") from None
+        raise DTypeError(f"fill: argument 'value' {shown(value)} is not numeric: {e}") from None
     if v.dtype.kind not in "biufc":
-        raise DTypeError(f"fill: argument 'value' must be numeric, got {value!r}")
+        raise DTypeError(f"fill: argument 'value' must be numeric, got {shown(value)}")
     shape = d.shape
     if v.ndim > len(shape) or any(
         a != 1 and a != b for a, b in zip(v.shape[::-1], shape[::-1], strict=False)
@@ -923,7 +924,6 @@ def adopt_output_deferred(
         or id(array) in _BUFFERS
     ):
         return adopt_output(array, reason, operation)  # the checked path (or its refusal)
-    _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, built lazily
     return adopt_unclaimed(array, reason, operation)
 
 
@@ -935,4 +935,6 @@ def claim_deferred(
     ``OwnershipError``. O(1)."""
     if type(adopted) is not RootResource:
         return adopted  # type: ignore[return-value]
-    return _owner_over(claim_unclaimed(adopted, operation))
+    storage = claim_unclaimed(adopted, operation)
+    _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, made now
+    return _owner_over(storage)

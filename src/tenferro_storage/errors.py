@@ -51,17 +51,18 @@ __all__ = [
 
 def shown(value: object) -> str:
     """``value`` as an error message shows it: the repr of a number, a string, ``None`` or a
-    short tuple of those, else only its type (never an object's raw address). O(1)."""
+    short tuple or list of those, else only its type (never an object's raw address). O(1)."""
     plain = (int, float, complex, str, type(None))
     if isinstance(value, plain) and len(repr(value)) <= 80:
         return repr(value)
     if (
-        isinstance(value, tuple)
-        and len(value) <= 8
+        isinstance(value, tuple | list)
+        and len(value) <= 33
         and all(isinstance(v, plain) and len(repr(v)) <= 24 for v in value)
     ):
         return repr(value)
-    return f"a {type(value).__name__}"
+    kind = type(value).__name__
+    return f"{'an' if kind[:1] in 'aeiouAEIOU' else 'a'} {kind}"
 
 
 class TenferroError(Exception):
