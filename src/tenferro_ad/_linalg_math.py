@@ -61,19 +61,21 @@ def _trsm(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Array:
     C-ordered ``b`` is solved from the right (``X^T op(a)^T = b^T``) and a Fortran-ordered
     one from the left; ``a`` is used as ``a`` or as ``a^T`` (triangle flipped), whichever
     its layout gives, and copied only when the needed op is a bare conjugate (complex
-    ``a`` whose layout does not match).  The output is the only allocation.  O(n^2 k).
+    ``a`` whose layout does not match).  The output is the only allocation: a right-hand
+    solve copies ``b`` once into a fresh C-ordered array and solves in place there, so the
+    result owns its memory (an op output adopts it without another copy).  O(n^2 k).
     """
     dt = _blas_dtype(a, b)
     if a.dtype != dt:
         a = a.astype(dt)
-    if b.dtype != dt:
-        b = b.astype(dt)
     if not unit and a.shape[-1] and not np.all(np.diagonal(a)):
         i = int(np.argmin(np.abs(np.diagonal(a)) != 0))
         raise np.linalg.LinAlgError(f"singular matrix: zero diagonal entry {i + 1}")
     right = not b.flags.f_contiguous
     if right:
-        b = np.ascontiguousarray(b)
+        b = np.array(b, dtype=dt, order="C")  # the result's own buffer (solved in place)
+    elif b.dtype != dt:
+        b = b.astype(dt)
     if not (a.flags.c_contiguous or a.flags.f_contiguous):
         a = np.ascontiguousarray(a)
     a_is_t = not a.flags.f_contiguous  # BLAS sees M = a^T
@@ -90,7 +92,8 @@ def _trsm(a: Array, b: Array, lower: bool, trans: int, unit: bool) -> Array:
     (trsm,) = _sla.blas.get_blas_funcs(("trsm",), (m, b))
     low = int(lower != a_is_t)
     if right:
-        return np.asarray(trsm(1.0, m, b.T, side=1, lower=low, trans_a=op, diag=int(unit))).T
+        x = trsm(1.0, m, b.T, side=1, lower=low, trans_a=op, diag=int(unit), overwrite_b=1)
+        return b if np.may_share_memory(x, b) else np.asarray(x).T
     return np.asarray(trsm(1.0, m, b, side=0, lower=low, trans_a=op, diag=int(unit)))
 
 
@@ -171,23 +174,29 @@ def np_cholesky_vjp_sym(lo: Array, ct: Array) -> Array:
     return np.where(np.tri(n, dtype=bool).T, r, r.T)
 
 
-def np_cholesky(h: Array) -> Array:
+def np_cholesky(h: Array, overwrite: bool = False) -> Array:
     """Lower Cholesky factor of Hermitian positive-definite (batches of) matrices.
 
     LAPACK ``?potrf`` on the Fortran view of the C-ordered input (``h^T = conj(h)``: its
     upper factor ``U`` gives ``L = U^T``), so no layout copy; the other triangle is zeroed.
-    Raises ``LinAlgError`` when a matrix is not positive definite.  O(n^3 / 3).
+    ``overwrite``: the caller hands over ``h`` (a scratch buffer nobody else holds): a
+    C-ordered single matrix of the working dtype is factored in place (the result shares
+    its memory) instead of being copied first.  Raises ``LinAlgError`` when a matrix is not
+    positive definite.  O(n^3 / 3).
     """
     dt = _blas_dtype(h)
+    own = overwrite and h.ndim == 2 and h.dtype == dt and h.flags.c_contiguous
     h = np.ascontiguousarray(h, dtype=dt)
     (potrf,) = _sla.lapack.get_lapack_funcs(("potrf",), (h,))
 
     def one(m: Array) -> Array:
-        u, info = potrf(m.T, lower=0, clean=1)
+        u, info = potrf(m.T, lower=0, clean=1, overwrite_a=int(own))
         if info > 0:
             raise np.linalg.LinAlgError("Matrix is not positive definite")
         if info < 0:  # pragma: no cover - an invalid argument is a bug here
             raise ValueError(f"potrf: illegal argument {-info}")
+        if own and np.may_share_memory(u, m):  # factored in place: m itself (no view)
+            return m
         return np.asarray(u).T
 
     if h.ndim == 2:

@@ -129,3 +129,24 @@ def test_triangular_solve_gradients_of_single_matrices_match_jax(trans: int) -> 
     ja, jb = jax.grad(jf, argnums=(0, 1))(jnp.asarray(a), jnp.asarray(b))
     np.testing.assert_allclose(ga.to_numpy(), np.asarray(ja), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(gb.to_numpy(), np.asarray(jb), rtol=1e-10, atol=1e-12)
+
+
+def test_kernel_outputs_own_their_memory_so_an_op_adopts_them_without_a_copy() -> None:
+    import tenferro_storage as ts
+
+    rng = np.random.default_rng(4)
+    h = _spd(rng, 5, np.float64)
+    lo = L.np_cholesky(h.copy(), True)  # factored in place: the handed-over buffer itself
+    assert lo.base is None and lo.flags.c_contiguous
+    np.testing.assert_array_equal(lo, L.np_cholesky(h))
+    ts.kernel.adopt_output(lo)  # refuses views: raises if lo were one
+    kept = h.copy()
+    L.np_cholesky(kept)  # without overwrite the input is left alone
+    np.testing.assert_array_equal(kept, h)
+    b = rng.standard_normal((5, 3))
+    before = b.copy()
+    x = L._trsm(lo, b, True, 0, False)  # a C-ordered right-hand side: solved in its own copy
+    np.testing.assert_array_equal(b, before)
+    assert x.base is None and x.flags.c_contiguous
+    np.testing.assert_allclose(lo @ x, b, rtol=1e-12, atol=1e-12)
+    ts.kernel.adopt_output(x)

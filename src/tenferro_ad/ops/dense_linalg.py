@@ -311,7 +311,7 @@ SLOGDET = defprimitive(
 def _cholesky_impl(a: Array) -> Array:
     h = a + np.conj(np.swapaxes(a, -1, -2)) if np.iscomplexobj(a) else a + np.swapaxes(a, -1, -2)
     h *= 0.5
-    return _checked("cholesky", L.np_cholesky, h)
+    return _checked("cholesky", L.np_cholesky, h, True)  # h is this kernel's scratch
 
 
 # The primitive symmetrizes its input ((a + a^H)/2, as jnp.linalg.cholesky does) inside the
