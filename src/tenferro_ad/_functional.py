@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -248,27 +248,29 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
     names ``what`` and the argument (a consumed owner, an unsupported numpy dtype...):
     ``argument <argnum>``, or ``argument '<items>'[<argnum>]`` when the arguments are the
     items of the parameter ``items`` (``vjp``'s ``primals``). O(1)."""
-    name = f"argument {items!r}[{argnum}]" if items else f"argument {argnum}"
     try:
         if isinstance(leaf, EagerTensor):
-            _check_float(leaf._r(what).a.dtype, what, name)
+            dt = leaf._r(what).a.dtype
         elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            _check_float(ts.kernel.read_array(leaf).dtype, what, name)
+            dt = ts.kernel.read_array(leaf).dtype
         elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
             leaf, bool | np.bool_
         ):
             dt = np.asarray(leaf).dtype
-            _check_float(dt, what, name)
-            ts.dtype(dt)  # a supported dtype (float16 is not)
+            if dt.kind in "fc":
+                ts.dtype(dt)  # a supported dtype (float16 is not)
         else:
-            _check_other(leaf, name, what)
-    except TenferroError as e:
+            _check_other(leaf, _argument_name(argnum, items), what)
+        if dt.kind not in "fc":
+            _refuse_dtype(dt, what, _argument_name(argnum, items))
+    except TenferroError as e:  # the error path: name the argument
+        name = _argument_name(argnum, items)
         if not str(e).startswith(f"{what}: {name}"):
             e.args = (f"{what}: {name}: {e}", *e.args[1:])
         raise
 
 
-def _check_other(leaf: Leaf, name: str, what: str) -> None:
+def _check_other(leaf: Leaf, name: str, what: str) -> NoReturn:
     """Refuse a leaf that is not an array, an owner, a handle or a float."""
     if isinstance(leaf, int) and not isinstance(leaf, bool):
         raise ArgumentTypeError(
@@ -283,13 +285,16 @@ def _check_other(leaf: Leaf, name: str, what: str) -> None:
         )
 
 
-def _check_float(dt: np.dtype[Any], what: str, name: str) -> None:
-    if dt.kind not in "fc":
-        raise ArgumentTypeError(
-            f"{what}: {name} has dtype {dt.name}; differentiation needs "
-            "floating-point or complex inputs (as in JAX). Convert it with astype, or leave "
-            "it out of argnums"
-        )
+def _argument_name(argnum: int, items: str) -> str:
+    return f"argument {items!r}[{argnum}]" if items else f"argument {argnum}"
+
+
+def _refuse_dtype(dt: np.dtype[Any], what: str, name: str) -> NoReturn:
+    raise ArgumentTypeError(
+        f"{what}: {name} has dtype {dt.name}; differentiation needs "
+        "floating-point or complex inputs (as in JAX). Convert it with astype, or leave "
+        "it out of argnums"
+    )
 
 
 def _fresh_handle(h: EagerTensor, given: set[int]) -> EagerTensor:
