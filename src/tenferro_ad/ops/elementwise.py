@@ -29,6 +29,7 @@ from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, no
 from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import NUMPY_NS
+from ._util import value_arg
 
 Array = Any
 
@@ -546,8 +547,6 @@ def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     as a fresh alias.  The three arguments are checked first (O(1) metadata reads; shapes
     are compared only when they differ), so a refused call names ``'x'``, ``'lo'`` or
     ``'hi'`` and records nothing."""
-    from ._util import value_arg
-
     sx = value_arg("clip", "x", x, imported=True)[0]
     shapes = [("x", sx)]
     for nm, b in (("lo", lo), ("hi", hi)):
@@ -638,8 +637,6 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
     try:
         src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
         if src is None:
-            from ._util import value_arg
-
             src = value_arg("astype", "x", x, imported=True)[1]
         target = _target_dtype(dtype)
         if np.dtype(target) == src:
