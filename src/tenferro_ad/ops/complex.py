@@ -34,7 +34,7 @@ from ..errors import ArgumentTypeError
 from . import elementwise
 from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import HANDLE_NS
-from ._util import stored_value_arg
+from .shape import value_of
 
 Array = Any
 
@@ -210,7 +210,7 @@ def conj(x: Any) -> EagerTensor:
     """Complex conjugate: one allocation; linear, saves nothing.  Of a real value: the
     value itself, as a metadata alias (no allocation, no copy)."""
     try:
-        if stored_value_arg("conj", "x", x)[1].kind != "c":
+        if value_of("conj", x)[1].kind != "c":
             return bind(elementwise.SAME, x)
         return bind(CONJ, x)
     except KERNEL_ERRORS as e:
@@ -221,7 +221,7 @@ def real(x: Any) -> EagerTensor:
     """Real part: one allocation.  Of a real value: the value itself, as a metadata alias
     (no allocation, no copy)."""
     try:
-        if stored_value_arg("real", "x", x)[1].kind != "c":
+        if value_of("real", x)[1].kind != "c":
             return bind(elementwise.SAME, x)
         return bind(REAL, x, src_complex=True)
     except KERNEL_ERRORS as e:
@@ -231,7 +231,7 @@ def real(x: Any) -> EagerTensor:
 def imag(x: Any) -> EagerTensor:
     """Imaginary part (zeros for real input, with a zero gradient). One allocation."""
     try:
-        return bind(IMAG, x, src_complex=stored_value_arg("imag", "x", x)[1].kind == "c")
+        return bind(IMAG, x, src_complex=value_of("imag", x)[1].kind == "c")
     except KERNEL_ERRORS as e:
         raise arg_error("imag", e) from None
 
