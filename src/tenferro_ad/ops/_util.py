@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
+from tenferro_storage import Tensor, TensorView, TensorViewMut
 from tenferro_storage.errors import TenferroError, UseAfterMoveError
 
 from .._handle import EagerTensor
@@ -58,10 +59,43 @@ def value_arg(
     ``imported=True``: a numpy array or list the op will import must also have a dtype
     tenferro stores (a :class:`~tenferro_storage.errors.DTypeError` for ``uint8``,
     ``float16``...); numpy scalars stay parameters and are not checked."""
-    if isinstance(name, int):
-        label = f"argument {name}"
-    else:
-        label = f"argument {name!r}" + ("" if item is None else f"[{item}]")
+    t = type(x)  # the common kinds first, in O(1); the checks below run for the others
+    if t is EagerTensor:
+        rec = x._rec
+        if rec is not None:
+            a = rec.a
+            return tuple(a.shape), a.dtype
+    elif t is np.ndarray:
+        dt0: np.dtype[Any] = x.dtype
+        if dt0.kind in "biufc" and (not imported or dt0 in _STORED_DTYPES):
+            return x.shape, dt0
+    elif t is float or t is complex or t is bool:
+        return (), _PY_DTYPES[t]
+    elif t is int and -(2**63) <= x < 2**63:
+        return (), _I64
+    elif t in _OWNERS:
+        try:
+            return tuple(x.shape), x.dtype.numpy
+        except TenferroError:  # consumed: the checks below name it
+            pass
+    label = f"argument {name}" if isinstance(name, int) else (
+        f"argument {name!r}" + ("" if item is None else f"[{item}]")
+    )
+    return _checked_value(op, label, x, imported)
+
+
+_OWNERS: frozenset[type] = frozenset({Tensor, TensorView, TensorViewMut})
+_I64: np.dtype[Any] = np.dtype(np.int64)
+_PY_DTYPES: dict[type, np.dtype[Any]] = {
+    float: np.dtype(np.float64), complex: np.dtype(np.complex128), bool: np.dtype(np.bool_),
+}
+
+
+def _checked_value(
+    op: str, label: str, x: Any, imported: bool
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    """:func:`value_arg` for any kind of ``x``: its shape and dtype, or the error naming
+    ``label``."""
     if isinstance(x, EagerTensor):
         rec = x._rec
         if rec is None:
