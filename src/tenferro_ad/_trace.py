@@ -336,7 +336,9 @@ def trace_flat(
         leaves, out_tree = tree_flatten(out)
         for o in leaves:
             if o is None:
-                raise TypeError("trace: the traced function returned None as a result leaf")
+                raise ArgumentTypeError(
+                    "trace: argument 'f': the function returned None as a result leaf"
+                )
         return b.finish(leaves, in_tree, out_tree)
 
 
