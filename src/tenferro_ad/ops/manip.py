@@ -749,7 +749,8 @@ def diag(v: Any, k: int = 0) -> EagerTensor:
 def diagflat(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diagflat``: :func:`diag` of the flattened input."""
     s, dt = stored_value_arg("diagflat", "v", v)
-    _int("diagflat", "argument 'k'", k)
+    n = _size(s) + builtins.abs(_int("diagflat", "argument 'k'", k))
+    _fits("diagflat", "arguments 'v' and 'k'", (n, n), dt.itemsize)  # before ravel runs
     return _diag("diagflat", ravel(v), (_size(s),), dt, k)
 
 

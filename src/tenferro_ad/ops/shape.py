@@ -62,11 +62,11 @@ def _key_text(key: Any) -> str:
     """An index as a message shows it: its repr when short and free of object addresses,
     else its type (an array index as ``an ndarray of shape (3,) and dtype float64``)."""
     if isinstance(key, np.ndarray):
-        return f"an ndarray of shape {key.shape} and dtype {key.dtype}"
+        return f"(an ndarray of shape {key.shape} and dtype {key.dtype})"
     r = repr(key)
     if len(r) <= 60 and " at 0x" not in r:
         return r
-    return f"a {type(key).__name__}"
+    return f"(a value of type {type(key).__name__})"
 
 
 def _check_key(operation: str, shape: tuple[int, ...], key: Any) -> None:
