@@ -28,7 +28,7 @@ BASE = "numpy (hand-written)"
 def torch_or_none() -> Any:
     """``torch`` pinned to one thread, or ``None`` when it is not installed."""
     try:
-        import torch  # type: ignore[import-not-found]
+        import torch  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         return None
     torch.set_num_threads(1)
@@ -50,7 +50,7 @@ def jax_or_none() -> Any:
         import jax
     except ImportError:
         return None
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call,unused-ignore]
     return jax
 
 
