@@ -34,6 +34,7 @@ from ..errors import ArgumentTypeError
 from . import elementwise
 from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import HANDLE_NS
+from ._util import stored_value_arg
 from .shape import value_of
 
 Array = Any
@@ -239,6 +240,8 @@ def imag(x: Any) -> EagerTensor:
 def complex(re: Any, im: Any) -> EagerTensor:
     """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
     try:
+        stored_value_arg("complex", "re", re)
+        stored_value_arg("complex", "im", im)
         return bind(REAL_T, re) - bind(IMAG_T, im)
     except KERNEL_ERRORS as e:
         raise arg_error("complex", e) from None

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage.errors import TenferroError
 
 from .._batch_rules import (
     BatchRule,
@@ -106,6 +107,24 @@ def value_of(op: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
     return stored_value_arg(op, "x", x)
 
 
+def _item_shape(op: str, x: Any, i: int) -> tuple[int, ...]:
+    """The shape of item ``i`` of the value list ``'xs'`` of ``op``, refused up front as
+    :func:`value_of` refuses a value, the message naming ``'xs'[i]``."""
+    if type(x) is EagerTensor:
+        rec = x._rec
+        if rec is not None:
+            return tuple(rec.a.shape)
+    try:
+        return stored_value_arg(op, "xs", x)[0]
+    except TenferroError as e:  # "op: argument 'xs' ..." -> "op: argument 'xs'[i] ..."
+        msg = str(e).replace("argument 'xs'", f"argument 'xs'[{i}]", 1)
+        try:
+            again: Exception = type(e)(msg)
+        except Exception:
+            raise e from None
+        raise again from None
+
+
 def _shape(x: Any) -> tuple[int, ...]:
     if isinstance(x, EagerTensor):
         return tuple(x._r("shape").a.shape)
@@ -149,7 +168,7 @@ def reshape(x: Any, *shape: Any) -> EagerTensor:
             shape = _shape_arg("reshape", shape[0])
         else:
             shape = _shape_arg("reshape", shape)
-        src = _shape(x)
+        src = value_of("reshape", x)[0]
         n = 1
         for s in src:
             n *= s
@@ -216,7 +235,7 @@ defbatch(TRANSPOSE, _batch_transpose)
 def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
     try:
-        nd = len(_shape(x))
+        nd = len(value_of("transpose", x)[0])
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
             axes = () if axes[0] is None else tuple(axes[0])
         ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
@@ -228,7 +247,7 @@ def transpose(x: Any, *axes: Any) -> EagerTensor:
 def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
     """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
     try:
-        nd = len(_shape(x))
+        nd = len(value_of("swapaxes", x)[0])
         i = axis_index("swapaxes", a, nd, "a")
         j = axis_index("swapaxes", b, nd, "b")
         ax = list(range(nd))
@@ -497,7 +516,7 @@ def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
     """Join values along ``axis``. One allocation (a kernel write of the joined values)."""
     try:
         xs = _values_arg("concatenate", xs)
-        shapes = [_shape(x) for x in xs]
+        shapes = [_item_shape("concatenate", x, i) for i, x in enumerate(xs)]
         nd = len(shapes[0])
         if nd == 0:
             raise ArgumentError(
@@ -551,7 +570,7 @@ def stack(xs: Any, axis: int = 0) -> EagerTensor:
     ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range."""
     try:
         xs = _values_arg("stack", xs)
-        shapes = [_shape(x) for x in xs]
+        shapes = [_item_shape("stack", x, i) for i, x in enumerate(xs)]
         ax = axis_index("stack", axis, len(shapes[0]) + 1)
         for i, s in enumerate(shapes):
             if s != shapes[0]:
