@@ -83,7 +83,6 @@ EINSUM = "_einsum_path.py (not mine): 'operand i' counts einsum operands, not ar
 ASARRAY = 'mine, unfinished: np.asarray of an owner argument is refused unnamed'
 INNER_ARGUMENT = "mine, unfinished: a composite relays an inner op's 'argument i'"
 PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
-    'tenferro_ad.complex': (INNER_ARGUMENT, ('pos', 1, 'None')),
     'tenferro_ad.vjp': (ASARRAY, ('pos', 1, 'list [numpy (2,3), numpy (3,)]')),
 }
 # fmt: on
