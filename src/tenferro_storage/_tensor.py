@@ -728,12 +728,10 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
     def __getitem__(self, key: Any) -> Any:
         if not is_basic_key(key):
             return advanced_getitem(self, key, "Tensor[...]")
-        v = self.as_view()
-        try:
-            return v[key]
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        # the key is checked first (a refusal borrows nothing), then one shared borrow
+        desc = D.index(self._d("Tensor[...]"), key, "Tensor[...]")
+        self._borrow_shared("Tensor[...]", "TensorView")
+        return TensorView._make(self, self._storage, desc)  # type: ignore[arg-type]  # live
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
         v = self.as_view()

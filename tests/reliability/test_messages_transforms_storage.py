@@ -143,6 +143,10 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         lambda: ts.from_numpy(_x()).as_view()[2], IndexError,
         r"^TensorView\[\.\.\.\]: argument 'key': index 2 is out of bounds for axis 0",
     ),
+    "an owner's index out of bounds": (
+        lambda: ts.from_numpy(_x())[0, 5], IndexError,
+        r"^Tensor\[\.\.\.\]: argument 'key': index 5 is out of bounds for axis 1 with size 3",
+    ),
     "a float index": (
         lambda: ts.from_numpy(_x())[0.5], IndexError, r"^Tensor\[\.\.\.\]: argument 'key': 0\.5",
     ),
@@ -211,6 +215,13 @@ def test_a_refused_donation_argument_leaves_the_view_unborrowed() -> None:
     view.release()
     owner.fill(1.0)
     assert owner.to_numpy().sum() == 6.0
+
+
+def test_a_refused_index_leaves_the_owner_unborrowed() -> None:
+    owner = ts.from_numpy(_x())
+    with pytest.raises(IndexError, match="argument 'key'"):
+        owner[2]
+    owner.into_storage()  # nothing holds a borrow: the owner can be consumed
 
 
 def test_a_refused_from_storage_does_not_consume_the_storage() -> None:
