@@ -272,7 +272,7 @@ def _tensordot_axes(
                     )
                 if not -r <= int(v) < r:
                     raise E.EinsumError(
-                        f"tensordot: argument 'axes': axis {int(v)} is out of range for "
+                        f"tensordot: axis {int(v)} of argument 'axes' is out of range for "
                         f"argument {nm!r} of rank {r}"
                     )
                 out.append(int(v) % r)
