@@ -477,6 +477,8 @@ def _fuse(
             for s in e[2]:
                 last_local[local[s]] = k
         exports = [s for s in produced if s in outputs or readers.get(s, -1) > gi]
+        if not exports:  # nothing reads what the group computes: dead code, dropped
+            continue
         slots_of = [*ext, *produced]
         steps = []
         for k, (_n, kernel, reads, params, outs) in enumerate(g):

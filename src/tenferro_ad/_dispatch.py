@@ -277,12 +277,12 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             except Exception as e:
                 raise _argument_error(prim.name, 1, e) from None
             recs = [ra, b]
-            ids = [a0._id if ta else -1, -1]
+            ids = [a0._id if ta else -1]  # (an untracked last argument needs no entry)
             tracked = ta
         else:
             vals = [ra.a, b]
             recs = [ra, b]
-            ids = [a0._id if ta else -1, -1]
+            ids = [a0._id if ta else -1]
             tracked = ta
         impl = prim.impl
     else:

@@ -5,7 +5,8 @@ Node structure (the seam for checkpoint regions and new rule files):
 * ``tape.nodes[vid]`` is the node that produced value id ``vid`` — ``None`` for a leaf
   (``watch``) — so value ids are positions and the list is topologically ordered;
 * a :class:`TapeNode` holds ``prim`` (a :class:`~tenferro_ad._primitive.Primitive`),
-  ``ids`` (the value id of each argument, ``-1`` for constants/parameters), ``params``
+  ``ids`` (the value id of each argument, ``-1`` for constants/parameters; untracked
+  trailing arguments may have no entry, as in ``x * 2.0``: one entry), ``params``
   (the keyword parameters) and ``res`` — the residuals ``prim.save_in``/``save_out``
   declare: :class:`AdValueRecord` objects (each holding one count for the tape) or
   Python scalars.  ``res is None`` once the residuals were released.
@@ -273,13 +274,13 @@ class Tape(NoCopy):
             node = nodes[vid]
             if node is None:
                 continue
-            if node is _FAILED:
-                raise BackwardError(
-                    f"Tape.backward: value {vid} of {self.name} was computed inside a call that "
-                    "raised (its recording was discarded); it has no gradient"
-                )
             res = node.res
-            if res is None:
+            if res is None:  # (a failed call's entry has no residuals either)
+                if node is _FAILED:
+                    raise BackwardError(
+                        f"Tape.backward: value {vid} of {self.name} was computed inside a call "
+                        "that raised (its recording was discarded); it has no gradient"
+                    )
                 raise BackwardError(
                     "Tape.backward: the residuals were released by an earlier backward; pass "
                     "keep=True to the first backward to differentiate the tape again"
@@ -293,11 +294,26 @@ class Tape(NoCopy):
                 args = [res[0].a if type(res[0]) is AdValueRecord else res[0]]
             else:
                 args = [r.a if type(r) is AdValueRecord else r for r in res]
-            params = node.params
-            vjps = prim.vjps
-            variadic = prim.variadic
-            shapes = node.shapes
             try:
+                if len(ids) == 1 and node.shapes is None:  # one argument (most ops): no loop
+                    in_id = ids[0]
+                    if in_id >= lo:
+                        rule = prim.vjps[0]
+                        if rule is None:
+                            raise MissingRuleError(prim.name, "vjp", 0)
+                        if rule is not NONDIFF:
+                            if prim.variadic:
+                                ct = rule(ns, g, *args, argnum=0, **node.params)  # type: ignore[operator]
+                            else:
+                                ct = rule(ns, g, *args, **node.params)  # type: ignore[operator]
+                            if type(ct) is not Zero:
+                                prev = cts.get(in_id)
+                                cts[in_id] = ct if prev is None else add(prev, ct)
+                    continue
+                params = node.params
+                vjps = prim.vjps
+                variadic = prim.variadic
+                shapes = node.shapes
                 for i in range(len(ids)):
                     in_id = ids[i]
                     if in_id < lo:
@@ -420,7 +436,11 @@ def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
         if type(r) is not AdValueRecord:
             out.append(r)
             continue
-        rid = ids[prim.save_in[j]] if j < len(prim.save_in) else vid
+        if j < len(prim.save_in):  # (``ids`` may omit untracked trailing arguments)
+            i = prim.save_in[j]
+            rid = ids[i] if i < len(ids) else -1
+        else:
+            rid = vid
         out.append(make_handle(r, key if rid >= 0 else None, rid))
     return out
 

@@ -209,9 +209,9 @@ def _times(ops: Any, g: Array, fresh: Array) -> Array:
     product is written over ``fresh`` when it is large and fits (one allocation fewer per
     rule; on 10^6-element values a fresh buffer costs as much as the arithmetic)."""
     if (
-        ops is NUMPY_NS
-        and type(fresh) is np.ndarray
+        type(fresh) is np.ndarray  # first: a small value is decided in two checks
         and fresh.size >= _IN_PLACE_MIN
+        and ops is NUMPY_NS
         and type(g) is np.ndarray
         and g.shape == fresh.shape
         and g.dtype == fresh.dtype
@@ -242,8 +242,8 @@ defbatch(COS, leading("cos"))
 
 
 def _tanh_d(ops: Any, g: Array, out: Array) -> Array:
-    if ops is NUMPY_NS and type(out) is np.ndarray and out.ndim:  # 1 - out^2, one buffer
-        d = np.multiply(out, out)
+    if type(out) is np.ndarray and out.size >= _IN_PLACE_MIN and ops is NUMPY_NS:
+        d = np.multiply(out, out)  # 1 - out^2 in one buffer (large values only, as _times)
         return _times(ops, g, np.subtract(1.0, d, out=d))
     return ops.mul(g, ops.sub(1.0, ops.mul(out, out)))
 
