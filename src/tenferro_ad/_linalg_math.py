@@ -450,8 +450,13 @@ def triangular_solve_vjp(
 ) -> tuple[Array, Array]:
     """ct_B = op(A)^-T ct;  G = -ct_B X^T;  ct_A = tri(G | G^T | G^H) for op = N | T | C."""
     cb = triangular_solve_vjp_b(B, a, ct, lower=lower, trans=trans, unit=unit)
-    if B is NUMPY and trans != 2 and cb.ndim == 2 and x.ndim == 2:
-        return _np_neg_tri_outer(cb, x, lower, unit, trans == 1), cb
+    if (
+        B is NUMPY
+        and cb.ndim == 2
+        and x.ndim == 2
+        and (trans != 2 or not (np.iscomplexobj(cb) or np.iscomplexobj(x)))
+    ):  # single matrices (real ones for op = C, where G^H = G^T)
+        return _np_neg_tri_outer(cb, x, lower, unit, trans != 0), cb
     g = -B.matmul(cb, B.mT(x))
     g = B.mT(g) if trans == 1 else _H(B, g) if trans == 2 else g
     return _tri_mask(B, g, lower, unit), cb

@@ -150,3 +150,54 @@ def test_kernel_outputs_own_their_memory_so_an_op_adopts_them_without_a_copy() -
     assert x.base is None and x.flags.c_contiguous
     np.testing.assert_allclose(lo @ x, b, rtol=1e-12, atol=1e-12)
     ts.kernel.adopt_output(x)
+
+
+def test_a_triangular_solve_differentiated_in_both_arguments_solves_the_cotangent_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(30)
+    a = np.tril(rng.standard_normal((5, 5))) + 4 * np.eye(5)
+    b = rng.standard_normal((5, 3))
+    w = rng.standard_normal((5, 3))
+    f = ad.value_and_grad(
+        lambda a, b: (la.solve_triangular(a, b, lower=True) * w).sum(), argnums=(0, 1)
+    )
+    _, (want_a, want_b) = f(a, b)
+    calls: list[int] = []
+    real = L._np_tri_solve
+
+    def counting(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(L, "_np_tri_solve", counting)
+    _, (ga, gb) = f(a, b)
+    assert len(calls) == 2  # the forward solve and one backward solve (not two)
+    np.testing.assert_array_equal(ga.to_numpy(), want_a.to_numpy())
+    np.testing.assert_array_equal(gb.to_numpy(), want_b.to_numpy())
+    calls.clear()
+    ad.grad(lambda b: (la.solve_triangular(a, b, lower=True) * w).sum())(b)  # b only
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("lower", [True, False])
+def test_cho_solve_gradients_in_both_arguments_match_jax(lower: bool) -> None:
+    rng = np.random.default_rng(31)
+    m = rng.standard_normal((6, 6))
+    a = m @ m.T + 6 * np.eye(6)
+    b = rng.standard_normal((6, 4))
+    w = rng.standard_normal((6, 4))
+
+    def f(a: Any, b: Any) -> Any:
+        return (la.cho_solve(la.cho_factor(a, lower=lower), b) ** 2 * w).sum()
+
+    def jf(a: Any, b: Any) -> Any:
+        c = jnp.linalg.cholesky(a)
+        c = c if lower else c.T
+        return (jax.scipy.linalg.cho_solve((c, lower), b) ** 2 * w).sum()
+
+    ga, gb = ad.grad(f, argnums=(0, 1))(a, b)
+    ja, jb = jax.grad(jf, argnums=(0, 1))(jnp.asarray(a), jnp.asarray(b))
+    ja = (ja + ja.T) / 2  # tenferro's factorization symmetrizes its input (see cho_factor)
+    np.testing.assert_allclose(ga.to_numpy(), np.asarray(ja), rtol=1e-9, atol=1e-11)
+    np.testing.assert_allclose(gb.to_numpy(), np.asarray(jb), rtol=1e-9, atol=1e-11)

@@ -21,6 +21,8 @@ singular values alone stays finite at degenerate spectra, as in JAX.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import Any
 
 import numpy as np
@@ -239,6 +241,31 @@ def _trsolve_impl(a: Array, b: Array, *, lower: bool, trans: int, unit: bool) ->
     return _checked("solve_triangular", L._np_tri_solve, a, b, lower, trans, unit)
 
 
+# Both cotangents of a triangular solve start from the same solve ct_B = op(A)^-T ct.  The
+# reverse sweep runs argument 0's rule before argument 1's with the same cotangent array,
+# so in a no-record backward argument 0's rule leaves ct_B here (per thread, keyed by the
+# identities of the cotangent and of A, held weakly) and argument 1's rule takes it instead
+# of solving again.  At most one ct_B (kernel scratch) waits per thread; the next rule of
+# either kind drops it.
+_TRSOLVE_CB = threading.local()
+
+
+def _trsolve_vjp_a(ops: Any, g: Array, a: Array, x: Array, **kw: Any) -> Array:
+    ga, cb = L.triangular_solve_vjp(_B(ops), a, x, g, **kw)
+    if ops is NUMPY_NS and type(g) is np.ndarray and type(a) is np.ndarray:
+        _TRSOLVE_CB.last = (weakref.ref(g), weakref.ref(a), kw, cb)
+    return ga
+
+
+def _trsolve_vjp_b(ops: Any, g: Array, a: Array, x: Array, **kw: Any) -> Array:
+    last = getattr(_TRSOLVE_CB, "last", None)
+    if last is not None:
+        _TRSOLVE_CB.last = None
+        if last[0]() is g and last[1]() is a and last[2] == kw:
+            return last[3]
+    return L.triangular_solve_vjp_b(_B(ops), a, g, **kw)
+
+
 TRSOLVE = defprimitive(
     "triangular_solve",
     _trsolve_impl,
@@ -246,10 +273,7 @@ TRSOLVE = defprimitive(
     save_in=(0,),
     save_out=True,
     broadcasts=True,
-    vjp=(
-        lambda ops, g, a, x, **kw: L.triangular_solve_vjp(_B(ops), a, x, g, **kw)[0],
-        lambda ops, g, a, x, **kw: L.triangular_solve_vjp_b(_B(ops), a, g, **kw),
-    ),
+    vjp=(_trsolve_vjp_a, _trsolve_vjp_b),
     jvp=(
         lambda ops, t, a, x, **kw: L.triangular_solve_jvp(_B(ops), a, x, t, None, **kw),
         lambda ops, t, a, x, **kw: L.triangular_solve_jvp(_B(ops), a, x, None, t, **kw),
