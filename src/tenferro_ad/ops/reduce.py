@@ -237,7 +237,8 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Maximum over ``axis``; ties share the gradient. Retains the input and the output."""
+    """Maximum over ``axis``; ties share the gradient. Retains the input and the output.
+    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
     try:
         axes = _axes("max", axis, len(_shape_of(x)), keepdims)
         return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
@@ -247,7 +248,8 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Minimum over ``axis``; ties share the gradient. Retains the input and the output."""
+    """Minimum over ``axis``; ties share the gradient. Retains the input and the output.
+    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
     try:
         axes = _axes("min", axis, len(_shape_of(x)), keepdims)
         return bind(MIN, x, axes=axes, keepdims=bool(keepdims))

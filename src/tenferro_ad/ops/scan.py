@@ -302,7 +302,9 @@ def diff(
     x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None
 ) -> EagerTensor:
     """``numpy.diff``: the ``n``-th discrete difference along ``axis`` (derived from two
-    slices and a subtraction per order; ``prepend``/``append`` are concatenated first)."""
+    slices and a subtraction per order; ``prepend``/``append`` are concatenated first).
+    ``x``, ``n`` and ``prepend``/``append`` (a scalar, or the shape of ``x`` off ``axis``)
+    are checked before anything is computed; a refusal names the argument."""
     shape = value_arg("diff", "x", x, imported=True)[0]
     if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
         raise ArgumentTypeError(f"diff: argument 'n' must be an int, got {type(n).__name__}")
