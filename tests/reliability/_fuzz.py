@@ -374,11 +374,17 @@ def names_the_argument(blame: Blame, message: str) -> bool:
     return any(re.search(f, message) for f in forms)
 
 
+# Parameters whose values a transform hands to the user's ``f`` unchanged (as JAX does):
+# ``vjp(f, *primals)``, ``jvp(f, primals, tangents)``, ``linearize``/``hvp``.
+_PASSED_TO_F = frozenset({"primals", "tangents"})
+
+
 def _about_the_users_function(target: Target, blame: Blame, message: str) -> bool:
-    """An argument of a transformed function (``grad(f)(x)``) reaches the user's ``f``: an
-    error about what ``f`` returned, or one raised by an op ``f`` called (another op's name
-    heads the message), is not the transform's to word."""
-    if blame.name is not None:
+    """An argument of a transformed function (``grad(f)(x)``), or a primal a transform
+    passes on (``vjp(f, x)``), reaches the user's ``f``: an error about what ``f``
+    returned, or one raised by an op ``f`` called (another op's name heads the message),
+    is not the transform's to word."""
+    if blame.name is not None and blame.name not in _PASSED_TO_F:
         return False
     if re.search(r"the function returned|must return", message):
         return True

@@ -13,15 +13,12 @@ A second test starts from a *valid* call of each callable (``_fuzz.valid_call``:
 the parameter names, or listed in ``_fuzz.VALID_CALLS``) and changes exactly one argument to
 a generated value; a project error must then also name that argument
 (``_fuzz.names_the_argument`` states the convention: ``"<op>: argument '<name>' ..."`` or
-``"<op>: argument <i> ..."``; docs/guides/error-messages.md).  ``PENDING`` lists the
-callables whose messages still wait for that fix (who fixes it and why), each with a
-reproducer that must keep failing until the entry is deleted.
+``"<op>: argument <i> ..."``; docs/guides/error-messages.md).
 
-``KNOWN`` lists failures that are understood and waiting for a fix elsewhere, each with a
-minimal reproducer; the fuzzer tolerates exactly those (callable, kind) pairs, and
-``test_known_failure_still_reproduces`` fails as soon as one is fixed, so the entry is
-removed then.  The examples are derandomized (the same in every run; the CI profile runs
-fewer per callable to keep the suite inside its time budget: see ``EXAMPLES``).  To
+No failure is tolerated: a callable that lets a foreign exception escape, words an error
+without naming itself or the changed argument, or changes an input fails the suite.  The
+examples are derandomized (the same in every run; the CI profile runs fewer per callable
+to keep the suite inside its time budget: see ``EXAMPLES``).  To
 triage, ``TENFERRO_FUZZ_SURVEY=path.json`` records every failure found instead of stopping
 at the first; ``TENFERRO_FUZZ_RANDOM=1`` and ``TENFERRO_FUZZ_EXAMPLES=200`` explore further.
 """
@@ -48,8 +45,8 @@ from ._fuzz import LABELS, Target, check_call
 
 TARGETS = {t.name: t for t in _fuzz.targets()}
 SURVEY = os.environ.get("TENFERRO_FUZZ_SURVEY")
-# The same examples in every profile and run (derandomized), so KNOWN is exact and the suite
-# is stable; TENFERRO_FUZZ_RANDOM=1 explores with fresh random examples instead.
+# The same examples in every profile and run (derandomized), so the suite is stable;
+# TENFERRO_FUZZ_RANDOM=1 explores with fresh random examples instead.
 # The CI profile (tests/conftest.py: CI=true or HYPOTHESIS_PROFILE=ci) runs fewer examples
 # per callable so the reliability suite stays inside its CI time budget (90 s of CPU); the
 # survey mode (TENFERRO_FUZZ_SURVEY) and the variables below explore further.
@@ -63,31 +60,6 @@ ARGUMENT_TARGETS = sorted(
     name for name, t in TARGETS.items() if name not in _fuzz.NO_VALID_CALL and t.params
 )
 
-# Known failures, waiting for a fix outside this suite's owner's files, grouped by who fixes
-# them.  (callable, failure kind) -> (positional labels, keyword labels, arguments for the
-# returned function, what it raised).  Each is a minimal reproducer that
-# test_known_failure_still_reproduces re-runs: when it stops failing, delete the line.
-# fmt: off
-KNOWN: dict[tuple[str, str], tuple[list[str], dict[str, str], list[str] | None, str]] = {
-}
-# fmt: on
-
-# Callables some of whose messages do not name the changed argument yet: who fixes it and
-# why, and a reproducer (where, key, label: see _fuzz.slots) that
-# test_pending_message_still_lacks_the_argument re-runs; when it passes, delete the entry.
-# The one-changed-argument test tolerates "argument" failures of these callables only.
-# fmt: off
-UNNAMED = 'mine, unfinished: the message names no argument'
-MATMUL = "mine, unfinished: numpy blames a core-dimension mismatch on the other operand"
-EINSUM = "_einsum_path.py (not mine): 'operand i' counts einsum operands, not arguments"
-ASARRAY = 'mine, unfinished: np.asarray of an owner argument is refused unnamed'
-INNER_ARGUMENT = "mine, unfinished: a composite relays an inner op's 'argument i'"
-PENDING: dict[str, tuple[str, tuple[str, str | int, str]]] = {
-    'tenferro_ad.vjp': ("_fuzz.py: an op inside f refuses the list primal f was given (f's "
-                        "error, as in JAX); _about_the_users_function should cover primals",
-                        ('pos', 1, 'list [numpy (2,3), numpy (3,)]')),
-}
-# fmt: on
 
 
 def _draw_call(data: st.DataObject, target: Target) -> tuple[list[str], dict[str, str], list[str]]:
@@ -158,22 +130,10 @@ def test_public_callable_survives_generated_arguments(name: str, data: st.DataOb
         if SURVEY:
             _record(name, kind, detail, (labels, kw, follow))
             continue
-        if (name, kind) in KNOWN:
-            continue
         raise AssertionError(
             f"{name}({', '.join(labels + [f'{k}={v}' for k, v in kw.items()])}) "
             f"[then {follow}]: {kind}: {detail}"
         )
-
-
-@pytest.mark.parametrize("key", sorted(KNOWN), ids=[f"{n}-{k}" for n, k in sorted(KNOWN)])
-def test_known_failure_still_reproduces(key: tuple[str, str]) -> None:
-    """Each tolerated failure still happens; when it is fixed, delete its KNOWN entry."""
-    name, kind = key
-    labels, kw, follow, note = KNOWN[key]
-    outcome = check_call(TARGETS[name], labels, kw, follow)
-    kinds = [k for k, _ in outcome.failures]
-    assert kind in kinds, f"{name}: {kind} is fixed ({note}); remove it from KNOWN"
 
 
 def test_every_public_name_is_fuzzed() -> None:
@@ -212,8 +172,6 @@ def test_an_error_from_one_bad_argument_names_it(name: str) -> None:
             if SURVEY:
                 _record(name, kind, detail, (new.labels, new.kw, new.follow))
                 continue
-            if (name, kind) in KNOWN or (kind == "argument" and name in PENDING):
-                continue
             raise AssertionError(
                 f"{name}({', '.join(new.labels + [f'{k}={v}' for k, v in new.kw.items()])}) "
                 f"[then {new.follow}], changed {blame.describe()}: {kind}: {detail}"
@@ -227,22 +185,6 @@ def test_every_fuzzed_callable_has_a_valid_call() -> None:
     assert not missing, f"add these to _fuzz.VALID_CALLS or _fuzz.NO_VALID_CALL: {missing}"
     for name in _fuzz.NO_VALID_CALL:
         assert name in TARGETS, f"{name} in NO_VALID_CALL is not a public callable"
-
-
-@pytest.mark.parametrize("name", sorted(PENDING))
-def test_pending_message_still_lacks_the_argument(name: str) -> None:
-    """Each tolerated message still lacks its argument; when fixed, delete the entry."""
-    note, (where, key, label) = PENDING[name]
-    target = TARGETS[name]
-    call = _fuzz.valid_call(target)
-    assert call is not None
-    blame = next(b for w, k, b in _fuzz.slots(target, call) if (w, k) == (where, key))
-    new = _fuzz.changed(call, where, key, label)
-    probe = Target(target.name, target.obj, target.params, call.receiver or target.receiver,
-                   target.short, target.cls)
-    details = [d for k, d in check_call(probe, new.labels, new.kw, new.follow, blame).failures
-               if k == "argument"]
-    assert details, f"{name} {where}:{key}={label} names the argument now: delete it ({note})"
 
 
 def _bad(x: object, axis: object = None) -> None:
