@@ -21,6 +21,7 @@ the real part of its cotangent, as in JAX.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -119,10 +120,10 @@ def _batch_einsum_binary(
 defbatch(EINSUM_BINARY, _batch_einsum_binary)
 
 
-def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
+def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...], dict[int, str]]:
     """numpy's interleaved form ``einsum(op0, sub0, op1, sub1, ..., [out])`` as a
     subscripts string and the operands; sublist entries are ints (any, mapped to letters)
-    or ``...``."""
+    or ``...``; also the letter each integer label became."""
     args = tuple(args)
     ops_ = args[0::2][: len(args) // 2]
     subs = list(args[1::2])
@@ -159,7 +160,19 @@ def _interleaved(args: tuple[Any, ...]) -> tuple[str, tuple[Any, ...]]:
 
     ins = [conv(sb, 2 * i + 1) for i, sb in enumerate(subs)]
     spec = ",".join(ins) + ("" if out is None else "->" + conv(out, len(args) - 1))
-    return spec, ops_
+    return spec, ops_, letters
+
+
+def _user_labels(msg: str, letters: dict[int, str]) -> str:
+    """An interleaved call's error message with the letters :func:`_interleaved` chose
+    replaced by the user's integer labels (``label 'b'`` -> ``label 1``).  Error path
+    only."""
+    back = {v: k for k, v in letters.items()}
+    return re.sub(
+        r"label '(\w)'",
+        lambda m: f"label {back[m.group(1)]}" if m.group(1) in back else m.group(0),
+        msg,
+    )
 
 
 def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
@@ -189,7 +202,7 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
                 "the interleaved form einsum(op0, sublist0, op1, sublist1, ...), argument 1 "
                 f"must be a sublist), got {type(subscripts).__name__}"
             )
-        subscripts, operands = _interleaved((subscripts, *operands))
+        subscripts, operands, letters = _interleaved((subscripts, *operands))
         shapes = tuple(
             value_arg("einsum", 2 * i, o, imported=True)[0] for i, o in enumerate(operands)
         )
@@ -198,7 +211,12 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
             value_arg("einsum", "operands", o, i, imported=True)[0]
             for i, o in enumerate(operands)
         )
-    p = E.plan(subscripts, shapes, "einsum", interleaved)
+    try:
+        p = E.plan(subscripts, shapes, "einsum", interleaved)
+    except E.EinsumError as e:
+        if not interleaved:
+            raise
+        raise E.EinsumError(_user_labels(str(e), letters)) from None
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
         (x,) = operands
         return bind(
