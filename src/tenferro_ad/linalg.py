@@ -94,7 +94,10 @@ def matrix_power(a: Any, n: int) -> Any:
     """
     s = _square("matrix_power", a)
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
-        raise ArgumentTypeError(f"matrix_power: the exponent must be an integer, got {n!r}")
+        raise ArgumentTypeError(
+            f"matrix_power: argument 'n' (the exponent) must be an integer, got "
+            f"{type(n).__name__}" + (f" {n!r}" if isinstance(n, bool | float | str) else "")
+        )
     n = int(n)
     if n == 0:
         eye = np.eye(s[-1], dtype=np.result_type(_np(a).dtype, np.float32))

@@ -269,7 +269,8 @@ def _tensordot_axes(
             raise E.EinsumError(
                 "tensordot: argument 'axes' must be an int or a pair of axis lists, got "
                 f"{type(axes).__name__}"
-                + (f" {axes!r}" if isinstance(axes, tuple | list | str) else "")
+                + (f" of length {len(axes)}" if isinstance(axes, tuple | list) else "")
+                + (f" {axes!r}" if isinstance(axes, str) else "")
             ) from None
         lists = []
         for x, r, nm in ((xa, ra, "a"), (xb, rb, "b")):

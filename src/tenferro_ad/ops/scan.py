@@ -367,6 +367,17 @@ def _vector_norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
     return ew.pow(rd.sum(ew.pow(ew.abs(x), p), axis=axis, keepdims=keepdims), 1.0 / p)
 
 
+def _shown(v: Any) -> str:
+    """``repr`` of an int, ``None`` or a tuple/list of ints; the type's name otherwise (no
+    memory address in a message). O(len)."""
+    ok = (int, np.integer, type(None))
+    if isinstance(v, ok) or (
+        isinstance(v, tuple | list) and builtins.all(isinstance(i, ok) for i in v)
+    ):
+        return repr(v)
+    return type(v).__name__
+
+
 def _ord(ord: Any) -> Any:
     """``norm``'s ``ord`` checked: ``None``, a real number (a 0-d numpy array is read) or
     ``"fro"``/``"nuc"``; anything else raises naming the argument. O(1)."""
@@ -604,7 +615,7 @@ def average(
             raise ArgumentError(
                 f"average: arguments 'x', 'weights' and 'axis' do not fit: 'weights' of shape "
                 f"{ws} is not the shape of 'x' {shape}, and 1-D weights need a single 'axis' "
-                f"(got axis={axis!r})"
+                f"(got axis={_shown(axis)})"
             )
         ax = _axis("average", axis, len(shape))
         if ws[0] != shape[ax]:
