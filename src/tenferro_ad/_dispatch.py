@@ -54,6 +54,9 @@ _SCALARS: Final = frozenset(
 )
 _OWNERS: Final = frozenset({ts.Tensor, ts.TensorView, ts.TensorViewMut})
 _ALIASABLE: Final = frozenset({AdValueRecord}) | _OWNERS
+# numpy's dtype classes of the floating and complex dtypes (a class test is cheaper than
+# reading ``dtype.kind``)
+_INEXACT: Final = frozenset(type(np.dtype(c)) for c in "efdgFDG")
 _read: Final = ts.kernel.read_array
 _ET: Final = EagerTensor
 _REC: Final = AdValueRecord
@@ -250,7 +253,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         tracked = key is not None and a0._tape is key
         ids: list[int] = [a0._id if tracked else -1]
         impl = prim.fast  # the bare kernel of a float-only op, for floating input
-        if impl is None or rec.a.dtype.kind not in "fc":
+        if impl is None or type(rec.a.dtype) not in _INEXACT:
             impl = prim.impl
     elif (
         len(args) == 2

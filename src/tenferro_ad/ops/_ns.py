@@ -56,7 +56,8 @@ class _NumpyNS:
 
     @staticmethod
     def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return np.sum(x, axis=axis, keepdims=keepdims)
+        # np.sum's kernel without its Python-level wrapper (same results)
+        return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
     @staticmethod
     def reshape(x: Any, shape: tuple[int, ...]) -> Any:
@@ -72,11 +73,11 @@ class _NumpyNS:
 
     @staticmethod
     def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
-        gs = np.shape(g)
+        gs = g.shape if type(g) is np.ndarray else np.shape(g)
         if gs == shape:
             r = g
-        else:
-            r = np.sum(g, axis=_unbroadcast_axes(gs, shape))
+        else:  # np.sum's kernel without its Python-level wrapper (same results)
+            r = np.add.reduce(g, axis=_unbroadcast_axes(gs, shape))
             if r.shape != shape:  # kept size-1 axes; a same-shape reshape would be a view
                 r = np.reshape(r, shape)
         if type(shape) is RealTarget and np.iscomplexobj(r):
