@@ -21,6 +21,7 @@ the real part of its cotangent, as in JAX.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -326,9 +327,17 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
     """
     sa = value_arg("tensordot", "a", a, imported=True)[0]
     sb = value_arg("tensordot", "b", b, imported=True)[0]
+    if type(axes) is int:  # the common form: checked and spelled once per shapes (cached)
+        return einsum(_int_axes_subscripts(axes, sa, sb), a, b)
     ax = _tensordot_axes(axes, sa, sb)
-    sub = E.tensordot_subscripts(len(sa), len(sb), ax)
-    return einsum(sub, a, b)
+    return einsum(E.tensordot_subscripts(len(sa), len(sb), ax), a, b)
+
+
+@functools.lru_cache(maxsize=1024)
+def _int_axes_subscripts(n: int, sa: tuple[int, ...], sb: tuple[int, ...]) -> str:
+    """The einsum subscripts of ``tensordot(a, b, n)`` for these shapes, checked (a refusal
+    is raised, not cached). Cached: O(1) on a repeated call."""
+    return E.tensordot_subscripts(len(sa), len(sb), _tensordot_axes(n, sa, sb))
 
 
 # argument errors from the planner, numpy or the kernel name the op (the package's classes)

@@ -6,17 +6,19 @@ Complex operands follow numpy (``vdot`` conjugates its first argument; the other
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
+from .._einsum_path import tensordot_subscripts
 from .._handle import EagerTensor
 from ..errors import ArgumentError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import axis as _axis
 from ._util import guard_module, shape_of, value_arg
-from .einsum import einsum, tensordot
+from .einsum import einsum
 
 __all__ = ["cross", "dot", "inner", "kron", "outer", "vdot"]
 
@@ -37,7 +39,7 @@ def dot(a: Any, b: Any) -> EagerTensor:
             f"dot: arguments 'a' and 'b' are not aligned: shapes {sa} and {sb} (the last axis "
             f"of 'a' has {sa[-1]} entries, axis {k} of 'b' has {sb[k]})"
         )
-    return tensordot(a, b, axes=([len(sa) - 1], [k]))
+    return einsum(_pair_subscripts(len(sa), len(sb), len(sa) - 1, k), a, b)
 
 
 def vdot(a: Any, b: Any) -> EagerTensor:
@@ -69,7 +71,7 @@ def inner(a: Any, b: Any) -> EagerTensor:
             f"inner: arguments 'a' and 'b' have last axes of {sa[-1]} and {sb[-1]} entries "
             f"(shapes {sa} and {sb}); they must match"
         )
-    return tensordot(a, b, axes=([len(sa) - 1], [len(sb) - 1]))
+    return einsum(_pair_subscripts(len(sa), len(sb), len(sa) - 1, len(sb) - 1), a, b)
 
 
 def outer(a: Any, b: Any) -> EagerTensor:
@@ -151,6 +153,13 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
         order.insert(ac, nd - 1)
         out = sh.transpose(out, tuple(order))
     return out
+
+
+@functools.lru_cache(maxsize=256)
+def _pair_subscripts(ra: int, rb: int, xa: int, xb: int) -> str:
+    """The einsum subscripts contracting axis ``xa`` of a rank-``ra`` value with axis ``xb``
+    of a rank-``rb`` one (``tensordot``'s order). Cached: O(1) on a repeated call."""
+    return tensordot_subscripts(ra, rb, ([xa], [xb]))
 
 
 def _values(op: str, a: Any, b: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
