@@ -432,22 +432,32 @@ def getitem(x: Any, key: Any) -> EagerTensor:
     try:
         shape = value_of("getitem", x)[0]
         if _is_basic(key):
-            _check_key("getitem", shape, key)
-            return bind(SLICE, x, key=key, shape=shape)
-        frozen = _freeze_key(key)
-        _check_key("getitem", shape, frozen)
-        return bind(GATHER, x, key=frozen, shape=shape)
+            return _indexed("getitem", SLICE, x, key, shape)
+        return _indexed("getitem", GATHER, x, _freeze_key(key), shape)
     except KERNEL_ERRORS as e:
         raise arg_error("getitem", e) from None
+
+
+def _indexed(op: str, prim: Any, x: Any, key: Any, shape: tuple[int, ...]) -> EagerTensor:
+    """``bind(prim, x)`` at ``key``, the key refused by :func:`_check_key` (naming it) before
+    anything happens.  For a handle the kernel's own indexing is the check, and
+    ``_check_key`` runs only to word its refusal (a failed bind records nothing); other
+    values (owners, tracers) are checked first."""
+    if type(x) is EagerTensor:
+        try:
+            return bind(prim, x, key=key, shape=shape)
+        except KERNEL_ERRORS:
+            _check_key(op, shape, key)
+            raise
+    _check_key(op, shape, key)
+    return bind(prim, x, key=key, shape=shape)
 
 
 def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
     try:
         shape = value_of("gather", x)[0]
-        frozen = _freeze_key(key, "gather")
-        _check_key("gather", shape, frozen)
-        return bind(GATHER, x, key=frozen, shape=shape)
+        return _indexed("gather", GATHER, x, _freeze_key(key, "gather"), shape)
     except KERNEL_ERRORS as e:
         raise arg_error("gather", e) from None
 
