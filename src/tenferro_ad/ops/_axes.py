@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tenferro_storage.errors import TenferroError, UseAfterMoveError
+from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
 
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 
@@ -35,7 +35,7 @@ def axis_index(operation: str, axis: Any, ndim: int, what: str = "axis") -> int:
         except TypeError:
             raise ArgumentTypeError(
                 f"{operation}: argument {what!r} must be an int (or a tuple of ints), got "
-                f"{type(axis).__name__} {axis!r}"
+                f"{shown(axis)}"
             ) from None
     a = int(axis)
     if not -ndim <= a < ndim:

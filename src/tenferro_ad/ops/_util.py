@@ -15,7 +15,7 @@ import numpy as np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
 from tenferro_storage import Tensor, TensorView, TensorViewMut
-from tenferro_storage.errors import TenferroError, UseAfterMoveError
+from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
 
 from .._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
@@ -206,7 +206,7 @@ def axis(operation: str, ax: Any, ndim: int, what: str = "axis") -> int:
         a = operator.index(ax)
     except TypeError:
         raise ArgumentTypeError(
-            f"{operation}: argument {what!r} must be an int, got {type(ax).__name__} {ax!r}"
+            f"{operation}: argument {what!r} must be an int, got {shown(ax)}"
         ) from None
     if not -ndim <= a < ndim:
         raise AxisError(operation, a, ndim, what)
