@@ -27,7 +27,7 @@ It knows nothing about particular ops.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -152,7 +152,7 @@ _DTYPE_REFUSALS: Final = ("not supported for the input types", "did not contain 
                           "numpy boolean")
 
 
-def _operands(vals: list[Any]) -> str:
+def _operands(vals: Sequence[Any]) -> str:
     """``argument 0 (dtype bool)`` / ``arguments 0 and 1 (dtypes complex64, float64)``."""
     dts = ", ".join(str(getattr(v, "dtype", type(v).__name__)) for v in vals)
     if len(vals) == 1:
@@ -161,7 +161,7 @@ def _operands(vals: list[Any]) -> str:
     return f"arguments {idx} and {len(vals) - 1} (dtypes {dts})"
 
 
-def kernel_error(name: str, e: Exception, vals: list[Any] | None = None) -> Exception:
+def kernel_error(name: str, e: Exception, vals: Sequence[Any] | None = None) -> Exception:
     """The project error for an exception a numpy kernel raised inside op ``name``.
 
     Project errors are returned unchanged; numpy's ``LinAlgError``/``ValueError``/
@@ -248,10 +248,12 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
     a0 = args[0] if len(args) == 1 else None
     if type(a0) is _ET and a0._rec is not None:  # the commonest case: one live handle
         rec = a0._rec
-        vals: list[Any] = [rec.a]
-        recs: list[Any] = [rec]
+        # tuples (cheaper to build than lists; nothing appends to them); the general path
+        # below builds lists
+        vals: Sequence[Any] = (rec.a,)
+        recs: Sequence[Any] = (rec,)
         tracked = key is not None and a0._tape is key
-        ids: list[int] = [a0._id if tracked else -1]
+        ids: Sequence[int] = (a0._id if tracked else -1,)
         impl = prim.fast  # the bare kernel of a float-only op, for floating input
         if impl is None or type(rec.a.dtype) not in _INEXACT:
             impl = prim.impl
@@ -270,22 +272,22 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         if type(b) is _ET:
             rb: Any = b._rec
             tb = key is not None and b._tape is key
-            vals = [ra.a, rb.a]
-            recs = [ra, rb]
-            ids = [a0._id if ta else -1, b._id if tb else -1]
+            vals = (ra.a, rb.a)
+            recs = (ra, rb)
+            ids = (a0._id if ta else -1, b._id if tb else -1)
             tracked = ta or tb
         elif type(b) in _OWNERS:  # borrowed for the kernel; retained below only if needed
             try:
-                vals = [ra.a, _read(b)]
+                vals = (ra.a, _read(b))
             except Exception as e:
                 raise _argument_error(prim.name, 1, e) from None
-            recs = [ra, b]
-            ids = [a0._id if ta else -1]  # (an untracked last argument needs no entry)
+            recs = (ra, b)
+            ids = (a0._id if ta else -1,)  # (an untracked last argument needs no entry)
             tracked = ta
         else:
-            vals = [ra.a, b]
-            recs = [ra, b]
-            ids = [a0._id if ta else -1]
+            vals = (ra.a, b)
+            recs = (ra, b)
+            ids = (a0._id if ta else -1,)
             tracked = ta
         impl = prim.impl
     else:
@@ -329,7 +331,7 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             raise _argument_error(prim.name, len(vals), e) from None
     name = prim.name
     try:
-        out = impl(*vals, **params)
+        out = impl(*vals, **params) if params else impl(*vals)
     except (ValueError, TypeError, IndexError) as e:
         raise kernel_error(name, e, vals) from None
     tans = st.jvp
@@ -420,8 +422,11 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         h._id = -1
     region = st.region
     if region is not None:  # inside a checkpoint region: store the op (_checkpoint.py)
-        for i, r in enumerate(recs):
-            if type(r) in _OWNERS:
-                recs[i] = borrowed_record(r, f"checkpoint region {region.label}: {name}")
+        recs = [
+            borrowed_record(r, f"checkpoint region {region.label}: {name}")
+            if type(r) in _OWNERS
+            else r
+            for r in recs
+        ]
         region.record(prim, args, recs, h, params)
     return h

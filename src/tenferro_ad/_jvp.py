@@ -9,6 +9,7 @@ Missing tangents are symbolic zeros (absent).  Rules run on the numpy namespace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -29,8 +30,8 @@ class JvpContext:
     def push(
         self,
         prim: Primitive,
-        recs: list[Any],
-        vals: list[Any],
+        recs: Sequence[Any],
+        vals: Sequence[Any],
         out: Any,
         params: dict[str, Any],
     ) -> Any:

@@ -10,10 +10,11 @@ Ownership shape (G7 "Ownership root")::
   ``Tensor`` itself — one slotted cell, no group objects.  An op output's container
   holds the allocation's ``RootResource`` until the owner is first needed (a view, a
   group, an extraction: ``owned``), when the one claim and owner are minted over it
-  (``kernel.claim_deferred``); most outputs die before that and never pay for them.  *Group form*: the first time a
-  metadata-only op (reshape, transpose, basic slicing, broadcast_to) aliases the value,
-  the owner is moved into a ``tenferro_storage.AllocationGroup`` (``insert``) and each
-  alias becomes another descriptor of that group (``alias``): no allocation, no copy.
+  (``kernel.claim_deferred``); most outputs die before that and never pay for them.
+  *Group form*: the first time a metadata-only op (reshape, transpose, basic slicing,
+  broadcast_to) aliases the value, the owner is moved into a
+  ``tenferro_storage.AllocationGroup`` (``insert``) and each alias becomes another
+  descriptor of that group (``alias``): no allocation, no copy.
   *Borrowed form*: it holds a shared ``TensorView`` of a caller's owner (an op argument
   that a tape, region or handle still needs, or a functional-API argument) for as long as
   something needs it; nothing can be extracted from it.  Aliases of a borrowed value hold

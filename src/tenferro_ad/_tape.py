@@ -30,6 +30,7 @@ boundary records and whose VJP replays the region under a sub-tape inside
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -51,7 +52,7 @@ class TapeNode:
     __slots__ = ("ids", "params", "prim", "res", "shapes")
 
     prim: Primitive
-    ids: list[int]
+    ids: Sequence[int]
     params: dict[str, Any]
     res: list[Any] | None
     shapes: list[tuple[int, ...]] | None  # argument shapes, kept only when they broadcast

@@ -57,7 +57,9 @@ class _NumpyNS:
     @staticmethod
     def sum(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         # np.sum's kernel without its Python-level wrapper (same results)
-        return np.add.reduce(x, axis=axis, keepdims=keepdims)
+        if keepdims:
+            return np.add.reduce(x, axis=axis, keepdims=True)
+        return np.add.reduce(x, axis=axis)
 
     @staticmethod
     def reshape(x: Any, shape: tuple[int, ...]) -> Any:
