@@ -7,12 +7,11 @@ from typing import Any
 from .._dispatch import bind
 from .._handle import EagerTensor
 from .._state import no_grad
-from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error, axis_index
 from ._util import value_arg
 from .elementwise import abs as eabs
 from .elementwise import div, exp, less, log, stop_gradient, sub, where
-from .reduce import LOG_SOFTMAX, _axes, _shape_of
+from .reduce import LOG_SOFTMAX, _axes, _explain_empty, _shape_of
 from .reduce import max as rmax
 from .reduce import sum as rsum
 
@@ -64,16 +63,6 @@ def softmax(x: Any, axis: int = -1) -> EagerTensor:
 
 
 def _explain(op: str, x: Any, axis: Any) -> None:
-    """On the error path of ``op``: raise the error naming ``'x'`` when it is not a value
-    (:func:`~._util.value_arg`) or is empty along ``axis`` (no maximum to shift by, as in
-    scipy); return when neither explains the failure. O(ndim), metadata only."""
-    shape = value_arg(op, "x", x, imported=True)[0]
-    try:
-        ax = axis_index(op, axis, len(shape))
-    except KERNEL_ERRORS:
-        return
-    if shape[ax] == 0:
-        raise ArgumentError(
-            f"{op}: argument 'x' is empty (shape {shape}) along axis {ax}; {op} needs at "
-            "least one entry along it"
-        ) from None
+    """On the error path of ``op``: raise the error naming ``'x'`` when it is not a value or
+    is empty along ``axis`` (no maximum to shift by, as in scipy). O(ndim)."""
+    _explain_empty(op, x, axis, "needs at least one entry along it")

@@ -271,16 +271,7 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
 def tile(x: Any, reps: Any) -> EagerTensor:
     """Tile ``x`` (a broadcast alias and one reshape copy). One allocation."""
     shape, dt = stored_value_arg("tile", "x", x)
-    try:
-        reps_t = (operator.index(reps),) if not isinstance(reps, list | tuple | np.ndarray) else (
-            tuple(operator.index(r) for r in reps)
-        )
-    except (TypeError, TenferroError):
-        raise ArgumentTypeError(
-            f"tile: argument 'reps' must be an int or a sequence of ints, got {shown(reps)}"
-        ) from None
-    if any(r < 0 for r in reps_t):
-        raise ArgumentError(f"tile: argument 'reps' {reps_t} holds a negative count")
+    reps_t = _shape_param("tile", reps, "reps", "a negative count")
     nd = builtins.max(len(shape), len(reps_t))
     shape = (1,) * (nd - len(shape)) + shape
     reps_t = (1,) * (nd - len(reps_t)) + reps_t
@@ -781,8 +772,10 @@ EYE = nondifferentiable(
 )
 
 
-def _shape_param(op: str, shape: Any) -> tuple[int, ...]:
-    """A ``shape=`` argument (an int or a sequence of non-negative ints)."""
+def _shape_param(
+    op: str, shape: Any, what: str = "shape", holds: str = "a negative extent"
+) -> tuple[int, ...]:
+    """A ``shape=``-like argument ``what`` (an int or a sequence of non-negative ints)."""
     try:
         if isinstance(shape, list | tuple) or (isinstance(shape, np.ndarray) and shape.ndim):
             s = tuple(operator.index(n) for n in shape)
@@ -790,10 +783,10 @@ def _shape_param(op: str, shape: Any) -> tuple[int, ...]:
             s = (operator.index(shape),)
     except (TypeError, TenferroError):
         raise ArgumentTypeError(
-            f"{op}: argument 'shape' must be an int or a sequence of ints, got {shown(shape)}"
+            f"{op}: argument {what!r} must be an int or a sequence of ints, got {shown(shape)}"
         ) from None
     if any(n < 0 for n in s):
-        raise ArgumentError(f"{op}: argument 'shape' {s} holds a negative extent")
+        raise ArgumentError(f"{op}: argument {what!r} {s} holds {holds}")
     return s
 
 

@@ -267,10 +267,13 @@ def _explain_x(op: str, x: Any) -> None:
     value_arg(op, "x", x, imported=True)
 
 
-def _explain_empty(op: str, x: Any, axis: Any) -> None:
-    """On the error path of ``max``/``min``: raise the error naming ``'x'`` when it is not a
-    value (:func:`~._util.value_arg`) or is empty along a reduced axis (no identity to
-    return); return when neither explains the failure. O(ndim), metadata only."""
+def _explain_empty(
+    op: str, x: Any, axis: Any, why: str = "of an empty array has no identity"
+) -> None:
+    """On the error path of ``op`` (``max``/``min``; ``softmax`` and kin, whose ``why``
+    differs): raise the error naming ``'x'`` when it is not a value
+    (:func:`~._util.value_arg`) or is empty along a reduced axis (``{op} {why}``); return
+    when neither explains the failure. O(ndim), metadata only."""
     from ..errors import ArgumentError
     from ._util import value_arg
 
@@ -283,8 +286,7 @@ def _explain_empty(op: str, x: Any, axis: Any) -> None:
     if empty:
         where = "" if axis is None else f" along axis {empty[0]}"
         raise ArgumentError(
-            f"{op}: argument 'x' is empty (shape {shape}){where}; {op} of an empty array has "
-            "no identity"
+            f"{op}: argument 'x' is empty (shape {shape}){where}; {op} {why}"
         ) from None
 
 
