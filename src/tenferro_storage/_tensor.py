@@ -932,7 +932,12 @@ def claim_deferred(
     owner minted over a root's whole range.  A root is claimed once: a second claim raises
     ``OwnershipError``. O(1)."""
     if type(adopted) is not RootResource:
-        return adopted  # type: ignore[return-value]
+        if isinstance(adopted, Tensor):
+            return adopted
+        raise OwnershipError(
+            f"{operation}: claim_deferred: argument 'adopted' must be what "
+            f"adopt_output_deferred returned (a RootResource or a Tensor), got {shown(adopted)}"
+        )
     storage = claim_unclaimed(adopted, operation)
     _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, made now
     return _owner_over(storage)

@@ -129,6 +129,13 @@ def test_a_root_that_was_never_unclaimed_cannot_be_claimed() -> None:
     del storage
 
 
+@pytest.mark.parametrize("bad", [None, np.zeros(2), "root"])
+def test_claim_deferred_refuses_anything_but_a_root_or_an_owner(bad: Any) -> None:
+    """Only what adopt_output_deferred returns can be claimed: the argument is named."""
+    with pytest.raises(ts.errors.OwnershipError, match="argument 'adopted'"):
+        kernel.claim_deferred(bad, "test")
+
+
 def test_a_deferred_adoption_refuses_what_adopt_output_refuses() -> None:
     """The deferred path keeps every refusal: an adopted buffer, a read-only array."""
     raw = np.ones(3)
