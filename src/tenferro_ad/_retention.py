@@ -25,9 +25,10 @@ Ownership shape (G7 "Ownership root")::
   the handles and tape/checkpoint residual entries that hold it; a container's owners are
   the records that hold it.  ``into_value`` checks both counts before any extraction
   (``NotUnique``); no side table is involved — Python's own references keep the objects
-  alive, the counts only decide uniqueness.  Records never remove their group descriptor
-  when they die (G2 descriptor tables are append-only metadata), so extracting the base of
-  a value that was ever aliased raises ``Extract`` (aliased allocation).
+  alive, the counts only decide uniqueness.  An alias record removes its group descriptor
+  when it dies (``drop_alias``; the group's table entry goes with it), so the base of a
+  value can be extracted again once its aliases are gone; while one lives, extracting the
+  base raises ``Extract`` (aliased allocation).
 
 Retention itself never allocates or copies: a residual is one more reference to a record.
 """

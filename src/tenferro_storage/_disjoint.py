@@ -37,7 +37,7 @@ listed in record order.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ._descriptor import CheckedDescriptor
@@ -51,8 +51,8 @@ _Entry = tuple[int, int, int, int]
 def prove_disjoint(
     slots: Sequence[Any],
     resolve: Callable[[Any], int],
-    descs: Sequence[CheckedDescriptor | None],
-    rec_alloc: Sequence[int],
+    descs: Mapping[int, CheckedDescriptor],
+    rec_alloc: Mapping[int, int],
 ) -> list[tuple[int, CheckedDescriptor]]:
     """Prove that the records named by ``slots`` may be written simultaneously.
 
@@ -87,8 +87,7 @@ def prove_disjoint(
     # 2. Retained metadata only.
     records: list[tuple[int, CheckedDescriptor]] = []
     for index in indices:
-        desc = descs[index]
-        assert desc is not None  # resolve() checked occupancy
+        desc = descs[index]  # resolve() checked occupancy
         records.append((rec_alloc[index], desc))
 
     # 3. Write injectivity: retained, or computed once and retained by the record.

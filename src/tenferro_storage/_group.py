@@ -131,7 +131,7 @@ class _SplitBorrow(Lender, Borrow):
 
 
 class AllocationGroup(Lender):
-    """Owns allocations and append-only descriptor records over them.  Move-only.
+    """Owns allocations and descriptor records over them.  Move-only.
 
     * ``insert(tensor)`` consumes an owner: its storage becomes a new allocation entry
       and its descriptor the entry's first record.
@@ -146,13 +146,17 @@ class AllocationGroup(Lender):
     element count (``split_mut`` is O(N log N) in the number of requested slots).
     """
 
-    __slots__ = ("_allocations", "_descs", "_gid", "_rec_alloc", "_refs")
+    __slots__ = ("_allocations", "_descs", "_gid", "_next", "_rec_alloc", "_refs")
 
     _gid: int
     _allocations: list[OwnedStorage | None]  # stable entries; None = vacancy
     _refs: list[int]  # live records per allocation entry
-    _descs: list[CheckedDescriptor | None]  # append-only records; None = vacant
-    _rec_alloc: list[int]  # the allocation entry of each record
+    # The live records by index, in creation order.  An index is never reused (a stale
+    # slot stays detectable), but a removed record's entry goes: a value sliced in every
+    # step of a long loop keeps its table at the size of its live records.
+    _descs: dict[int, CheckedDescriptor]
+    _rec_alloc: dict[int, int]  # the allocation entry of each live record
+    _next: int  # the index of the next record
 
     def __init__(self) -> None:
         """An empty group. O(1)."""
@@ -160,8 +164,9 @@ class AllocationGroup(Lender):
         self._gid = next(_GROUP_IDS)
         self._allocations = []
         self._refs = []
-        self._descs = []
-        self._rec_alloc = []
+        self._descs = {}
+        self._rec_alloc = {}
+        self._next = 0
 
     def _describe(self) -> str:
         return f"AllocationGroup(group#{self._gid})"
@@ -201,7 +206,7 @@ class AllocationGroup(Lender):
                 "a slot is a local key, meaningful only with the group that issued it"
             )
         index = slot._index
-        if self._descs[index] is None:
+        if index not in self._descs:
             raise GroupError(
                 f"{operation}: {slot!r} is vacant: its record was removed or extracted, and "
                 "slots are never reused. Use a slot of a live record (see slots())"
@@ -229,9 +234,10 @@ class AllocationGroup(Lender):
         a = len(self._allocations)
         self._allocations.append(storage)
         self._refs.append(1)
-        index = len(self._descs)
-        self._descs.append(desc)
-        self._rec_alloc.append(a)
+        index = self._next
+        self._next = index + 1
+        self._descs[index] = desc
+        self._rec_alloc[index] = a
         return _slot(self._gid, index)
 
     def alias(
@@ -258,7 +264,6 @@ class AllocationGroup(Lender):
         self._appendable(operation)
         index = self._resolve(slot, operation)
         base = self._descs[index]
-        assert base is not None
         a = self._rec_alloc[index]
         storage = self._allocations[a]
         assert storage is not None
@@ -276,14 +281,16 @@ class AllocationGroup(Lender):
         root = storage._root
         assert root is not None
         desc = D.build(operation, root, storage.start, storage.stop, dt, shape, strides, offset)
-        new = len(self._descs)
-        self._descs.append(desc)
-        self._rec_alloc.append(a)
+        new = self._next
+        self._next = new + 1
+        self._descs[new] = desc
+        self._rec_alloc[new] = a
         self._refs[a] += 1
         return _slot(self._gid, new)
 
     def remove(self, slot: DescriptorSlot) -> None:
-        """Vacate the record of ``slot`` for good (its slot is never reused). O(1).
+        """Vacate the record of ``slot`` for good (its slot is never reused; the record's
+        table entry goes, so the group's size follows its live records). O(1).
 
         When it was the last record of its allocation, the allocation entry becomes
         vacant too and its owner is dropped (released under G1's rules), since nothing
@@ -292,8 +299,8 @@ class AllocationGroup(Lender):
         """
         self._exclusive_access("AllocationGroup.remove")
         index = self._resolve(slot, "AllocationGroup.remove")
-        self._descs[index] = None
-        a = self._rec_alloc[index]
+        del self._descs[index]
+        a = self._rec_alloc.pop(index)
         refs = self._refs[a] - 1
         self._refs[a] = refs
         if refs == 0:
@@ -324,7 +331,6 @@ class AllocationGroup(Lender):
         self._exclusive_access(operation)
         index = self._resolve(slot, operation)
         desc = self._descs[index]
-        assert desc is not None
         if desc.injectivity() is None:
             raise LayoutError(
                 operation,
@@ -388,7 +394,6 @@ class AllocationGroup(Lender):
             raise ExtractError("invalid_slot", str(exc)) from exc
         a = self._rec_alloc[index]
         desc = self._descs[index]
-        assert desc is not None
         refs = self._refs[a]
         if refs != 1:
             raise ExtractError(
@@ -399,7 +404,8 @@ class AllocationGroup(Lender):
             )
         self._check_owner_layout(desc, slot, operation)
         storage = self._allocations[a]
-        self._descs[index] = None
+        del self._descs[index]
+        del self._rec_alloc[index]
         self._refs[a] = 0
         self._allocations[a] = None
         return _owner(storage, desc)  # type: ignore[arg-type]
@@ -421,15 +427,14 @@ class AllocationGroup(Lender):
         except GroupError as exc:
             raise IntoTensorError("invalid_slot", str(exc), self) from exc
         desc = self._descs[index]
-        assert desc is not None
         try:
             self._check_owner_layout(desc, slot, operation)
         except ExtractError as exc:
             raise IntoTensorError(exc.reason, str(exc), self) from None
         storage = self._allocations[self._rec_alloc[index]]
         self._moved_by = operation
-        self._descs = []
-        self._rec_alloc = []
+        self._descs = {}
+        self._rec_alloc = {}
         self._refs = []
         self._allocations = []  # drops every other owner exactly once
         return _owner(storage, desc)  # type: ignore[arg-type]
@@ -449,7 +454,7 @@ class AllocationGroup(Lender):
         """The slots of the live records, in creation order. O(records)."""
         self._readable("AllocationGroup.slots")
         gid = self._gid
-        return [_slot(gid, i) for i, d in enumerate(self._descs) if d is not None]
+        return [_slot(gid, i) for i in self._descs]
 
     def __contains__(self, slot: object) -> bool:
         """Whether ``slot`` names a live record of this group. O(1)."""
@@ -457,13 +462,13 @@ class AllocationGroup(Lender):
             type(slot) is DescriptorSlot
             and slot._group == self._gid
             and self._moved_by is None
-            and self._descs[slot._index] is not None
+            and slot._index in self._descs
         )
 
     def __len__(self) -> int:
-        """The number of live descriptor records. O(records)."""
+        """The number of live descriptor records. O(1)."""
         self._live("len(AllocationGroup)")
-        return sum(1 for d in self._descs if d is not None)
+        return len(self._descs)
 
     def __repr__(self) -> str:
         if self._moved_by is not None:

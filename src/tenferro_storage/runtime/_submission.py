@@ -168,11 +168,12 @@ def _move_group(group: AllocationGroup, operation: str) -> AllocationGroup:
     new._refs = group._refs
     new._descs = group._descs
     new._rec_alloc = group._rec_alloc
+    new._next = group._next
     group._moved_by = operation
     group._allocations = []
     group._refs = []
-    group._descs = []
-    group._rec_alloc = []
+    group._descs = {}
+    group._rec_alloc = {}
     return new
 
 
