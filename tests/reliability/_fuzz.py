@@ -379,6 +379,23 @@ def names_the_argument(blame: Blame, message: str) -> bool:
 _PASSED_TO_F = frozenset({"primals", "tangents"})
 
 
+def _raised_by_a_builtin_function(args: list[Any], e: BaseException) -> bool:
+    """A builtin type or C function passed as a transform's ``f`` (``grad(float)``) raised
+    its own ``TypeError``/``ValueError`` when the transform called it: the user's function's
+    error, unchanged (as a Python function's ``UserError`` is).  Such a call has no Python
+    frame, so the innermost frame of the traceback is the transform's own call of ``f``."""
+    if not args or inspect.isfunction(args[0]) or not callable(args[0]):
+        return False
+    if not isinstance(e, TypeError | ValueError) or isinstance(e, TenferroError):
+        return False
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "/tenferro_ad/" in tb.tb_frame.f_code.co_filename and any(
+        v is args[0] for v in tb.tb_frame.f_locals.values()
+    )
+
+
 def _about_the_users_function(target: Target, blame: Blame, message: str) -> bool:
     """An argument of a transformed function (``grad(f)(x)``), or a primal a transform
     passes on (``vjp(f, x)``), reaches the user's ``f``: an error about what ``f``
@@ -490,7 +507,8 @@ def _call(
                     failures.append(("argument", f"{raised} [changed: {blame.describe()}]"))
             except BaseException as e:
                 raised = f"{type(e).__name__}: {e}"
-                failures.append(("foreign-exception", raised))
+                if not _raised_by_a_builtin_function(args, e):
+                    failures.append(("foreign-exception", raised))
             _cleanup(result, failures)
             result = fn = None
             args = kwargs = None  # type: ignore[assignment]
