@@ -63,9 +63,12 @@ Leaf = Any
 def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     """Leaves in order and a function rebuilding the structure from new leaves."""
     if isinstance(tree, tuple | list):
+        kind = type(tree)
+        make = _sequence_maker(kind)
+        if not any(isinstance(t, tuple | list | dict) for t in tree):  # one level (a params
+            return list(tree), make  # list): no closure per leaf
         parts = [tree_flatten(t) for t in tree]
         leaves = [leaf for p in parts for leaf in p[0]]
-        kind = type(tree)
 
         def rebuild(new: list[Any]) -> Any:
             out, i = [], 0
@@ -73,7 +76,7 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
                 n = len(p[0])
                 out.append(p[1](new[i : i + n]))
                 i += n
-            return kind(out) if kind is tuple else out
+            return make(out)
 
         return leaves, rebuild
     if isinstance(tree, dict):
@@ -81,6 +84,15 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
         vals, rb = tree_flatten([tree[k] for k in keys])
         return vals, lambda new: dict(zip(keys, rb(new), strict=True))
     return [tree], lambda new: new[0]
+
+
+def _sequence_maker(kind: type) -> Callable[[list[Any]], Any]:
+    """Rebuild a list, a tuple or a namedtuple (by its fields, as JAX) from a list."""
+    if kind is list or kind is tuple:
+        return kind
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        return lambda items: kind(*items)
+    return tuple if issubclass(kind, tuple) else list
 
 
 class _Call(NoCopy):

@@ -4,6 +4,7 @@ inside) and JAX's values."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
@@ -56,3 +57,25 @@ def test_jacfwd_of_a_dict_output_matches_jax() -> None:
         ad.jacfwd(lambda a: {"s": ad.sum(a * a), "c": ad.cos(a)})(X),
         jax.jacfwd(lambda a: {"s": jnp.sum(a * a), "c": jnp.cos(a)})(X),
     )
+
+
+def test_grad_keeps_a_namedtuple_of_parameters_as_jax_does() -> None:
+    """A namedtuple argument comes back as the same namedtuple (fields by name), a flat
+    list as a list and a tuple as a tuple; values as JAX's."""
+    P = collections.namedtuple("P", "w b")
+    p = P(np.array([1.0, 2.0]), np.array([0.5, -1.0, 3.0]))
+
+    def f(q: Any) -> Any:
+        return ad.sum(q.w * q.w) + ad.sum(ad.sin(q.b))
+
+    def fj(q: Any) -> Any:
+        return jnp.sum(q.w * q.w) + jnp.sum(jnp.sin(q.b))
+
+    g = ad.grad(f)(p)
+    want = jax.grad(fj)(P(jnp.asarray(p.w), jnp.asarray(p.b)))
+    assert type(g) is P
+    np.testing.assert_allclose(g.w.to_numpy(), want.w)
+    np.testing.assert_allclose(g.b.to_numpy(), want.b)
+    as_list = ad.grad(lambda xs: ad.sum(xs[0] * xs[1]))([p.w, p.w])
+    as_tuple = ad.grad(lambda xs: ad.sum(xs[0] * xs[1]))((p.w, p.w))
+    assert type(as_list) is list and type(as_tuple) is tuple
