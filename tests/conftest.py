@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
@@ -37,21 +38,13 @@ def _debug_borrows_on() -> Iterator[None]:
     finally:
         _access._set_debug_borrows(previous)
 
-settings.register_profile(
-    "ci",
-    max_examples=100,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# CI and the thorough profile differ only in how many examples they draw
+_FULL: dict[str, Any] = {
+    "deadline": None, "print_blob": True, "suppress_health_check": [HealthCheck.too_slow]
+}
+settings.register_profile("ci", max_examples=100, **_FULL)
 settings.register_profile("dev", max_examples=20, deadline=None)
-settings.register_profile(
-    "thorough",
-    max_examples=1000,
-    deadline=None,
-    print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+settings.register_profile("thorough", max_examples=1000, **_FULL)
 
 
 def _truthy(name: str) -> bool:

@@ -32,7 +32,7 @@ The compiler knows no ops: it reads ``prim.impl``, ``prim.alias`` and the equati
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -96,6 +96,34 @@ def _arg(p: Any, arrays: Sequence[Any]) -> Any:
     return a
 
 
+def _arg_sources(
+    pattern: Sequence[Any],
+    name: Callable[[int], str],
+    ns: dict[str, Any],
+    tag: str,
+    reads: Sequence[int] | None = None,
+) -> list[str]:
+    """The source text of a generated kernel call's arguments for ``pattern``: slot ``i``
+    is the variable ``name(reads[i])`` (``name(i)`` without ``reads``); a literal and a view
+    chain are bound into ``ns`` under ``L{tag}{j}``/``W{tag}{j}`` at compile time, so the
+    call only reads them."""
+
+    def slot(i: int) -> str:
+        return name(i if reads is None else reads[i])
+
+    args = []
+    for j, p in enumerate(pattern):
+        if p[0] == "slot":
+            args.append(slot(p[1]))
+        elif p[0] == "lit":
+            ns[f"L{tag}{j}"] = p[1]
+            args.append(f"L{tag}{j}")
+        else:  # a view chain over a slot (or a literal)
+            ns[f"W{tag}{j}"] = functools.partial(_arg, (p[0], 0, *p[2:]) if p[0] == "view" else p)
+            args.append(f"W{tag}{j}(({slot(p[1])},))" if p[0] == "view" else f"W{tag}{j}(())")
+    return args
+
+
 def _label(name: str, pattern: Sequence[Any]) -> str:
     """``mul<_,2.0>``, ``matmul<_,transpose(_)>``: where literals and views enter."""
     if all(p[0] == "slot" for p in pattern):
@@ -138,16 +166,7 @@ class OutKernel:
         self.pattern = tuple(pattern)
         n_slots = 1 + max((p[1] for p in self.pattern if p[0] in ("slot", "view")), default=-1)
         ns: dict[str, Any] = {"F": ufunc}
-        args = []
-        for j, p in enumerate(self.pattern):
-            if p[0] == "slot":
-                args.append(f"a{p[1]}")
-            elif p[0] == "lit":
-                ns[f"L{j}"] = p[1]
-                args.append(f"L{j}")
-            else:  # a view chain over a slot (or a literal)
-                ns[f"W{j}"] = functools.partial(_arg, (p[0], 0, *p[2:]) if p[0] == "view" else p)
-                args.append(f"W{j}((a{p[1]},))" if p[0] == "view" else f"W{j}(())")
+        args = _arg_sources(self.pattern, "a{}".format, ns, "")
         params = "".join(f"a{i}, " for i in range(n_slots))
         code = f"def run({params}*, out):\n    return F({', '.join(args)}, out=out)\n"
         exec(compile(code, f"<out kernel {name}>", "exec"), ns)  # our own generated code
@@ -411,18 +430,7 @@ class FusedKernel:
         ns: dict[str, Any] = {"_fresh": _fresh_out}
         lines = [f"def fused({', '.join(f'v{i}' for i in range(n_ext))}):"]
         for k, (kernel, params, reads, out, free) in enumerate(steps):
-            args = []
-            for j, p in enumerate(kernel.pattern):
-                if p[0] == "slot":
-                    args.append(f"v{reads[p[1]]}")
-                elif p[0] == "lit":
-                    ns[f"L{k}_{j}"] = p[1]
-                    args.append(f"L{k}_{j}")
-                else:  # a view chain, over a slot or a literal
-                    entry = (p[0], 0, *p[2:]) if p[0] == "view" else p
-                    ns[f"W{k}_{j}"] = functools.partial(_arg, entry)
-                    src = f"v{reads[p[1]]}" if p[0] == "view" else "None"
-                    args.append(f"W{k}_{j}(({src},))")
+            args = _arg_sources(kernel.pattern, "v{}".format, ns, f"{k}_", reads)
             ns[f"F{k}"] = functools.partial(kernel.impl, **params) if params else kernel.impl
             lines.append(f"    v{out} = F{k}({', '.join(args)})")
             lines.extend(f"    del v{f}" for f in free)

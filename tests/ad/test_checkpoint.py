@@ -440,17 +440,10 @@ def flaky_identity() -> Iterator[tuple[Any, list[int]]]:
     REGISTRY.pop("test_flaky_identity", None)
 
 
-def test_a_failure_after_released_boundaries_leaves_the_tape_usable(
-    flaky_identity: tuple[Any, list[int]],
-) -> None:
-    """A rule below the regions raises after the regions released their boundaries; the
-    retry recovers them (handed over, or recomputed from the previous boundary) and gives
-    the gradient of a backward that never failed."""
-    prim, fail = flaky_identity
-
-    def program(x: Any) -> Any:
-        return _chain(extend.bind(prim, x), 3, True)
-
+def _fail_once_then_retry(program: Any, fail: list[int]) -> Any:
+    """Record ``program`` on a tape, make its first backward raise (one injected rule
+    failure), check that the tape still holds what a backward needs, retry, and check the
+    gradient against a backward that never failed.  Returns the retry's ledger record."""
     reference = _grad_of(program)
     tape = ad.Tape()
     with tape:
@@ -464,12 +457,27 @@ def test_a_failure_after_released_boundaries_leaves_the_tape_usable(
         g = tape.backward(loss, wrt=[x]).take_grad(x)
     assert g is not None
     np.testing.assert_allclose(ts.kernel.read_array(g), reference, rtol=1e-12)
+    del g, loss, x, tape
+    return rec
+
+
+def test_a_failure_after_released_boundaries_leaves_the_tape_usable(
+    flaky_identity: tuple[Any, list[int]],
+) -> None:
+    """A rule below the regions raises after the regions released their boundaries; the
+    retry recovers them (handed over, or recomputed from the previous boundary) and gives
+    the gradient of a backward that never failed."""
+    prim, fail = flaky_identity
+
+    def program(x: Any) -> Any:
+        return _chain(extend.bind(prim, x), 3, True)
+
+    rec = _fail_once_then_retry(program, fail)
     # the 3rd region's input was recomputed from the 1st region's boundary (h1, then h2)
     recomputed = [
         e.operation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
     ]
     assert len(recomputed) > len(_recomputed_ops(program))
-    del g, loss, x, tape
 
 
 def test_a_failure_before_the_producer_ran_takes_the_handed_over_record_back(
@@ -486,22 +494,10 @@ def test_a_failure_before_the_producer_ran_takes_the_handed_over_record_back(
         z = extend.bind(prim, h1)  # recorded between the two regions: its VJP runs between
         return ad.sum(seg(h1)) + ad.sum(z)
 
-    reference = _grad_of(program)
-    tape = ad.Tape()
-    with tape:
-        x = tape.watch(_x())
-        loss = program(x)
-    fail[0] = 1
-    with pytest.raises(RuntimeError, match="injected failure"):
-        tape.backward(loss, wrt=[x])
-    with capture() as rec:
-        g = tape.backward(loss, wrt=[x]).take_grad(x)
-    assert g is not None
-    np.testing.assert_allclose(ts.kernel.read_array(g), reference, rtol=1e-12)
+    rec = _fail_once_then_retry(program, fail)
     assert [
         e.operation for e in rec.events if e.kind is EventKind.ALLOCATE and e.reason is RECOMPUTE
     ] == _recomputed_ops(program)  # nothing beyond a backward that never failed
-    del g, loss, x, tape
 
 
 def test_a_consuming_backward_lowers_the_peak_when_an_early_segment_is_the_largest() -> None:
