@@ -78,10 +78,14 @@ def value_arg(
             return tuple(x.shape), x.dtype.numpy
         except TenferroError:  # consumed: the checks below name it
             pass
-    label = f"argument {name}" if isinstance(name, int) else (
-        f"argument {name!r}" + ("" if item is None else f"[{item}]")
-    )
-    return _checked_value(op, label, x, imported)
+    return _checked_value(op, _label(name, item), x, imported)
+
+
+def _label(name: str | int, item: int | None) -> str:
+    """``argument 'xs'[1]``, ``argument 'b'`` or (a position) ``argument 2``."""
+    if isinstance(name, int):
+        return f"argument {name}"
+    return f"argument {name!r}" + ("" if item is None else f"[{item}]")
 
 
 _OWNERS: frozenset[type] = frozenset({Tensor, TensorView, TensorViewMut})
@@ -181,20 +185,18 @@ _STORED_DTYPES = frozenset(
 )
 
 
-def stored_value_arg(op: str, name: str, x: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+def stored_value_arg(
+    op: str, name: str, x: Any, item: int | None = None
+) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """:func:`value_arg`, and the value's dtype must be one tenferro stores (``bool``,
     ``int32``, ``int64``, ``float32``, ``float64``, ``complex64``, ``complex128``): a numpy
     ``uint8`` or ``float16`` argument an op would import is refused up front with a
-    :class:`~tenferro_storage.errors.DTypeError` naming ``op`` and the argument, instead of
-    by the import deep inside.  Same cost as :func:`value_arg` (O(1) for arrays)."""
-    shape, dt = value_arg(op, name, x)
+    :class:`~tenferro_storage.errors.DTypeError` naming ``op`` and the argument (item
+    ``item`` of a sequence parameter), instead of by the import deep inside.  Same cost as
+    :func:`value_arg` (O(1) for arrays)."""
+    shape, dt = value_arg(op, name, x, item)
     if dt not in _STORED_DTYPES:
-        from tenferro_storage.errors import DTypeError
-
-        raise DTypeError(
-            f"{op}: argument {name!r} has dtype {dt}, which tenferro does not store; "
-            "supported: bool, int32, int64, float32, float64, complex64, complex128"
-        )
+        _stored(op, _label(name, item), dt)
     return shape, dt
 
 

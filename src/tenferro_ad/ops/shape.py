@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError
 
 from .._batch_rules import (
     BatchRule,
@@ -114,15 +113,7 @@ def _item_shape(op: str, x: Any, i: int) -> tuple[int, ...]:
         rec = x._rec
         if rec is not None:
             return tuple(rec.a.shape)
-    try:
-        return stored_value_arg(op, "xs", x)[0]
-    except TenferroError as e:  # "op: argument 'xs' ..." -> "op: argument 'xs'[i] ..."
-        msg = str(e).replace("argument 'xs'", f"argument 'xs'[{i}]", 1)
-        try:
-            again: Exception = type(e)(msg)
-        except Exception:
-            raise e from None
-        raise again from None
+    return stored_value_arg(op, "xs", x, i)[0]
 
 
 def _shape(x: Any) -> tuple[int, ...]:
