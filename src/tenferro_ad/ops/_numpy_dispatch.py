@@ -28,6 +28,7 @@ import numpy as np
 from tenferro_storage.errors import TenferroError
 
 from .._handle import EagerTensor
+from ._util import dtype_arg
 
 __all__ = ["HANDLED_FUNCTIONS", "HANDLED_UFUNCS", "NumpyFunctionError", "install"]
 
@@ -72,24 +73,6 @@ def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
-def _dtype_arg(name: str, dtype: Any) -> np.dtype[Any]:
-    """``dtype=`` as a numpy dtype, checked before anything runs (a project error)."""
-    from ..errors import ArgumentTypeError
-
-    # a value (owner, view, handle, array) is not a dtype, although numpy's np.dtype() would
-    # read its ``.dtype`` attribute (and a consumed owner would fail inside that read)
-    if isinstance(dtype, str | type | np.dtype) or hasattr(type(dtype), "numpy"):
-        try:
-            dt: np.dtype[Any] = np.dtype(getattr(dtype, "numpy", dtype))
-            return dt
-        except (TypeError, ValueError):
-            pass
-    what = repr(dtype) if isinstance(dtype, str | type) else f"is a {type(dtype).__name__}, which"
-    raise ArgumentTypeError(
-        f"{name}: argument 'dtype' {what} is not a dtype (pass np.float32, 'float64', ...)"
-    )
-
-
 def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
     """Honour ``dtype=`` by converting the result (``np.sum(h, dtype=np.float32)``)."""
     name = getattr(f, "__name__", "op")
@@ -97,7 +80,7 @@ def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
     def g(*args: Any, dtype: Any = None, **kw: Any) -> Any:
         from .elementwise import astype
 
-        target = None if dtype is None else _dtype_arg(name, dtype)
+        target = None if dtype is None else dtype_arg(name, dtype)
         r = f(*args, **kw)
         return r if target is None else astype(r, target)
 
@@ -311,7 +294,7 @@ def _methods() -> dict[str, Any]:
                    keepdims: bool = False, **kw: Any) -> Any:
             if out is not None or kw:
                 _no_out(f"EagerTensor.{name}", {"out": out, **kw})
-            target = None if dtype is None else _dtype_arg(f"EagerTensor.{name}", dtype)
+            target = None if dtype is None else dtype_arg(f"EagerTensor.{name}", dtype)
             r = f(self, axis=axis, keepdims=keepdims)
             if target is None:
                 return r

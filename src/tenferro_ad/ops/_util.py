@@ -185,6 +185,24 @@ _STORED_DTYPES = frozenset(
 )
 
 
+def dtype_arg(op: str, dtype: Any) -> np.dtype[Any]:
+    """A ``dtype=`` argument (a name, a numpy or Python type, a numpy dtype or a
+    ``tenferro`` DType) as a numpy dtype, checked before anything runs.  A value (an owner,
+    a view, a handle, an array) is not a dtype, although numpy's ``np.dtype()`` would read
+    its ``.dtype`` (and a consumed owner would fail inside that read):
+    :class:`~tenferro_ad.errors.ArgumentTypeError` naming ``op`` and ``'dtype'``. O(1)."""
+    if isinstance(dtype, str | type | np.dtype) or hasattr(type(dtype), "numpy"):
+        try:
+            dt: np.dtype[Any] = np.dtype(getattr(dtype, "numpy", dtype))
+            return dt
+        except (TypeError, ValueError):
+            pass
+    what = repr(dtype) if isinstance(dtype, str | type) else f"is a {type(dtype).__name__}, which"
+    raise ArgumentTypeError(
+        f"{op}: argument 'dtype' {what} is not a dtype (pass np.float32, 'float64', ...)"
+    )
+
+
 def stored_value_arg(
     op: str, name: str, x: Any, item: int | None = None
 ) -> tuple[tuple[int, ...], np.dtype[Any]]:

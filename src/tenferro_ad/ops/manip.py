@@ -26,8 +26,16 @@ from .._primitive import defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import shape as sh
+from ._util import (
+    _STORED_DTYPES,
+    dtype_arg,
+    dtype_of,
+    guard_module,
+    shape_of,
+    stored_value_arg,
+    value_arg,
+)
 from ._util import axis as _axis
-from ._util import dtype_of, guard_module, shape_of, stored_value_arg, value_arg
 
 Array = Any
 
@@ -110,23 +118,8 @@ def _allocating(op: str, what: str, f: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def _dtype_arg(op: str, dtype: Any) -> np.dtype[Any]:
-    """``dtype=`` (a name, a numpy or Python type, a numpy dtype or a ``tenferro`` DType) as
-    a numpy dtype tenferro stores; a value (an array, an owner) is not a dtype."""
-    dt: np.dtype[Any] | None = None
-    if isinstance(dtype, str | type | np.dtype) or hasattr(type(dtype), "numpy"):
-        try:
-            dt = np.dtype(getattr(dtype, "numpy", dtype))
-        except (TypeError, ValueError):
-            dt = None
-    if dt is None:
-        what = (
-            repr(dtype) if isinstance(dtype, str | type) else f"is a {type(dtype).__name__}, which"
-        )
-        raise ArgumentTypeError(
-            f"{op}: argument 'dtype' {what} is not a dtype (pass np.float32, 'float64', ...)"
-        )
-    from ._util import _STORED_DTYPES
-
+    """``dtype=`` (:func:`~._util.dtype_arg`) as a numpy dtype tenferro stores."""
+    dt = dtype_arg(op, dtype)
     if dt not in _STORED_DTYPES:
         raise DTypeError(
             f"{op}: argument 'dtype' {dt} is not a dtype tenferro stores; supported: bool, "
@@ -794,14 +787,11 @@ def _full_like(op: str, x: Any, fill_value: Any, dtype: Any, shape: Any) -> Eage
     xs, xdt = value_arg(op, "x", x)
     if dtype is not None:
         dt = _dtype_arg(op, dtype)
+    elif xdt not in _STORED_DTYPES:
+        raise DTypeError(
+            f"{op}: argument 'x' has dtype {xdt}, which tenferro does not store (pass dtype=)"
+        )
     else:
-        from ._util import _STORED_DTYPES
-
-        if xdt not in _STORED_DTYPES:
-            raise DTypeError(
-                f"{op}: argument 'x' has dtype {xdt}, which tenferro does not store (pass "
-                "dtype=)"
-            )
         dt = xdt
     s = xs if shape is None else _shape_param(op, shape)
     _fits(op, "argument 'x'" if shape is None else "argument 'shape'", s, dt.itemsize)
