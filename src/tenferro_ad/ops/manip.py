@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import itertools
+import math
 import operator
 from collections.abc import Sequence
 from typing import Any
@@ -82,17 +83,10 @@ _MAX_BYTES = int(np.iinfo(np.intp).max)
 _MAX_DIMS = 32  # the storage's limit on a value's rank (numpy's is 64)
 
 
-def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for e in shape:
-        n *= e
-    return n
-
-
 def _fits(op: str, what: str, shape: tuple[int, ...], itemsize: int) -> None:
     """Refuse a result numpy could never allocate (more bytes than an ``intp`` counts, as
     numpy's "array is too big"), naming the argument(s) ``what`` that asked for it."""
-    if _size(shape) * itemsize > _MAX_BYTES:
+    if math.prod(shape) * itemsize > _MAX_BYTES:
         raise ArgumentError(
             f"{op}: {what} {_ask(what)} for a result of shape {shape}, larger than any array "
             "can be"
@@ -245,7 +239,7 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
     """Repeat elements (a gather; VJP sums the copies). One allocation."""
     shape, dt = stored_value_arg("repeat", "x", x)
     if axis is None:
-        n, ax = _size(shape), None
+        n, ax = math.prod(shape), None
     else:
         ax = _axis("repeat", axis, len(shape))
         n = shape[ax]
@@ -733,9 +727,9 @@ def diag(v: Any, k: int = 0) -> EagerTensor:
 def diagflat(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diagflat``: :func:`diag` of the flattened input."""
     s, dt = stored_value_arg("diagflat", "v", v)
-    n = _size(s) + builtins.abs(_int("diagflat", "argument 'k'", k))
+    n = math.prod(s) + builtins.abs(_int("diagflat", "argument 'k'", k))
     _fits("diagflat", "arguments 'v' and 'k'", (n, n), dt.itemsize)  # before ravel runs
-    return _diag("diagflat", ravel(v), (_size(s),), dt, k)
+    return _diag("diagflat", ravel(v), (math.prod(s),), dt, k)
 
 
 def _tri_mask(shape: tuple[int, ...], k: int, lower: bool) -> np.ndarray[Any, Any]:

@@ -7,6 +7,7 @@ Complex operands follow numpy (``vdot`` conjugates its first argument; the other
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,7 @@ def vdot(a: Any, b: Any) -> EagerTensor:
     from .complex import conj, is_complex
 
     sa, sb = _values("vdot", a, b)
-    na, nb = _size(sa), _size(sb)
+    na, nb = math.prod(sa), math.prod(sb)
     if na != nb:
         raise ArgumentError(
             f"vdot: arguments 'a' and 'b' have {na} and {nb} entries (shapes {sa} and {sb}); "
@@ -165,13 +166,6 @@ def _pair_subscripts(ra: int, rb: int, xa: int, xb: int) -> str:
 def _values(op: str, a: Any, b: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The shapes of the operands ``a`` and ``b``, each checked (an error names it). O(1)."""
     return value_arg(op, "a", a, imported=True)[0], value_arg(op, "b", b, imported=True)[0]
-
-
-def _size(shape: tuple[int, ...]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _last(nd: int, ax: int) -> tuple[int, ...]:
