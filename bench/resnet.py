@@ -88,7 +88,7 @@ def tenferro_cases() -> dict[str, Callable[[], Any]]:
             v, g = vg(tp, tx)
             with ts.borrow_arrays(g) as arrays:  # all 100 gradients as numpy, zero-copy
                 grads = [a.copy() for a in arrays] if copy else len(arrays)
-            return float(v.to_numpy()), grads
+            return v.item(), grads  # the loss as a Python float (no copy; PyTorch: .item())
 
         return step
 

@@ -19,12 +19,15 @@ import numpy as np
 from ._access import PreparedContiguousRead, PreparedStridedRead
 from ._linear import NoCopy
 from ._tensor import Tensor, TensorView, TensorViewMut
+from .kernel import borrow_named
 
 T = TypeVar("T")
 K = TypeVar("K")
 
 _OP = "borrow_arrays"
 _Leaf = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
+_Access = PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
+_LEAVES: frozenset[type] = frozenset((Tensor, TensorView, TensorViewMut))
 
 
 class BorrowedArrays(NoCopy, Generic[T]):
@@ -38,7 +41,7 @@ class BorrowedArrays(NoCopy, Generic[T]):
     __slots__ = ("_accesses", "_tree")
 
     _tree: Any
-    _accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]] | None
+    _accesses: list[_Access] | None
 
     def __init__(self, tree: Any) -> None:
         self._tree = tree
@@ -47,10 +50,11 @@ class BorrowedArrays(NoCopy, Generic[T]):
     def __enter__(self) -> T:
         if self._accesses is not None:
             raise RuntimeError(f"{_OP}: this scope is already entered; leave it first")
-        accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]] = []
+        accesses: list[_Access] = []
         try:
             arrays = _map(self._tree, accesses, "tree")
         except BaseException:
+            _unname(accesses)
             for p in reversed(accesses):  # nothing stays borrowed after a refusal
                 p.release()
             raise
@@ -64,6 +68,7 @@ class BorrowedArrays(NoCopy, Generic[T]):
         """Release every borrow of this scope now (idempotent). O(number of leaves)."""
         accesses, self._accesses = self._accesses, None
         if accesses:
+            _unname(accesses)
             for p in reversed(accesses):
                 p.release()
 
@@ -76,43 +81,62 @@ class BorrowedArrays(NoCopy, Generic[T]):
         return f"BorrowedArrays({state})"
 
 
-def _refuse(path: str, leaf: object) -> NoReturn:
+def _refuse(path: Any, leaf: object) -> NoReturn:
     raise TypeError(
-        f"{_OP}: {path} is a {type(leaf).__name__}; expected a Tensor, TensorView or "
-        "TensorViewMut (or None), or a tuple/list/dict of them. Nothing was borrowed"
+        f"{_OP}: {_spelled(path)} is a {type(leaf).__name__}; expected a Tensor, TensorView "
+        "or TensorViewMut (or None), or a tuple/list/dict of them. Nothing was borrowed"
     )
 
 
-def _borrow(leaf: _Leaf) -> TensorView[Any, Any]:
-    """A shared borrow of ``leaf`` held by ``borrow_arrays`` (named: a conflicting borrow's
-    error names it; no call-site capture, so a step's worth of gradients costs O(1) each)."""
-    from .kernel import borrow_named  # kernel imports the tensor layer, as this module does
+def _spelled(path: Any) -> str:
+    """``tree[1]['a']`` from the key chain ``(("tree", 1), 'a')`` (built only on refusal)."""
+    if type(path) is str:
+        return path
+    parent, key = path
+    return f"{_spelled(parent)}[{key!r}]"
 
-    return borrow_named(leaf, _OP)
+
+def _leaf(leaf: _Leaf, accesses: list[_Access]) -> np.ndarray[Any, Any]:
+    """One leaf: a shared borrow named ``borrow_arrays`` (no call-site capture: a conflicting
+    borrow's error names the holder), consumed into prepared host read access (the
+    provider's map/synchronize; debug mode stages).  O(1)."""
+    view = borrow_named(leaf, _OP)
+    try:
+        p = view.prepare_host()
+    except BaseException:
+        view.release()
+        raise
+    accesses.append(p)
+    return p.as_array()
 
 
-def _map(
-    tree: Any,
-    accesses: list[PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]],
-    path: str,
-) -> Any:
-    if isinstance(tree, Tensor | TensorView | TensorViewMut):
-        view = _borrow(tree)
-        try:
-            p = view.prepare_host()
-        except BaseException:
-            view.release()
-            raise
-        accesses.append(p)
-        return p.as_array()
+def _unname(accesses: list[_Access]) -> None:
+    """Take the holder name ``borrow_arrays`` off each leaf's lender (the prepared access
+    that ends the borrow does not carry it), so a later conflict's error does not name a
+    scope that has ended.  Before the accesses are released. O(number of leaves)."""
+    for p in accesses:
+        lender = p._lender
+        if lender is not None:
+            lender._unname_holder(_OP)
+
+
+def _map(tree: Any, accesses: list[_Access], path: Any) -> Any:
+    """The tree's structure with an array per leaf.  The leaves of a list or tuple (a
+    ``grad`` result) are borrowed in the same loop; ``path`` is a key chain spelled out
+    only when a leaf is refused."""
+    if type(tree) in _LEAVES or isinstance(tree, Tensor | TensorView | TensorViewMut):
+        return _leaf(tree, accesses)
     if tree is None:
         return None
     if isinstance(tree, dict):
-        return {k: _map(v, accesses, f"{path}[{k!r}]") for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_map(v, accesses, f"{path}[{i}]") for i, v in enumerate(tree)]
-    if isinstance(tree, tuple):
-        items = [_map(v, accesses, f"{path}[{i}]") for i, v in enumerate(tree)]
+        return {k: _map(v, accesses, (path, k)) for k, v in tree.items()}
+    if isinstance(tree, list | tuple):
+        items = [
+            _leaf(v, accesses) if type(v) in _LEAVES else _map(v, accesses, (path, i))
+            for i, v in enumerate(tree)
+        ]
+        if isinstance(tree, list):
+            return items
         if hasattr(tree, "_fields"):  # a namedtuple keeps its type
             return type(tree)(*items)
         return tuple(items)
