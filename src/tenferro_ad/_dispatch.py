@@ -9,7 +9,7 @@
    (``TRANSFER_DESTINATION`` allocation), never silently;
 2. run ``prim.impl`` (numpy) and adopt its fresh result as an owner with the current
    allocation reason (``STATE.reason``; one allocation event, no copy) in a fused
-   retention container — or, for ``alias`` primitives, record a descriptor alias over
+   record — or, for ``alias`` primitives, record a descriptor alias over
    argument 0 (no allocation, no copy; over a borrowed owner the alias holds its own
    shared borrow of it).  A kernel that hands back memory of an existing value is
    materialized with a recorded ``MATERIALIZE`` copy, never adopted twice;
@@ -42,7 +42,7 @@ from tenferro_storage.errors import (
 
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
-from ._retention import AdValueRecord, RetentionContainer, record_alias, record_borrow
+from ._retention import AdValueRecord, record_alias, record_borrow, record_owner
 from ._state import LOCAL, STATE
 from ._tape import TapeNode
 from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
@@ -60,7 +60,6 @@ _INEXACT: Final = frozenset(type(np.dtype(c)) for c in "efdgFDG")
 _read: Final = ts.kernel.read_array
 _ET: Final = EagerTensor
 _REC: Final = AdValueRecord
-_RC: Final = RetentionContainer
 _LOCAL: Final = LOCAL
 # Tracer types and their binders (traced mode registers itself; the core knows no tracer).
 _TRACERS: dict[type, Callable[[Primitive, tuple[Any, ...], dict[str, Any]], Any]] = {}
@@ -88,14 +87,7 @@ def constant_record(value: Any, operation: str) -> AdValueRecord:
             "EagerTensor, a Tensor owner or view (borrowed), a numpy array (imported with a "
             "recorded TRANSFER copy) or a Python scalar"
         )
-    c = _RC.__new__(_RC)
-    c.owner = t
-    c.group = None
-    c.base_slot = None
-    c.borrow = None
-    c.count = 0
-    c.addr = 0
-    return AdValueRecord(ts.kernel.read_array(t), c, None, "constant")
+    return record_owner(t, ts.kernel.read_array(t), "constant")
 
 
 def borrowed_record(a: Any, holder: str) -> Any:
@@ -351,16 +343,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             tensor = _adopt_deferred(out, st.reason, name)  # the root; its owner when needed
         except LayoutError:
             tensor, out = _fresh(out, name)
-        c = _RC.__new__(_RC)
-        c.owner = tensor
-        c.group = None
-        c.base_slot = None
-        c.borrow = None
-        c.count = 1
-        c.addr = 0
-        rec = _REC.__new__(_REC)
+        rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
         rec.a = out
-        rec.container = c
+        rec.container = tensor
         rec.slot = None
         rec.op = name
         rec.count = 1

@@ -159,7 +159,7 @@ class Gradients(ts.AllocationGroup):
             if h is None:
                 return None
             rec = h._r("Gradients.grad")
-            return rec.container.view(rec.slot, "Gradients.grad")
+            return rec.view("Gradients.grad")
         slot = self._map[vid]
         return None if slot is None else self.view(slot)
 

@@ -26,9 +26,11 @@ import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError, UseAfterMoveError
 
 from ._nocopy import NoCopy
-from ._retention import AdValueRecord
+from ._retention import AdValueRecord, RetentionContainer
 from ._state import STATE
 from .errors import ArgumentError, ArgumentTypeError, Extract, NotUnique
+
+_claim = ts.kernel.claim_deferred
 
 
 def _ops_missing(*args: Any) -> Any:  # pragma: no cover - replaced when ops load
@@ -190,13 +192,13 @@ class EagerTensor:
     def value(self) -> ValueGuard:
         """A guard exposing a borrowed ``TensorView`` of the value. O(1), no allocation/copy."""
         rec = self._r("value")
-        return ValueGuard(rec, rec.container.view(rec.slot, "value"))
+        return ValueGuard(rec, rec.view("value"))
 
     def duplicate_value(self) -> ts.Tensor[Any, Any]:
         """A new owner with a copy of the value: one ``EXPLICIT_DUPLICATE`` copy and one
         ``EXPLICIT_DUPLICATE_DESTINATION`` allocation. O(size)."""
         rec = self._r("duplicate_value")
-        with rec.container.view(rec.slot, "duplicate_value") as v:
+        with rec.view("duplicate_value") as v:
             return v.duplicate()
 
     def into_value(self) -> ts.Tensor[Any, Any]:
@@ -211,6 +213,14 @@ class EagerTensor:
         """
         rec = self._r("into_value")
         c = rec.container
+        if type(c) is not RetentionContainer:  # fused: this record alone holds the value
+            if rec.count != 1:
+                raise NotUnique(self)
+            owner = _claim(c, "into_value")
+            rec.container = None
+            self._rec = None
+            rec.count -= 1
+            return owner
         if rec.count != 1 or c.count != 1:
             raise NotUnique(self)
         slot = rec.slot
@@ -243,7 +253,7 @@ class EagerTensor:
     def to_numpy(self) -> np.ndarray[Any, Any]:
         """Copy the values into a new numpy array (one ``TRANSFER`` copy event). O(size)."""
         rec = self._r("to_numpy")
-        with rec.container.view(rec.slot, "to_numpy") as v:
+        with rec.view("to_numpy") as v:
             return v.to_numpy()
 
     def item(self) -> Any:

@@ -5,12 +5,15 @@ Ownership shape (G7 "Ownership root")::
     EagerTensor ─▶ AdValueRecord ─▶ RetentionContainer ─▶ Tensor | AllocationGroup
     TapeNode (residual) ─▶ AdValueRecord          (every arrow is a strong reference)
 
-* :class:`RetentionContainer` directly owns an op output's allocation.  *Fused form*
-  (the common case, one op output that nothing aliases): it holds the fresh owner
-  ``Tensor`` itself — one slotted cell, no group objects.  An op output's container
-  holds the allocation's ``RootResource`` until the owner is first needed (a view, a
-  group, an extraction: ``owned``), when the one claim and owner are minted over it
-  (``kernel.claim_deferred``); most outputs die before that and never pay for them.
+* *Fused form* (the common case, one op output that nothing aliases): the record is the
+  allocation's only holder and holds it itself, in its ``container`` field — no container
+  object, no group objects.  An op output's record holds the allocation's
+  ``RootResource`` until the owner is first needed (a view, a group, an extraction),
+  when the one claim and owner are minted over it (``kernel.claim_deferred``) and
+  replace the root there; most outputs die before that and never pay for them.
+* :class:`RetentionContainer` directly owns an allocation that several records share or
+  that is borrowed; a fused record makes one (``AdValueRecord.retention``, moving its
+  root or owner in) the first time another record needs to share it.
   *Group form*: the first time a metadata-only op (reshape, transpose, basic slicing,
   broadcast_to) aliases the value, the owner is moved into a
   ``tenferro_storage.AllocationGroup`` (``insert``) and each alias becomes another
@@ -19,16 +22,18 @@ Ownership shape (G7 "Ownership root")::
   that a tape, region or handle still needs, or a functional-API argument) for as long as
   something needs it; nothing can be extracted from it.  Aliases of a borrowed value hold
   their own derived ``TensorView`` (their ``slot``) over the same span: zero-copy too.
-* :class:`AdValueRecord` is one logical value: the container, the descriptor slot inside
-  it (``None``: the container's base value), and the numpy array kernels read.
+* :class:`AdValueRecord` is one logical value: the container (or, fused, the root or
+  owner), the descriptor slot inside it (``None``: the container's base value), and the
+  numpy array kernels read.
 * Both carry an explicit strong ``count`` of their *direct owners*: a record's owners are
   the handles and tape/checkpoint residual entries that hold it; a container's owners are
-  the records that hold it.  ``into_value`` checks both counts before any extraction
-  (``NotUnique``); no side table is involved — Python's own references keep the objects
-  alive, the counts only decide uniqueness.  An alias record removes its group descriptor
-  when it dies (``drop_alias``; the group's table entry goes with it), so the base of a
-  value can be extracted again once its aliases are gone; while one lives, extracting the
-  base raises ``Extract`` (aliased allocation).
+  the records that hold it (a fused record is its allocation's one holder).
+  ``into_value`` checks both counts before any extraction (``NotUnique``); no side table
+  is involved — Python's own references keep the objects alive, the counts only decide
+  uniqueness.  An alias record removes its group descriptor when it dies
+  (``drop_alias``; the group's table entry goes with it), so the base of a value can be
+  extracted again once its aliases are gone; while one lives, extracting the base raises
+  ``Extract`` (aliased allocation).
 
 Retention itself never allocates or copies: a residual is one more reference to a record.
 """
@@ -145,6 +150,10 @@ class AdValueRecord:
 
     __slots__ = ("a", "container", "count", "op", "slot")
 
+    # ``container``: a RetentionContainer, or -- fused -- the allocation's RootResource or
+    # owner Tensor, which this record alone holds (``None`` once ``into_value`` moved it out)
+    container: Any
+
     def __init__(self, a: Any, container: RetentionContainer, slot: Any, op: str) -> None:
         if type(container) is not RetentionContainer:
             raise ArgumentTypeError(
@@ -164,10 +173,37 @@ class AdValueRecord:
             c = self.container
         except AttributeError:  # construction was refused: nothing to give back
             return
-        c.count -= 1
-        slot = self.slot
-        if slot is not None and type(slot) is not _TV:
-            c.drop_alias(slot)  # the alias descriptor goes with its last record
+        if type(c) is RetentionContainer:  # (a fused record shares nothing)
+            c.count -= 1
+            slot = self.slot
+            if slot is not None and type(slot) is not _TV:
+                c.drop_alias(slot)  # the alias descriptor goes with its last record
+
+    def retention(self) -> RetentionContainer:
+        """This record's container; a fused record makes it now, moving its root or owner
+        in (so another record can share the allocation). O(1), no allocation, no copy."""
+        c = self.container
+        if type(c) is RetentionContainer:
+            return c
+        n = RetentionContainer.__new__(RetentionContainer)
+        n.owner = c
+        n.group = None
+        n.base_slot = None
+        n.borrow = None
+        n.count = 1  # this record
+        n.addr = 0
+        self.container = n
+        return n
+
+    def view(self, operation: str) -> ts.TensorView[Any, Any]:
+        """A shared borrowed view of this value (a fused record mints its owner first,
+        once). O(1), no allocation, no copy."""
+        c = self.container
+        if type(c) is RetentionContainer:
+            return c.view(self.slot, operation)
+        o = _claim(c, operation)
+        self.container = o
+        return o.as_view()
 
     @property
     def nbytes(self) -> int:
@@ -187,14 +223,13 @@ def move_owner(t: ts.Tensor[Any, Any], consumer: str) -> ts.Tensor[Any, Any]:
 
 def record_owner(tensor: ts.Tensor[Any, Any], array: Any, op: str) -> AdValueRecord:
     """A fused record owning ``tensor`` (whose kernel array is ``array``). O(1)."""
-    c = RetentionContainer.__new__(RetentionContainer)
-    c.owner = tensor
-    c.group = None
-    c.base_slot = None
-    c.borrow = None
-    c.count = 0
-    c.addr = 0
-    return AdValueRecord(array, c, None, op)
+    rec = AdValueRecord.__new__(AdValueRecord)
+    rec.a = array
+    rec.container = tensor
+    rec.slot = None
+    rec.op = op
+    rec.count = 0
+    return rec
 
 
 def record_borrow(
@@ -237,7 +272,7 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
     alias (strides/offset in elements from the allocation start).  Over a borrowed value
     the record shares the container without a descriptor (nothing can be extracted).
     """
-    c = base.container
+    c = base.retention()
     if c.group is None and c.owner is not None:
         c.addr = _address(base.a)  # a fused base record's array is the whole allocation
         c._ensure_group()

@@ -223,8 +223,13 @@ class _Ledger:
         self.double_releases: list[int] = []
         self.forbid = _ForbidDepth()  # forbid_copies() blocks are per thread
 
-    def allocate(self, reason: AllocationReason, nbytes: int, operation: str) -> int:
-        alloc_id = next(self.alloc_ids)
+    def allocate(
+        self, reason: AllocationReason, nbytes: int, operation: str, alloc_id: int = 0
+    ) -> int:
+        """Record one allocation; returns its id (``alloc_id``: one the caller already took
+        from ``alloc_ids``; 0: a new one)."""
+        if not alloc_id:
+            alloc_id = next(self.alloc_ids)
         self.live[alloc_id] = nbytes
         if self.captures:
             tid = _thread_key()

@@ -20,11 +20,13 @@ import operator
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
 import attrs
 import numpy as np
 
+from ._dtypes import _BY_NUMPY
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider, ProviderCounters
@@ -230,21 +232,24 @@ class RootResource(NoCopy):
     (``"host"``, or a device domain such as ``"sim-device:1"``).
     """
 
-    __slots__ = (
-        "_allocation", "_operation", "_unclaimed", "alloc_id", "capacity_bytes", "provider",
-        "reason",
-    )
+    # Five slots, four of them written on the per-op path (``adopt_output_deferred``): the
+    # provider of a host root is the class's, the capacity is the allocation's own size.
+    __slots__ = ("_allocation", "_claimed", "_operation", "alloc_id", "reason")
 
-    provider: HostProvider | DeviceDomain
+    provider: HostProvider | DeviceDomain = HOST  # a device root's is its own slot
     # the whole buffer (host) or the DeviceMemory handle (device): private, never handed out
     _allocation: Any
-    capacity_bytes: int
     alloc_id: int
     reason: AllocationReason
     _operation: str
-    # set (True) from adopt_unclaimed until claim_unclaimed mints the one claim; unset on
-    # every other root
-    _unclaimed: bool
+    # set (True) once the root's one whole-range claim exists: at birth for every root but
+    # a deferred adoption's, whose claim ``claim_unclaimed`` mints later, once
+    _claimed: bool
+
+    @property
+    def capacity_bytes(self) -> int:
+        """The allocation's size in bytes. O(1)."""
+        return int(self._allocation.nbytes)
 
     @property
     def diagnostics(self) -> AllocationDiagnostics:
@@ -313,7 +318,7 @@ class DeviceRootResource(RootResource):
     exactly once like every root, and then also leaves the domain's live set.
     """
 
-    __slots__ = ()
+    __slots__ = ("provider",)
 
     def __del__(self) -> None:
         try:
@@ -365,7 +370,7 @@ def adopt_device(
     nbytes = array.nbytes
     root.provider = domain
     root._allocation = memory
-    root.capacity_bytes = nbytes
+    root._claimed = True
     root.reason = reason
     root._operation = operation
     root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, f"{operation} @{domain.name}")
@@ -379,11 +384,11 @@ def adopt_device(
 def _new_root(
     provider: HostProvider, buffer: np.ndarray[Any, Any], reason: AllocationReason, operation: str
 ) -> RootResource:
+    assert provider is RootResource.provider  # a host root's provider is the class's
     root = RootResource.__new__(RootResource)
     nbytes = buffer.nbytes
-    root.provider = provider
     root._allocation = buffer
-    root.capacity_bytes = nbytes
+    root._claimed = True
     root.reason = reason
     root._operation = operation
     root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, operation)
@@ -427,49 +432,75 @@ def adopt_checked(
 ) -> OwnedStorage:
     """:func:`adopt` for a caller that has already made ``adopt``'s checks.
 
-    The caller guarantees ``array.base is None``, C-contiguity and that nothing else
-    refers to ``array``.  One allocation event, no validation.
+    The caller guarantees ``array.base is None``, C-contiguity, that it is no live root's
+    buffer and that nothing else refers to ``array``.  One allocation event, no
+    validation.
     """
-    return claim_unclaimed(adopt_unclaimed(array, reason, operation), operation)
+    return _whole_claim(_new_root(HOST, array, reason, operation))
 
 
-def adopt_unclaimed(
-    array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
-) -> RootResource:
-    """:func:`adopt_checked` without the claim: the new root alone, whose one whole-range
-    claim :func:`claim_unclaimed` mints later, once (the per-op path of ``tenferro_ad``,
-    whose retention container holds the root as the allocation's sole owner and needs
-    the claim only when a value is read through a view, grouped or extracted).  Same
-    checks expected of the caller, same allocation event; construction inlined. O(1)."""
-    nbytes = array.nbytes
+# The checked general path for what the per-op path below declines (a view, a
+# non-contiguous or unsupported array, a live root's buffer): ``_tensor.adopt_output``,
+# which raises the precise refusal or builds an owner (this module knows no owners).
+_general_adopt: Callable[[Any, AllocationReason, str], Any] | None = None
+
+
+def set_general_adopt(fn: Callable[[Any, AllocationReason, str], Any]) -> None:
+    """Register the checked general adoption path (``_tensor`` does, at import)."""
+    global _general_adopt
+    _general_adopt = fn
+
+
+def adopt_output_deferred(
+    array: Any,
+    reason: AllocationReason = AllocationReason.OPERATION_OUTPUT,
+    operation: str = "kernel",
+) -> Any:
+    """``kernel.adopt_output`` with the owner object deferred (the per-op path of
+    ``tenferro_ad``, whose retention container holds the allocation as its sole owner and
+    needs an owner only when a value is read through a view, grouped or extracted: most op
+    outputs die before that and never pay for the claim and owner objects).
+
+    The same checks, refusals and allocation event as ``adopt_output``; the fast path
+    returns the new :class:`RootResource`, whose one whole-range claim
+    :func:`claim_unclaimed` mints later, once.  Anything else goes through the general
+    path, which returns an owner or raises.  One function, no helper calls: it runs once
+    per op. O(1)."""
+    if (
+        type(array) is not np.ndarray
+        or _BY_NUMPY.get(array.dtype) is None
+        or array.base is not None
+        or not array.flags.carray  # C-contiguous, aligned and writeable: one flags read
+    ):
+        return _general_adopt(array, reason, operation)  # type: ignore[misc]
+    led = LEDGER
+    alloc_id = next(led.alloc_ids)
+    # the live-buffer check and the registration in one dict operation; a refusal leaves
+    # an unused id behind (ids are never reused, gaps are harmless)
+    if _BUFFERS.setdefault(id(array), alloc_id) != alloc_id:
+        return _general_adopt(array, reason, operation)  # type: ignore[misc]
     root = RootResource.__new__(RootResource)
-    root.provider = HOST
     root._allocation = array
-    root.capacity_bytes = nbytes
     root.reason = reason
     root._operation = operation
-    root._unclaimed = True
-    led = LEDGER
+    root.alloc_id = alloc_id
     if led.captures:
-        root.alloc_id = alloc_id = led.allocate(reason, nbytes, operation)
-    else:  # LEDGER.allocate's common case, inlined (once per op on the AD path)
-        root.alloc_id = alloc_id = next(led.alloc_ids)
-        led.live[alloc_id] = nbytes
-    _BUFFERS[id(array)] = alloc_id
+        led.allocate(reason, array.nbytes, operation, alloc_id)
+    else:  # LEDGER.allocate's common case, inlined
+        led.live[alloc_id] = array.nbytes
     HOST.counters.allocations += 1
     return root
 
 
 def claim_unclaimed(root: RootResource, operation: str) -> OwnedStorage:
-    """The whole-range claim of a root made by :func:`adopt_unclaimed`; a second call (or a
-    root that was claimed when it was made) raises ``OwnershipError``: one root, one
-    owner. O(1)."""
-    try:
-        del root._unclaimed
-    except AttributeError:
+    """The whole-range claim of a root made by :func:`adopt_output_deferred`; a second
+    call (or a root that was claimed when it was made) raises ``OwnershipError``: one
+    root, one owner. O(1)."""
+    if getattr(root, "_claimed", False):
         raise OwnershipError(
             f"{operation}: alloc#{root.alloc_id} already has its owner; a root is claimed once"
-        ) from None
+        )
+    root._claimed = True
     return _whole_claim(root)
 
 

@@ -40,8 +40,8 @@ from ._root import (
     RootResource,
     adopt,
     adopt_checked,
-    adopt_unclaimed,
     claim_unclaimed,
+    set_general_adopt,
 )
 from .errors import (
     AccessError,
@@ -891,6 +891,9 @@ def adopt_output(
     return _owner_over(storage)
 
 
+set_general_adopt(adopt_output)  # the deferred per-op path declines to this one
+
+
 def _owner_over(storage: OwnedStorage) -> Tensor[Any, DynRank]:
     """The owner of a whole fresh claim (``Tensor._adopt``'s object, its descriptor built
     lazily). O(1)."""
@@ -900,29 +903,6 @@ def _owner_over(storage: OwnedStorage) -> Tensor[Any, DynRank]:
     t._exclusive = None
     t._storage = storage
     return t
-
-
-def adopt_output_deferred(
-    array: np.ndarray[Any, Any],
-    reason: AllocationReason = _OPERATION_OUTPUT,
-    operation: str = "kernel",
-) -> Tensor[Any, DynRank] | RootResource:
-    """:func:`adopt_output` with the owner object deferred: the same checks, refusals and
-    allocation event, but the fast path returns the new ``RootResource`` whose owner
-    :func:`claim_deferred` mints when it is first needed, once.  For a holder that keeps
-    the allocation as its sole owner and rarely hands an owner out (``tenferro_ad``'s
-    retention container: most op outputs die without anyone viewing or extracting them,
-    so they never pay for the claim and owner objects).  The general path returns an
-    owner, as ``adopt_output`` does. O(1)."""
-    if (
-        type(array) is not np.ndarray
-        or _BY_NUMPY.get(array.dtype) is None
-        or array.base is not None
-        or not array.flags.carray
-        or id(array) in _BUFFERS
-    ):
-        return adopt_output(array, reason, operation)  # the checked path (or its refusal)
-    return adopt_unclaimed(array, reason, operation)
 
 
 def claim_deferred(

@@ -18,12 +18,12 @@ from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
+from ._root import adopt_output_deferred
 from ._tensor import (
     Tensor,
     TensorView,
     TensorViewMut,
     adopt_output,
-    adopt_output_deferred,
     claim_deferred,
 )
 

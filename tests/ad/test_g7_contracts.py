@@ -191,3 +191,30 @@ def test_handle_has_no_mutable_or_owner_projection() -> None:
     with pytest.raises(TypeError, match="to_numpy"):
         np.asarray(x)
     del x, tape
+
+
+def test_an_op_output_is_held_by_its_record_alone_until_something_shares_it() -> None:
+    """Fused form: an op output's record holds the allocation's root itself (no container,
+    no owner object); reading it mints the one owner in place; an alias moves it into a
+    shared container with a group; extraction of a fused value is a move (no event)."""
+    from tenferro_ad._retention import RetentionContainer
+
+    x = ad.constant(ts.from_numpy(np.arange(6.0)))
+    y = ad.exp(x)
+    rec = y._rec
+    assert rec is not None and type(rec.container) is ts.RootResource
+    with y.value() as v:  # the owner is minted now, once, and kept by the record
+        np.testing.assert_allclose(ts.kernel.read_array(v), np.exp(np.arange(6.0)))
+    assert type(rec.container) is ts.Tensor
+    z = y.reshape(2, 3)
+    c = rec.container
+    assert type(c) is RetentionContainer and c.group is not None and c.count == 2
+    with pytest.raises(NotUnique):  # the alias record shares the container
+        y.into_value()
+    del z
+    w = ad.exp(x)
+    with ledger.capture() as events:
+        owner = w.into_value()
+    assert events.events == [] and w._rec is None
+    np.testing.assert_allclose(owner.to_numpy(), np.exp(np.arange(6.0)))
+    assert y.into_value().to_numpy().shape == (6,)

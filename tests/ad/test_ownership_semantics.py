@@ -838,7 +838,7 @@ def slicing_measurement() -> dict[str, int]:
         after = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    group = data._rec.container.group if data._rec is not None else None
+    group = getattr(data._rec.container, "group", None) if data._rec is not None else None
     records = -1 if group is None else len(group)
     np.testing.assert_array_equal(data.to_numpy(), np.ones((100, 4)))
     del data, tape
