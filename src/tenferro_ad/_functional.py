@@ -133,7 +133,8 @@ class _Call(NoCopy):
         try:
             for i in argnums:
                 leaves, rb = flat[i]
-                wrapped = [self.wrap(leaf, i) for leaf in leaves]
+                holder = f"{self.tape.name}: argument {i}"  # one name per argument
+                wrapped = [self.wrap(leaf, i, holder) for leaf in leaves]
                 self.watched.extend(wrapped)
                 self.rebuild[i] = rb
                 self.counts[i] = len(wrapped)
@@ -153,17 +154,21 @@ class _Call(NoCopy):
         self.args = new_args  # arguments that are not differentiated reach f unchanged
         self.order = argnums
 
-    def wrap(self, leaf: Leaf, argnum: int) -> Any:
-        """Watch one checked leaf on the call's tape (a borrow for owners). O(1)."""
+    def wrap(self, leaf: Leaf, argnum: int, holder: str = "") -> Any:
+        """Watch one checked leaf on the call's tape (a borrow for owners, held by
+        ``holder``: the tape's name and the argument). O(1)."""
         tape = self.tape
-        if isinstance(leaf, EagerTensor):
+        if type(leaf) is ts.Tensor:  # the common leaf (a parameter owner) first
+            rec = record_borrow(leaf, "argument", holder or f"{tape.name}: argument {argnum}")
+            self.borrowed.append(rec)
+        elif isinstance(leaf, EagerTensor):
             rec = leaf._r(self.what)
             if self.nested:
                 with _recording_on(tape):
                     return bind(IDENTITY, leaf)
             return tape.watch(leaf)
-        if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            rec = record_borrow(leaf, "argument", f"{tape.name}: argument {argnum}")
+        elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
+            rec = record_borrow(leaf, "argument", holder or f"{tape.name}: argument {argnum}")
             self.borrowed.append(rec)
         else:
             rec = constant_record(leaf, "argument")
@@ -212,14 +217,16 @@ class _Call(NoCopy):
             tape.consuming = False
         foreign = foreign_roots(seeds.values() if given else ())
         owners: list[Any] = []
+        reason = STATE.reason
+        what = self.what
         for w, h in zip(wids, self.watched, strict=True):
             ct = cts.get(w)
             if ct is None:
-                a = h._r(self.what).a
+                a = h._r(what).a
                 arr = np.zeros(a.shape, a.dtype)
-                owners.append(ts.kernel.adopt_output(arr, STATE.reason, self.what))
+                owners.append(ts.kernel.adopt_output(arr, reason, what))
             else:
-                owners.append(own(ct, foreign, self.what))
+                owners.append(own(ct, foreign, what, reason))
         return owners
 
     def pack(self, flat: list[Any], argnums: int | tuple[int, ...]) -> Any:
@@ -261,7 +268,9 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
     ``argument <argnum>``, or ``argument '<items>'[<argnum>]`` when the arguments are the
     items of the parameter ``items`` (``vjp``'s ``primals``). O(1)."""
     try:
-        if isinstance(leaf, EagerTensor):
+        if type(leaf) is ts.Tensor:  # the common leaf (a parameter owner) first
+            dt = ts.kernel.read_array(leaf).dtype
+        elif isinstance(leaf, EagerTensor):
             dt = leaf._r(what).a.dtype
         elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
             dt = ts.kernel.read_array(leaf).dtype

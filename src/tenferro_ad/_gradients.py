@@ -58,17 +58,22 @@ def is_foreign(ct: Any, foreign: set[int]) -> bool:
     return id(root) in foreign and ct.size == root.size
 
 
-def own(ct: Any, foreign: set[int], operation: str) -> ts.Tensor[Any, Any]:
+def own(
+    ct: Any, foreign: set[int], operation: str, reason: ts.AllocationReason | None = None
+) -> ts.Tensor[Any, Any]:
     """A fresh owner for a delivered cotangent or tangent.
 
     Scratch computed by the sweep is adopted (no copy).  Memory that belongs to another
     value — a caller's seed (``foreign``), a residual or any live value, or a cotangent
     already delivered to another argument — is copied into a fresh owner with a
     recorded ``MATERIALIZE`` copy; a view of scratch is laid out afresh (a kernel
-    write). O(1) bookkeeping plus the copy if any.
+    write).  ``reason``: the allocation reason (default: the current one, a thread-local
+    read a caller delivering many gradients makes once). O(1) bookkeeping plus the copy
+    if any.
     """
-    reason = STATE.reason
-    if is_foreign(ct, foreign):
+    if reason is None:
+        reason = STATE.reason
+    if foreign and is_foreign(ct, foreign):
         return ts.kernel.materialize_output(ct, reason, operation)
     if type(ct) is np.ndarray:
         try:

@@ -32,6 +32,22 @@ def _unbroadcast_axes(gs: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int,
     )
 
 
+def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
+    """``np.broadcast_to(x, shape)``: a read-only view repeating ``x``.  A one-element
+    source (the cotangent of a full reduction: ``mean``'s, a loss's) is viewed directly with
+    zero strides (the same values, dtype, base and flags as ``np.broadcast_to``'s view,
+    without its iterator set-up); anything else goes to numpy. O(rank), no copy."""
+    if type(x) is not np.ndarray:
+        if not isinstance(x, np.generic):
+            return np.broadcast_to(x, shape)
+        x = np.asarray(x)
+    if x.size != 1 or x.ndim > len(shape) or any(n < 0 for n in shape):
+        return np.broadcast_to(x, shape)
+    out = np.ndarray(shape, x.dtype, x, 0, (0,) * len(shape))
+    out.flags.writeable = False
+    return out
+
+
 class _NumpyNS:
     """Rule namespace over numpy arrays (see the module docstring)."""
 
@@ -63,6 +79,10 @@ class _NumpyNS:
 
     @staticmethod
     def reshape(x: Any, shape: tuple[int, ...]) -> Any:
+        # an array's or numpy scalar's own method: what np.reshape calls, without its
+        # Python-level wrapper (the same view or array)
+        if isinstance(x, np.ndarray | np.generic):
+            return x.reshape(shape)
         return np.reshape(x, shape)
 
     @staticmethod
@@ -71,7 +91,7 @@ class _NumpyNS:
 
     @staticmethod
     def broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
-        return np.broadcast_to(x, shape)
+        return _broadcast_to(x, shape)
 
     @staticmethod
     def unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:

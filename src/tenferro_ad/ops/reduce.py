@@ -19,6 +19,7 @@ from .._handle import EagerTensor
 from .._primitive import defprimitive
 from ..errors import ArgumentTypeError
 from ._axes import KERNEL_ERRORS, arg_error, axes_tuple
+from ._ns import NUMPY_NS
 
 Array = Any
 
@@ -58,15 +59,34 @@ defbatch(SUM, leading("sum", shift=("axes",), prefix=("shape",)))
 
 
 def _log_softmax_impl(a: Array, *, axes: tuple[int, ...] = (0,)) -> Array:
+    """``shifted - log(sum(exp(shifted)))`` with ``shifted = a - max(a)``: the reductions
+    are the ufuncs' own (``np.max``/``np.sum`` without their Python wrappers) and the log
+    and the last subtraction are written over the fresh sum and ``shifted`` (the same values
+    in two allocations fewer).  An empty axis raises numpy's reduction error."""
     from .elementwise import _inexact
 
-    a = _inexact(a)
-    shifted = a - np.max(a, axis=axes, keepdims=True)  # unguarded, as JAX's log_softmax
-    return shifted - np.log(np.sum(np.exp(shifted), axis=axes, keepdims=True))
+    a = np.asarray(_inexact(a))
+    # unguarded, as JAX's log_softmax
+    shifted = np.subtract(a, np.maximum.reduce(a, axis=axes, keepdims=True))
+    if type(shifted) is not np.ndarray:  # a 0-d input (no axis to reduce: refused above)
+        return shifted - np.log(np.add.reduce(np.exp(shifted), axis=axes, keepdims=True))
+    total = np.add.reduce(np.exp(shifted), axis=axes, keepdims=True)
+    np.log(total, out=total)
+    return np.subtract(shifted, total, out=shifted)
 
 
 def _log_softmax_d(ops: Any, g: Array, out: Array, *, axes: tuple[int, ...] = (0,)) -> Array:
     # the VJP g - softmax * sum(g), softmax = exp(out): JAX's composition's values
+    if (
+        ops is NUMPY_NS
+        and type(g) is np.ndarray
+        and type(out) is np.ndarray
+        and g.dtype == out.dtype
+        and g.shape == out.shape
+    ):  # no-record backward: the product and the difference over the fresh exp(out)
+        t = np.exp(out)
+        np.multiply(t, np.add.reduce(g, axis=axes, keepdims=True), out=t)
+        return np.subtract(g, t, out=t)
     return ops.sub(g, ops.mul(ops.exp(out), ops.sum(g, axis=axes, keepdims=True)))
 
 
