@@ -183,3 +183,24 @@ def test_grad_delivers_each_gradient_as_one_owner_with_the_current_reason() -> N
     with ts.ledger.capture() as rec:
         f(w, x)
     assert rec.allocations[reason] == 0  # outside the block: the ordinary reason again
+
+
+@pytest.mark.parametrize(
+    ("gs", "shape"),
+    [((256, 64), (64,)), ((2, 3, 4), (3, 1)), ((5, 3), (1, 3)), ((4,), (4,)), ((2, 1), ()),
+     ((3, 1, 2), (1, 1, 2)), ((6,), (1,))],
+)
+def test_unbroadcast_sums_exactly_the_broadcast_axes_every_time(
+    gs: tuple[int, ...], shape: tuple[int, ...]
+) -> None:
+    """The remembered axes give numpy's own reduction back to the shape, on the first call
+    and on a repeated one (a RealTarget of the same shape shares the entry)."""
+    from tenferro_ad._primitive import RealTarget
+
+    g = np.arange(float(np.prod(gs))).reshape(gs) + 0.5
+    nd = len(gs) - len(shape)
+    kept = tuple(i + nd for i, n in enumerate(shape) if n == 1 and gs[i + nd] != 1)
+    want = np.sum(g, axis=tuple(range(nd)) + kept).reshape(shape)
+    for target in (shape, shape, RealTarget(shape)):
+        got = NUMPY_NS.unbroadcast(g, target)
+        _same_bits(got, want)

@@ -25,11 +25,24 @@ VOCABULARY: Final = (
 )
 
 
+_AXES: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
+_AXES_MAX: Final = 4096
+
+
 def _unbroadcast_axes(gs: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
-    nd = len(gs) - len(shape)
-    return tuple(range(nd)) + tuple(
-        i + nd for i, n in enumerate(shape) if n == 1 and gs[i + nd] != 1
-    )
+    """The axes a cotangent of shape ``gs`` is summed over to reach ``shape``: the leading
+    axes ``shape`` lacks and the axes where it has 1.  Remembered per pair of shapes (a
+    bias's unbroadcast repeats every step; at most ``_AXES_MAX`` pairs). O(rank) once."""
+    key = (gs, tuple(shape))
+    axes = _AXES.get(key)
+    if axes is None:
+        nd = len(gs) - len(shape)
+        axes = tuple(range(nd)) + tuple(
+            i + nd for i, n in enumerate(shape) if n == 1 and gs[i + nd] != 1
+        )
+        if len(_AXES) < _AXES_MAX:
+            _AXES[key] = axes
+    return axes
 
 
 def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
