@@ -37,7 +37,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import TenferroError, shown
 
-from ._dispatch import _argument_error, bind, constant_record
+from ._dispatch import _TRACERS, _argument_error, bind, constant_record
 from ._gradients import foreign_roots, own
 from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
@@ -119,6 +119,7 @@ class _Call(NoCopy):
         # recording tape (reverse over reverse) or a forward-mode context (jvp of grad)
         self.handles = self.nested or STATE.jvp is not None
         self.tape: Tape = outer if self.nested else Tape(f"{what}({fname})")
+        self.tape_released = False
         self.what = what
         self.borrowed: list[AdValueRecord] = []
         self.watched: list[EagerTensor] = []
@@ -183,10 +184,13 @@ class _Call(NoCopy):
             self.tape._discard_from(n0)
 
     def release(self) -> None:
+        """End the argument borrows and release a private tape's residuals (idempotent:
+        the tape's O(nodes) release runs once however often this is called)."""
         for rec in self.borrowed:
             rec.container.release_borrow()
         self.borrowed = []
-        if not self.nested:
+        if not self.nested and not self.tape_released:
+            self.tape_released = True
             self.tape._release()
 
     def results(
@@ -240,10 +244,23 @@ class _Call(NoCopy):
 
 
 def _has_tracer(tree: Any) -> bool:
-    """Whether any leaf is a tracer of traced mode (registered with the binder)."""
-    from ._dispatch import _TRACERS
+    """Whether any leaf is a tracer of traced mode (registered with the binder).  Walks the
+    tuples, lists and dicts ``tree_flatten`` would open, without building the leaf list.
+    O(leaves)."""
+    return bool(_TRACERS) and _any_tracer(tree)
 
-    return bool(_TRACERS) and any(type(x) in _TRACERS for x in tree_flatten(tree)[0])
+
+def _any_tracer(tree: Any) -> bool:
+    if type(tree) in _TRACERS:
+        return True
+    if isinstance(tree, tuple | list):
+        for x in tree:
+            if type(x) in _TRACERS or (isinstance(x, tuple | list | dict) and _any_tracer(x)):
+                return True
+        return False
+    if isinstance(tree, dict):
+        return any(_any_tracer(v) for v in tree.values())
+    return False
 
 
 def _traced_value_and_grad(
@@ -432,9 +449,12 @@ def value_and_grad(
     _flag(has_aux, "has_aux", "value_and_grad")
     _flag(holomorphic, "holomorphic", "value_and_grad")
     fname = getattr(f, "__name__", "f")
+    checked: dict[int, tuple[int, ...]] = {}  # argnums normalized per number of arguments
 
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        nums = _argnums(argnums, len(args), "grad")
+        nums = checked.get(len(args))
+        if nums is None:
+            nums = checked[len(args)] = _argnums(argnums, len(args), "grad")
         if _has_tracer(args):  # inside a trace (e.g. jit of grad): transform the graph
             if has_aux:
                 raise NotImplementedError(
