@@ -2,10 +2,11 @@
 
 ``with borrow_arrays(tree) as arrays:`` takes one shared borrow per owner or view in
 ``tree`` (an owner or view, or a tuple/list/dict of them, nested freely: the structure
-``tenferro_ad.grad`` returns), prepares host read access for each, and yields the same
-structure of read-only numpy arrays over the values.  The borrows are held until the
-block ends, so mutating or consuming one of the owners meanwhile raises ``BorrowError``
-naming ``borrow_arrays``.  No copy and no ledger event (logging gradients every step
+``tenferro_ad.grad`` returns), runs the provider's access-time work for each (what
+``prepare_host`` runs: map, synchronize), and yields the same structure of read-only numpy
+arrays over the values (each value's own cached read-only array).  The borrows are held
+until the block ends, so mutating or consuming one of the owners meanwhile raises
+``BorrowError`` naming ``borrow_arrays``.  No copy and no ledger event (logging gradients every step
 costs no ``TRANSFER``).  In borrow debug mode the arrays are staged and poisoned at the
 end of the block like every prepared access's.
 """
@@ -16,17 +17,18 @@ from typing import Any, Generic, NoReturn, TypeVar, overload
 
 import numpy as np
 
-from ._access import PreparedContiguousRead, PreparedStridedRead
+from ._access import PreparedContiguousRead, PreparedStridedRead, _debug_borrows
 from ._linear import NoCopy
-from ._tensor import Tensor, TensorView, TensorViewMut
-from .kernel import borrow_named
+from ._tensor import Tensor, TensorView, TensorViewMut, _map_host
+from .kernel import borrow_named, read_array
 
 T = TypeVar("T")
 K = TypeVar("K")
 
 _OP = "borrow_arrays"
 _Leaf = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
-_Access = PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
+# what holds one leaf's borrow: its named view (normal mode) or a prepared access (debug)
+_Held = TensorView[Any, Any] | PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
 _LEAVES: frozenset[type] = frozenset((Tensor, TensorView, TensorViewMut))
 
 
@@ -41,7 +43,7 @@ class BorrowedArrays(NoCopy, Generic[T]):
     __slots__ = ("_accesses", "_tree")
 
     _tree: Any
-    _accesses: list[_Access] | None
+    _accesses: list[_Held] | None
 
     def __init__(self, tree: Any) -> None:
         self._tree = tree
@@ -50,7 +52,7 @@ class BorrowedArrays(NoCopy, Generic[T]):
     def __enter__(self) -> T:
         if self._accesses is not None:
             raise RuntimeError(f"{_OP}: this scope is already entered; leave it first")
-        accesses: list[_Access] = []
+        accesses: list[_Held] = []
         try:
             arrays = _map(self._tree, accesses, "tree")
         except BaseException:
@@ -96,31 +98,41 @@ def _spelled(path: Any) -> str:
     return f"{_spelled(parent)}[{key!r}]"
 
 
-def _leaf(leaf: _Leaf, accesses: list[_Access]) -> np.ndarray[Any, Any]:
+def _leaf(leaf: _Leaf, accesses: list[_Held]) -> np.ndarray[Any, Any]:
     """One leaf: a shared borrow named ``borrow_arrays`` (no call-site capture: a conflicting
-    borrow's error names the holder), consumed into prepared host read access (the
-    provider's map/synchronize; debug mode stages).  O(1)."""
+    borrow's error names the holder) and the provider's access-time work (map/synchronize,
+    as ``prepare_host`` does; a failure raises its ``AccessError``).  The array is the
+    view's cached read-only array; the view itself holds the borrow until the scope ends.
+    In debug mode the view is consumed into a prepared access instead, which stages the
+    array and poisons it at the end.  O(1)."""
     view = borrow_named(leaf, _OP)
     try:
-        p = view.prepare_host()
+        if _debug_borrows():
+            p = view.prepare_host()
+            accesses.append(p)
+            return p.as_array()
+        _map_host(view, "prepare_host", "reading")
+        arr = read_array(view)
     except BaseException:
         view.release()
         raise
-    accesses.append(p)
-    return p.as_array()
+    accesses.append(view)
+    return arr
 
 
-def _unname(accesses: list[_Access]) -> None:
-    """Take the holder name ``borrow_arrays`` off each leaf's lender (the prepared access
-    that ends the borrow does not carry it), so a later conflict's error does not name a
-    scope that has ended.  Before the accesses are released. O(number of leaves)."""
+def _unname(accesses: list[_Held]) -> None:
+    """Take the holder name ``borrow_arrays`` off the lenders of the prepared accesses
+    (debug mode: the access that ends the borrow does not carry the name a view carries),
+    so a later conflict's error does not name a scope that has ended.  Before the
+    accesses are released. O(number of leaves)."""
     for p in accesses:
-        lender = p._lender
-        if lender is not None:
-            lender._unname_holder(_OP)
+        if type(p) is not TensorView:
+            lender = p._lender
+            if lender is not None:
+                lender._unname_holder(_OP)
 
 
-def _map(tree: Any, accesses: list[_Access], path: Any) -> Any:
+def _map(tree: Any, accesses: list[_Held], path: Any) -> Any:
     """The tree's structure with an array per leaf.  The leaves of a list or tuple (a
     ``grad`` result) are borrowed in the same loop; ``path`` is a key chain spelled out
     only when a leaf is refused."""
