@@ -204,3 +204,40 @@ def test_unbroadcast_sums_exactly_the_broadcast_axes_every_time(
     for target in (shape, shape, RealTarget(shape)):
         got = NUMPY_NS.unbroadcast(g, target)
         _same_bits(got, want)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex128])
+@pytest.mark.parametrize(
+    "special", [None, np.inf, -np.inf, np.nan, 1e200],  # inf/nan/overflow: the where path
+)
+def test_relu_mask_product_equals_the_where_form(dtype: Any, special: Any) -> None:
+    """The fast ``g * (x > 0)`` has the where's values (zeros compare equal whatever their
+    sign); non-finite cotangents and overflowing sums of squares take the where itself, so
+    a masked inf gives 0, not nan.  x has exact zeros (relu'(0) = 0) and a NaN."""
+    from tenferro_ad.ops import math as M
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(6, 5)).astype(np.float64)
+    x[0, :2] = 0.0
+    x[1, 1] = np.nan
+    g = rng.normal(size=(6, 5)).astype(dtype)
+    if special is not None:
+        if np.dtype(dtype) == np.float32 and special == 1e200:
+            special = np.float32(3e38)  # its square overflows float32
+        g[2, 0] = special  # x[2, 0] may be either side: both paths are checked
+        g[0, 0] = special  # a masked position (x == 0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = np.where(x > 0.0, g, 0.0).astype(dtype)
+        got = M._relu_d(NUMPY_NS, g, x)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert np.array_equal(got, want, equal_nan=True)
+    if special is not None and not (np.isfinite(special) and abs(special) < 1e30):
+        _same_bits(got, want)  # non-finite g: the where form itself
+
+
+def test_relu_gradient_through_grad_is_the_mask() -> None:
+    """End to end: the gradient of sum(relu(x) * w) is w where x > 0, else 0."""
+    x = np.array([-1.0, 0.0, 2.0, np.nan])
+    w = np.array([3.0, 4.0, 5.0, 6.0])
+    g = ad.grad(lambda x: ad.sum(ad.relu(x) * w))(x)
+    assert np.array_equal(g.to_numpy(), [0.0, 0.0, 5.0, 0.0])
