@@ -108,6 +108,21 @@ def _target(v: Any, odt: np.dtype[Any]) -> tuple[int, ...]:
     return v.shape  # type: ignore[no-any-return]
 
 
+def _arg_shapes(
+    ids: Sequence[int], vals: Sequence[Any], out: Any, bc: bool
+) -> list[Any] | None:
+    """``node.shapes``: every argument's cotangent target when a tracked argument broadcasts
+    (``bc``: the primitive broadcasts) or has another floating dtype than the output, else
+    ``None`` (the common case: cotangents come back as they are)."""
+    odt = out.dtype
+    osh = out.shape
+    for i, v in zip(ids, vals):  # noqa: B905 - ``ids`` may omit untracked trailing arguments
+        if i >= 0 and (v.dtype is not odt or (bc and v.shape != osh)):
+            if (bc and v.shape != osh) or (v.dtype != odt and v.dtype.kind in "fc"):
+                return [_target(v, odt) for v in vals]
+    return None
+
+
 def arg_targets(
     prim: Primitive, ids: list[int], vals: list[Any], out_shape: Any, odt: np.dtype[Any]
 ) -> list[Any] | None:
@@ -386,15 +401,9 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
         node.res = res
         # Keep argument shapes when they broadcast, and dtypes when they differ from the
         # output's: their cotangents are reduced and cast back (real part, precision: JAX).
-        odt = out.dtype
         bc = prim.broadcasts
-        if bc or len(ids) > 1 or odt.kind == "c":
-            osh = out.shape
-            for i, v in zip(ids, vals):  # noqa: B905 - one entry per argument
-                if i >= 0 and (v.dtype is not odt or (bc and v.shape != osh)):
-                    if (bc and v.shape != osh) or (v.dtype != odt and v.dtype.kind in "fc"):
-                        node.shapes = [_target(v, odt) for v in vals]
-                        break
+        if bc or len(ids) > 1 or out.dtype.kind == "c":
+            node.shapes = _arg_shapes(ids, vals, out, bc)
         if prim.checked:  # a user primitive: keep every argument's layout for the checks
             node.shapes = [
                 CastTarget(v.shape, v.dtype) if type(v) is np.ndarray else () for v in vals
@@ -414,4 +423,181 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             for r in recs
         ]
         region.record(prim, args, recs, h, params)
+    return h
+
+
+_NDARRAY: Final = np.ndarray
+_NO_PARAMS: Final[dict[str, Any]] = {}  # the params of every node bind1/bind2 record (read only)
+
+
+def bind1(prim: Primitive, x: Any) -> EagerTensor:
+    """``bind(prim, x)`` for a one-argument op without parameters (the public unary ops).
+
+    The straight path for the common case -- ``x`` a live handle, no forward-mode context,
+    no checkpoint region, a built-in primitive that is not a view -- with no argument
+    tuples and no loops; anything else goes to :func:`bind`.  Same value, node, ledger
+    events and errors as ``bind``. O(1).
+    """
+    st = _LOCAL.fields
+    if (
+        type(x) is not _ET
+        or (r := x._rec) is None
+        or st.jvp is not None
+        or st.region is not None
+        or prim.alias
+        or prim.checked
+    ):
+        return bind(prim, x)
+    a = r.a
+    impl = prim.fast  # the bare kernel of a float-only op, for floating input
+    if impl is None or type(a.dtype) not in _INEXACT:
+        impl = prim.impl
+    name = prim.name
+    try:
+        out = impl(a)
+    except (ValueError, TypeError, IndexError) as e:
+        raise kernel_error(name, e, (a,)) from None
+    if type(out) is not _NDARRAY:  # a rank-0 kernel's numpy scalar
+        out = np.asarray(out)
+    try:  # refuses views and memory an existing value holds (-> _fresh)
+        root = _adopt_deferred(out, st.reason, name)
+    except LayoutError:
+        root, out = _fresh(out, name)
+    rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
+    rec.a = out
+    rec.container = root
+    rec.slot = None
+    rec.op = name
+    rec.count = 1
+    h = _ET.__new__(_ET)
+    h._rec = rec
+    key = st.key
+    if key is None or x._tape is not key or prim.nondiff:
+        h._tape = None
+        h._id = -1
+        return h
+    nodes = st.tape.nodes
+    node = TapeNode.__new__(TapeNode)
+    node.prim = prim
+    node.ids = ids = (x._id,)
+    node.params = _NO_PARAMS
+    node.shapes = None
+    if prim.save_in:  # (a unary rule can only keep its one argument)
+        r.count += 1
+        res = [r]
+    else:
+        res = []
+    if prim.save_out:
+        rec.count += 1
+        res.append(rec)
+    node.res = res
+    if prim.broadcasts or out.dtype.kind == "c":
+        node.shapes = _arg_shapes(ids, (a,), out, prim.broadcasts)
+    h._tape = key
+    h._id = len(nodes)
+    nodes.append(node)
+    return h
+
+
+def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
+    """``bind(prim, a, b)`` for a two-argument op without parameters (the operators and
+    the public binary ops).
+
+    The straight path for a live handle with a scalar, another live handle or a borrowed
+    owner (or a scalar with a live handle), outside forward-mode contexts and checkpoint
+    regions, for a built-in primitive that is not a view; anything else goes to
+    :func:`bind`.  Same value, node, ledger events and errors as ``bind``. O(1).
+    """
+    st = _LOCAL.fields
+    if (
+        st.jvp is not None
+        or st.region is not None
+        or prim.alias
+        or prim.checked
+        or prim.variadic
+    ):
+        return bind(prim, a, b)
+    key = st.key
+    tb = type(b)
+    if type(a) is _ET and (ra := a._rec) is not None:
+        va = ra.a
+        ia = a._id if key is not None and a._tape is key else -1
+        if tb is _ET and (rb := b._rec) is not None:
+            vb = rb.a
+            ib = b._id if key is not None and b._tape is key else -1
+            ids: tuple[int, ...] = (ia, ib)
+        elif tb in _SCALARS:
+            vb = rb = b
+            ib = -1
+            ids = (ia,)  # (an untracked last argument needs no entry)
+        elif tb in _OWNERS:  # borrowed for the kernel; retained below only if needed
+            try:
+                vb = _read(b)
+            except Exception:  # bind raises it, naming the refused argument
+                return bind(prim, a, b)
+            rb = b
+            ib = -1
+            ids = (ia,)
+        else:
+            return bind(prim, a, b)
+    elif type(a) in _SCALARS and tb is _ET and (rb := b._rec) is not None:  # ``2.0 * x``
+        va = ra = a
+        ia = -1
+        vb = rb.a
+        ib = b._id if key is not None and b._tape is key else -1
+        ids = (ia, ib)
+    else:
+        return bind(prim, a, b)
+    name = prim.name
+    try:
+        out = prim.impl(va, vb)
+    except (ValueError, TypeError, IndexError) as e:
+        raise kernel_error(name, e, (va, vb)) from None
+    if type(out) is not _NDARRAY:  # a rank-0 kernel's numpy scalar
+        out = np.asarray(out)
+    try:  # refuses views and memory an existing value holds (-> _fresh)
+        root = _adopt_deferred(out, st.reason, name)
+    except LayoutError:
+        root, out = _fresh(out, name)
+    rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
+    rec.a = out
+    rec.container = root
+    rec.slot = None
+    rec.op = name
+    rec.count = 1
+    h = _ET.__new__(_ET)
+    h._rec = rec
+    if (ia < 0 and ib < 0) or prim.nondiff:
+        h._tape = None
+        h._id = -1
+        return h
+    tape = st.tape
+    nodes = tape.nodes
+    node = TapeNode.__new__(TapeNode)
+    node.prim = prim
+    node.ids = ids
+    node.params = _NO_PARAMS
+    node.shapes = None
+    res: list[Any] = []
+    for i in prim.save_in:
+        r = rb if i else ra
+        if type(r) is _REC:
+            r.count += 1
+        elif type(r) in _OWNERS:
+            r = _retain_owner(r, tape, name)
+        res.append(r)
+    if prim.save_out:
+        rec.count += 1
+        res.append(rec)
+    node.res = res
+    bc = prim.broadcasts
+    odt = out.dtype
+    osh = out.shape
+    if (ia >= 0 and (va.dtype is not odt or (bc and va.shape != osh))) or (
+        ib >= 0 and (vb.dtype is not odt or (bc and vb.shape != osh))
+    ):
+        node.shapes = _arg_shapes(ids, (va, vb), out, bc)
+    h._tape = key
+    h._id = len(nodes)
+    nodes.append(node)
     return h

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dispatch import bind
+from .._dispatch import bind, bind1, bind2
 from .._handle import EagerTensor
 from .._primitive import CastTarget, RealTarget
 from . import derived, elementwise, linalg, reduce, shape
@@ -135,7 +135,7 @@ def _operator(prim: Any, name: str, swap: bool = False) -> Any:
     if swap:
         def reflected(a: Any, b: Any) -> Any:
             try:
-                return bind(prim, b, a)
+                return bind2(prim, b, a)
             except KERNEL_ERRORS as e:
                 raise arg_error(name, e) from None
 
@@ -143,7 +143,7 @@ def _operator(prim: Any, name: str, swap: bool = False) -> Any:
 
     def op(a: Any, b: Any) -> Any:
         try:
-            return bind(prim, a, b)
+            return bind2(prim, a, b)
         except KERNEL_ERRORS as e:
             raise arg_error(name, e) from None
 
@@ -170,7 +170,7 @@ def _install_operators() -> None:
         "__rpow__": _operator(POW, "pow", swap=True),
         "__matmul__": _operator(MATMUL, "matmul"),
         "__rmatmul__": _operator(MATMUL, "matmul", swap=True),
-        "__neg__": lambda self: bind(NEG, self),
+        "__neg__": lambda self: bind1(NEG, self),
         "__abs__": abs,
         "__eq__": equal, "__ne__": not_equal, "__lt__": less, "__le__": less_equal,
         "__gt__": greater, "__ge__": greater_equal,

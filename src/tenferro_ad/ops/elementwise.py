@@ -23,7 +23,7 @@ import numpy as np
 from tenferro_storage.errors import DTypeError
 
 from .._batch_rules import defbatch, elementwise, leading
-from .._dispatch import bind
+from .._dispatch import bind, bind1, bind2
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
 from ..errors import ArgumentError
@@ -405,7 +405,7 @@ defbatch(STOP_GRADIENT, leading("stop_gradient"))
 def add(x: Any, y: Any) -> EagerTensor:
     """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy."""
     try:
-        return bind(ADD, x, y)
+        return bind2(ADD, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("add", e) from None
 
@@ -413,7 +413,7 @@ def add(x: Any, y: Any) -> EagerTensor:
 def sub(x: Any, y: Any) -> EagerTensor:
     """``x - y`` (broadcasting). One allocation; no copy."""
     try:
-        return bind(SUB, x, y)
+        return bind2(SUB, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("sub", e) from None
 
@@ -421,7 +421,7 @@ def sub(x: Any, y: Any) -> EagerTensor:
 def mul(x: Any, y: Any) -> EagerTensor:
     """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked."""
     try:
-        return bind(MUL, x, y)
+        return bind2(MUL, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("mul", e) from None
 
@@ -429,7 +429,7 @@ def mul(x: Any, y: Any) -> EagerTensor:
 def div(x: Any, y: Any) -> EagerTensor:
     """``x / y`` (broadcasting). One allocation; retains both inputs when tracked."""
     try:
-        return bind(DIV, x, y)
+        return bind2(DIV, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("div", e) from None
 
@@ -437,7 +437,7 @@ def div(x: Any, y: Any) -> EagerTensor:
 def neg(x: Any) -> EagerTensor:
     """``-x``. One allocation; retains nothing."""
     try:
-        return bind(NEG, x)
+        return bind1(NEG, x)
     except KERNEL_ERRORS as e:
         raise arg_error("neg", e) from None
 
@@ -445,7 +445,7 @@ def neg(x: Any) -> EagerTensor:
 def pow(x: Any, y: Any) -> EagerTensor:
     """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output."""
     try:
-        return bind(POW, x, y)
+        return bind2(POW, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("pow", e) from None
 
@@ -453,7 +453,7 @@ def pow(x: Any, y: Any) -> EagerTensor:
 def exp(x: Any) -> EagerTensor:
     """``e**x``. One allocation; retains the output."""
     try:
-        return bind(EXP, x)
+        return bind1(EXP, x)
     except KERNEL_ERRORS as e:
         raise arg_error("exp", e) from None
 
@@ -461,7 +461,7 @@ def exp(x: Any) -> EagerTensor:
 def log(x: Any) -> EagerTensor:
     """Natural log. One allocation; retains the input."""
     try:
-        return bind(LOG, x)
+        return bind1(LOG, x)
     except KERNEL_ERRORS as e:
         raise arg_error("log", e) from None
 
@@ -469,7 +469,7 @@ def log(x: Any) -> EagerTensor:
 def log1p(x: Any) -> EagerTensor:
     """``log(1 + x)``. One allocation; retains the input."""
     try:
-        return bind(LOG1P, x)
+        return bind1(LOG1P, x)
     except KERNEL_ERRORS as e:
         raise arg_error("log1p", e) from None
 
@@ -477,7 +477,7 @@ def log1p(x: Any) -> EagerTensor:
 def expm1(x: Any) -> EagerTensor:
     """``exp(x) - 1``. One allocation; retains the output."""
     try:
-        return bind(EXPM1, x)
+        return bind1(EXPM1, x)
     except KERNEL_ERRORS as e:
         raise arg_error("expm1", e) from None
 
@@ -485,7 +485,7 @@ def expm1(x: Any) -> EagerTensor:
 def sin(x: Any) -> EagerTensor:
     """Sine. One allocation; retains the input."""
     try:
-        return bind(SIN, x)
+        return bind1(SIN, x)
     except KERNEL_ERRORS as e:
         raise arg_error("sin", e) from None
 
@@ -493,7 +493,7 @@ def sin(x: Any) -> EagerTensor:
 def cos(x: Any) -> EagerTensor:
     """Cosine. One allocation; retains the input."""
     try:
-        return bind(COS, x)
+        return bind1(COS, x)
     except KERNEL_ERRORS as e:
         raise arg_error("cos", e) from None
 
@@ -501,7 +501,7 @@ def cos(x: Any) -> EagerTensor:
 def tanh(x: Any) -> EagerTensor:
     """Hyperbolic tangent. One allocation; retains the output."""
     try:
-        return bind(TANH, x)
+        return bind1(TANH, x)
     except KERNEL_ERRORS as e:
         raise arg_error("tanh", e) from None
 
@@ -509,7 +509,7 @@ def tanh(x: Any) -> EagerTensor:
 def sqrt(x: Any) -> EagerTensor:
     """Square root. One allocation; retains the output."""
     try:
-        return bind(SQRT, x)
+        return bind1(SQRT, x)
     except KERNEL_ERRORS as e:
         raise arg_error("sqrt", e) from None
 
@@ -517,7 +517,7 @@ def sqrt(x: Any) -> EagerTensor:
 def abs(x: Any) -> EagerTensor:
     """Absolute value. One allocation; retains the input."""
     try:
-        return bind(ABS, x)
+        return bind1(ABS, x)
     except KERNEL_ERRORS as e:
         raise arg_error("abs", e) from None
 
@@ -525,7 +525,7 @@ def abs(x: Any) -> EagerTensor:
 def sign(x: Any) -> EagerTensor:
     """Sign (non-differentiable: zero gradient). One allocation."""
     try:
-        return bind(SIGN, x)
+        return bind1(SIGN, x)
     except KERNEL_ERRORS as e:
         raise arg_error("sign", e) from None
 
@@ -533,7 +533,7 @@ def sign(x: Any) -> EagerTensor:
 def maximum(x: Any, y: Any) -> EagerTensor:
     """Elementwise maximum; ties split the gradient evenly. One allocation."""
     try:
-        return bind(MAXIMUM, x, y)
+        return bind2(MAXIMUM, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("maximum", e) from None
 
@@ -541,7 +541,7 @@ def maximum(x: Any, y: Any) -> EagerTensor:
 def minimum(x: Any, y: Any) -> EagerTensor:
     """Elementwise minimum; ties split the gradient evenly. One allocation."""
     try:
-        return bind(MINIMUM, x, y)
+        return bind2(MINIMUM, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("minimum", e) from None
 
@@ -598,7 +598,7 @@ def _clip_broadcast(shapes: list[tuple[str, tuple[int, ...]]]) -> None:
 def less(x: Any, y: Any) -> EagerTensor:
     """``x < y`` as a boolean constant (non-differentiable)."""
     try:
-        return bind(LT, x, y)
+        return bind2(LT, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("less", e) from None
 
@@ -606,7 +606,7 @@ def less(x: Any, y: Any) -> EagerTensor:
 def less_equal(x: Any, y: Any) -> EagerTensor:
     """``x <= y`` (non-differentiable)."""
     try:
-        return bind(LE, x, y)
+        return bind2(LE, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("less_equal", e) from None
 
@@ -614,7 +614,7 @@ def less_equal(x: Any, y: Any) -> EagerTensor:
 def greater(x: Any, y: Any) -> EagerTensor:
     """``x > y`` (non-differentiable)."""
     try:
-        return bind(GT, x, y)
+        return bind2(GT, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("greater", e) from None
 
@@ -622,7 +622,7 @@ def greater(x: Any, y: Any) -> EagerTensor:
 def greater_equal(x: Any, y: Any) -> EagerTensor:
     """``x >= y`` (non-differentiable)."""
     try:
-        return bind(GE, x, y)
+        return bind2(GE, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("greater_equal", e) from None
 
@@ -630,7 +630,7 @@ def greater_equal(x: Any, y: Any) -> EagerTensor:
 def equal(x: Any, y: Any) -> EagerTensor:
     """``x == y`` (non-differentiable)."""
     try:
-        return bind(EQ, x, y)
+        return bind2(EQ, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("equal", e) from None
 
@@ -638,7 +638,7 @@ def equal(x: Any, y: Any) -> EagerTensor:
 def not_equal(x: Any, y: Any) -> EagerTensor:
     """``x != y`` (non-differentiable)."""
     try:
-        return bind(NE, x, y)
+        return bind2(NE, x, y)
     except KERNEL_ERRORS as e:
         raise arg_error("not_equal", e) from None
 
@@ -653,7 +653,7 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
             src = value_arg("astype", "x", x, imported=True)[1]
         target = _target_dtype(dtype)
         if np.dtype(target) == src:
-            return bind(SAME, x)
+            return bind1(SAME, x)
         return bind(ASTYPE, x, dtype=target, src=src)
     except KERNEL_ERRORS as e:
         raise arg_error("astype", e) from None
@@ -685,6 +685,6 @@ def _target_dtype(dtype: Any) -> np.dtype[Any]:
 def stop_gradient(x: Any) -> EagerTensor:
     """The same value with no gradient: a metadata-only alias (no allocation, no copy)."""
     try:
-        return bind(STOP_GRADIENT, x)
+        return bind1(STOP_GRADIENT, x)
     except KERNEL_ERRORS as e:
         raise arg_error("stop_gradient", e) from None

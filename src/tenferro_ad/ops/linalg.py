@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._batch_rules import defbatch, emit, expand_batched, shape_of
-from .._dispatch import bind
+from .._dispatch import bind2
 from .._handle import EagerTensor
 from .._primitive import defbilinear, defprimitive
 from ._axes import KERNEL_ERRORS, arg_error
@@ -94,7 +94,7 @@ def matmul(x: Any, y: Any) -> EagerTensor:
     A refusal names the argument: the operands are checked (type, rank, core and batch
     dimensions) only after the kernel refused, so the common call pays nothing for it."""
     try:
-        return bind(MATMUL, x, y)
+        return bind2(MATMUL, x, y)
     except KERNEL_ERRORS as e:
         _explain_matmul(x, y)
         raise arg_error("matmul", e) from None
