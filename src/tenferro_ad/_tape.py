@@ -288,30 +288,43 @@ class Tape(NoCopy):
                 )
             prim = node.prim
             ids = node.ids
-            if create_graph:
-                args = _residual_handles(node, vid, key)
-            elif len(res) == 1:  # most rules keep one value: skip the comprehension
-                # (no local name for the record: it would outlive a released node)
-                args = [res[0].a if type(res[0]) is AdValueRecord else res[0]]
-            else:
-                args = [r.a if type(r) is AdValueRecord else r for r in res]
+            params = node.params
             try:
-                if len(ids) == 1 and node.shapes is None:  # one argument (most ops): no loop
+                if (
+                    len(ids) == 1
+                    and node.shapes is None
+                    and not params
+                    and not create_graph
+                    and not prim.variadic
+                ):  # the common node: one argument, no parameters, nothing to reduce
                     in_id = ids[0]
                     if in_id >= lo:
                         rule = prim.vjps[0]
                         if rule is None:
                             raise MissingRuleError(prim.name, "vjp", 0)
                         if rule is not NONDIFF:
-                            if prim.variadic:
-                                ct = rule(ns, g, *args, argnum=0, **node.params)  # type: ignore[operator]
+                            # a direct call with the residual arrays (no argument list, no
+                            # keyword dict; no local name for a record: it would outlive a
+                            # released node)
+                            n = len(res)
+                            if n == 1:
+                                ct = rule(  # type: ignore[operator]
+                                    ns, g, res[0].a if type(res[0]) is AdValueRecord else res[0]
+                                )
+                            elif n == 0:
+                                ct = rule(ns, g)  # type: ignore[operator]
                             else:
-                                ct = rule(ns, g, *args, **node.params)  # type: ignore[operator]
+                                ct = rule(  # type: ignore[operator]
+                                    ns, g, *[r.a if type(r) is AdValueRecord else r for r in res]
+                                )
                             if type(ct) is not Zero:
                                 prev = cts.get(in_id)
                                 cts[in_id] = ct if prev is None else add(prev, ct)
                     continue
-                params = node.params
+                if create_graph:
+                    args = _residual_handles(node, vid, key)
+                else:
+                    args = [r.a if type(r) is AdValueRecord else r for r in res]
                 vjps = prim.vjps
                 variadic = prim.variadic
                 shapes = node.shapes
@@ -326,8 +339,10 @@ class Tape(NoCopy):
                         continue
                     if variadic:
                         ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
-                    else:
+                    elif params:
                         ct = rule(ns, g, *args, **params)  # type: ignore[operator]
+                    else:
+                        ct = rule(ns, g, *args)  # type: ignore[operator]
                     if type(ct) is Zero:
                         continue
                     if shapes is not None:
