@@ -39,6 +39,7 @@ from .errors import (
     shown,
 )
 
+_HOST_COUNTERS: Final = HOST.counters  # every RootResource's provider is the host's
 _BUFFERS: Final[dict[int, int]] = {}
 """``id(buffer) -> allocation id`` for the buffer of every live root.
 
@@ -303,7 +304,7 @@ class RootResource(NoCopy):
                 del led.live[alloc_id]
             except KeyError:  # not live: LEDGER.release records the double release
                 led.release(self.reason, self.capacity_bytes, alloc_id)
-        self.provider.counters.releases += 1
+        _HOST_COUNTERS.releases += 1  # (a device root has its own __del__)
 
     def __repr__(self) -> str:
         return (
@@ -488,7 +489,7 @@ def adopt_output_deferred(
         led.allocate(reason, array.nbytes, operation, alloc_id)
     else:  # LEDGER.allocate's common case, inlined
         led.live[alloc_id] = array.nbytes
-    HOST.counters.allocations += 1
+    _HOST_COUNTERS.allocations += 1
     return root
 
 
