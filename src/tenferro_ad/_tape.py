@@ -90,8 +90,8 @@ class Tape(NoCopy):
     """
 
     __slots__ = (
-        "__weakref__", "_active", "_borrowed", "_kept", "_prev", "_released", "consuming",
-        "key", "name", "nodes",
+        "__weakref__", "_active", "_borrowed", "_done", "_kept", "_prev", "_released",
+        "consuming", "key", "name", "nodes",
     )
 
     def __init__(self, name: str | None = None) -> None:
@@ -103,6 +103,7 @@ class Tape(NoCopy):
         # it): an owner used by many ops is borrowed once per tape, not once per op
         self._borrowed: dict[int, tuple[Any, AdValueRecord]] = {}
         self._released = False
+        self._done = 0  # nodes[:_done] are released
         # True during a no-record sweep whose tape is released right after it: checkpoint
         # regions may then drop boundaries as the sweep passes them (_checkpoint_replay.py)
         self.consuming = False
@@ -205,7 +206,10 @@ class Tape(NoCopy):
             del self._borrowed[k]
 
     def _release(self) -> None:
-        for node in self.nodes:
+        nodes = self.nodes
+        # nodes below ``_done`` were released by an earlier call (the functional API
+        # releases its private tape, and the tape's death calls this again)
+        for node in itertools.islice(nodes, self._done, None):
             if node is not None and node.res is not None:
                 for r in node.res:
                     if type(r) is AdValueRecord:
@@ -217,6 +221,7 @@ class Tape(NoCopy):
         self._kept = []
         self._borrowed.clear()  # the tape's borrows of caller owners end here
         self._released = True
+        self._done = len(nodes)
 
     def release(self) -> None:
         """Release every residual and retained value now (idempotent). O(nodes)."""
@@ -321,18 +326,18 @@ class Tape(NoCopy):
                                 prev = cts.get(in_id)
                                 cts[in_id] = ct if prev is None else add(prev, ct)
                     continue
+                args: Sequence[Any]
                 if create_graph:
                     args = _residual_handles(node, vid, key)
-                else:
-                    args = [r.a if type(r) is AdValueRecord else r for r in res]
+                else:  # (a tuple: the calls below pass it on without converting it)
+                    args = tuple([r.a if type(r) is AdValueRecord else r for r in res])
                 vjps = prim.vjps
                 variadic = prim.variadic
                 shapes = node.shapes
-                for i in range(len(ids)):
-                    in_id = ids[i]
+                for i, in_id in enumerate(ids):
                     if in_id < lo:
                         continue
-                    rule = vjps[0 if variadic else i]
+                    rule = vjps[0] if variadic else vjps[i]
                     if rule is None:
                         raise MissingRuleError(prim.name, "vjp", i)
                     if rule is NONDIFF:
@@ -346,9 +351,14 @@ class Tape(NoCopy):
                     if type(ct) is Zero:
                         continue
                     if shapes is not None:
+                        target = shapes[i]
                         if prim.checked:
-                            _check_rule_output(prim, i, ct, shapes[i], g)
-                        ct = ns.unbroadcast(ct, shapes[i])
+                            _check_rule_output(prim, i, ct, target, g)
+                        # (an argument of the output's shape and dtype needs no reduction)
+                        if type(ct) is not np.ndarray or type(target) is not tuple or (
+                            ct.shape != target
+                        ):
+                            ct = ns.unbroadcast(ct, target)
                     prev = cts.get(in_id)
                     cts[in_id] = ct if prev is None else add(prev, ct)
             finally:
