@@ -89,7 +89,7 @@ class Lender(NoCopy):
 
     _exclusive: str | None
     _moved_by: str | None
-    _named: dict[str, int]
+    _named: dict[str, int] | None
     _shared: int
     _site: tuple[Any, int] | None
     _who: str
@@ -98,6 +98,7 @@ class Lender(NoCopy):
         self._moved_by = None
         self._shared = 0
         self._exclusive = None
+        self._named = None  # (set: reading an unset slot of a Tensor runs its __getattr__)
         # _site and _who are set by every borrow and read only while one is live.
 
     # -- state checks -------------------------------------------------------------

@@ -901,6 +901,7 @@ def _owner_over(storage: OwnedStorage) -> Tensor[Any, DynRank]:
     t._moved_by = None
     t._shared = 0
     t._exclusive = None
+    t._named = None
     t._storage = storage
     return t
 
