@@ -64,8 +64,10 @@ def interleaved_ms(
     """Median over ``rounds`` of the mean milliseconds per call of every case.
 
     Each case is called once first (warm-up, jit compilation).  Within a round the cases
-    run one after another, ``number`` calls each.  Garbage collection is run between
-    cases and disabled while one is timed (as ``timeit`` does).  ``clock``: wall time by
+    run one after another, ``number`` timed calls each after one untimed call (the first
+    call after another framework ran pays for its caches and allocator state, whichever
+    framework it is).  Garbage collection is run between cases and disabled while one is
+    timed (as ``timeit`` does).  ``clock``: wall time by
     default; ``time.process_time`` (this process's CPU time) is steadier on a machine
     other processes load (every case is single-threaded).
     """
@@ -77,6 +79,7 @@ def interleaved_ms(
             gc.collect()
             gc.disable()
             try:
+                fn()  # untimed: this case's caches back after the previous case's
                 t0 = clock()
                 for _ in range(number):
                     fn()
