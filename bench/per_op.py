@@ -36,14 +36,16 @@ KINDS = _chain_kinds()
 
 
 def chain(
-    x: Any, fns: Mapping[str, Callable[[Any], Any]], kinds: list[str] | None = None
+    x: Any, fns: Mapping[str, Callable[[Any], Any]], kinds: list[str] | None = None,
+    c: Any = 1.1,
 ) -> Any:
     """The elementwise ops of the chain (default: this benchmark's 49), the same for every
-    framework (``fns``: its sin/tanh/cos)."""
+    framework (``fns``: its sin/tanh/cos; ``c``: the factor of the ``mul`` steps, a
+    scalar or a constant array of the framework)."""
     y = x
     for k in KINDS if kinds is None else kinds:
         if k == "mul":
-            y = y * 1.1
+            y = y * c
         elif k == "add":
             y = y + 0.5
         else:
@@ -110,6 +112,36 @@ def tenferro_case() -> Callable[[], Any]:
     return run
 
 
+def tenferro_owner_case() -> Callable[[], Any]:
+    """``ad.grad(f)(x, c)`` with ``c`` a borrowed 4x4 owner (a constant the ops borrow)."""
+    import tenferro_ad as ad
+    import tenferro_storage as ts
+
+    x0 = np.random.default_rng(0).normal(size=SHAPE)
+    fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
+    param, c = ts.from_numpy(x0), ts.from_numpy(np.full(SHAPE, 1.1))
+    g = ad.grad(lambda x, c: chain(x, fns, c=c).sum())
+    return lambda: g(param, c)
+
+
+def tenferro_tape_case() -> Callable[[], Any]:
+    """An explicit tape: watch a fresh owner, run the chain, backward."""
+    import tenferro_ad as ad
+    import tenferro_storage as ts
+
+    x0 = np.random.default_rng(0).normal(size=SHAPE)
+    fns = {"sin": ad.sin, "tanh": ad.tanh, "cos": ad.cos}
+    param = ts.from_numpy(x0)
+
+    def run() -> Any:
+        with ad.Tape() as t:
+            h = t.watch(param.duplicate())
+            loss = chain(h, fns).sum()
+        return t.backward(loss, wrt=[h])
+
+    return run
+
+
 def autograd_case() -> Callable[[], Any] | None:
     try:
         import autograd  # type: ignore[import-untyped]
@@ -140,6 +172,25 @@ def torch_case() -> Callable[[], Any] | None:
         x = x0.detach().requires_grad_(True)
         y = chain(x, fns)
         y.sum().backward()
+        return x.grad
+
+    return run
+
+
+def torch_tensor_constant_case() -> Callable[[], Any] | None:
+    """PyTorch with the ``mul`` factor a constant 4x4 tensor (tenferro's owner case)."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(1)
+    x0 = torch.tensor(np.random.default_rng(0).normal(size=SHAPE), dtype=torch.float64)
+    c = torch.full(SHAPE, 1.1, dtype=torch.float64)
+    fns = {"sin": torch.sin, "tanh": torch.tanh, "cos": torch.cos}
+
+    def run() -> Any:
+        x = x0.detach().requires_grad_(True)
+        chain(x, fns, c=c).sum().backward()
         return x.grad
 
     return run
@@ -180,8 +231,11 @@ def collect(number: int, repeat: int, jax_number: int | None = None) -> dict[str
     cases: dict[str, Callable[[], Any] | None] = {
         "numpy (hand-written)": numpy_case(),
         "tenferro": tenferro_case(),
+        "tenferro, explicit tape": tenferro_tape_case(),
+        "tenferro, owner constant": tenferro_owner_case(),
         "HIPS autograd": autograd_case(),
         "PyTorch eager": torch_case(),
+        "PyTorch, tensor constant": torch_tensor_constant_case(),
     }
     out: dict[str, float] = {}
     for name, fn in cases.items():
@@ -202,7 +256,7 @@ def main() -> None:
     base = res["numpy (hand-written)"]
     print(f"per-op overhead: {N_OPS}-op elementwise chain on {SHAPE} float64, fwd+bwd")
     for name, us in res.items():
-        print(f"  {name:24s} {us:8.2f} us/op   {us / base:6.2f}x numpy")
+        print(f"  {name:26s} {us:8.2f} us/op   {us / base:6.2f}x numpy")
 
 
 if __name__ == "__main__":
