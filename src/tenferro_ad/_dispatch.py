@@ -532,7 +532,7 @@ def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
             ids = (ia,)  # (an untracked last argument needs no entry)
         elif tb in _OWNERS:  # borrowed for the kernel; retained below only if needed
             try:
-                vb = _read(b)
+                vb = b._d("read_array").readonly()  # kernel.read_array, one frame fewer
             except Exception:  # bind raises it, naming the refused argument
                 return bind(prim, a, b)
             rb = b

@@ -316,6 +316,13 @@ class Tape(NoCopy):
                                 ct = rule(  # type: ignore[operator]
                                     ns, g, res[0].a if type(res[0]) is AdValueRecord else res[0]
                                 )
+                            elif n == 2:  # a binary op's two arguments (``x * 1.1``)
+                                ct = rule(  # type: ignore[operator]
+                                    ns,
+                                    g,
+                                    res[0].a if type(res[0]) is AdValueRecord else res[0],
+                                    res[1].a if type(res[1]) is AdValueRecord else res[1],
+                                )
                             elif n == 0:
                                 ct = rule(ns, g)  # type: ignore[operator]
                             else:
