@@ -430,14 +430,42 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
 
 def adopt_checked(
     array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
-) -> OwnedStorage:
-    """:func:`adopt` for a caller that has already made ``adopt``'s checks.
+) -> OwnedStorage | None:
+    """:func:`adopt` for a caller that has already made ``adopt``'s layout checks.
 
-    The caller guarantees ``array.base is None``, C-contiguity, that it is no live root's
-    buffer and that nothing else refers to ``array``.  One allocation event, no
-    validation.
+    The caller guarantees ``array.base is None``, C-contiguity and that nothing else refers
+    to ``array``.  Returns the whole-range claim of a new root (one allocation event, no
+    validation), or ``None`` -- nothing recorded -- when ``array`` is a live root's buffer
+    (the caller's general path raises the precise refusal).  Inlined: it runs for every
+    delivered gradient. O(1).
     """
-    return _whole_claim(_new_root(HOST, array, reason, operation))
+    led = LEDGER
+    alloc_id = next(led.alloc_ids)
+    # the live-buffer check and the registration in one dict operation (a refusal leaves an
+    # unused id behind: ids are never reused, gaps are harmless)
+    if _BUFFERS.setdefault(id(array), alloc_id) != alloc_id:
+        return None
+    root = RootResource.__new__(RootResource)
+    root._allocation = array
+    root._claimed = True
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = alloc_id
+    nbytes = array.nbytes
+    if led.captures:
+        led.allocate(reason, nbytes, operation, alloc_id)
+    else:  # LEDGER.allocate's common case, inlined
+        led.live[alloc_id] = nbytes
+    _HOST_COUNTERS.allocations += 1
+    storage = OwnedStorage.__new__(OwnedStorage)  # _whole_claim, inlined
+    storage._moved_by = None
+    storage._shared = 0
+    storage._exclusive = None
+    storage._named = None
+    storage._root = root
+    storage.start = 0
+    storage.stop = nbytes
+    return storage
 
 
 # The checked general path for what the per-op path below declines (a view, a

@@ -35,7 +35,6 @@ from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._root import (
-    _BUFFERS,
     OwnedStorage,
     RootResource,
     adopt,
@@ -878,17 +877,18 @@ def adopt_output(
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
     dt = _BY_NUMPY.get(array.dtype)
-    # ``carray`` is C-contiguous, aligned and writeable in one flags read; a live root's
-    # buffer (a kernel that returned one of its inputs) is one dict lookup.
-    if dt is None or array.base is not None or not array.flags.carray or id(array) in _BUFFERS:
-        # the checked general path (raises the precise DTypeError / LayoutError)
-        return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
     # Per-op fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->
     # OwnedStorage._make -> D.fresh do, inlined (same objects, same ledger event, same
-    # counters; the checks above are adopt()'s).
-    storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
-    _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, built lazily
-    return _owner_over(storage)
+    # counters).  The checks are adopt()'s: ``carray`` is C-contiguous, aligned and
+    # writeable in one flags read; a live root's buffer (a kernel that returned one of its
+    # inputs) is adopt_checked's one dict operation.
+    if dt is not None and array.base is None and array.flags.carray:
+        storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
+        if storage is not None:
+            _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, lazily
+            return _owner_over(storage)
+    # the checked general path (raises the precise DTypeError / LayoutError / refusal)
+    return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
 
 
 set_general_adopt(adopt_output)  # the deferred per-op path declines to this one
