@@ -145,3 +145,20 @@ def test_the_fast_paths_step_aside_for_forward_mode_and_checkpoint_regions() -> 
     g = ad.grad(lambda x: ad.sum(ad.checkpoint(lambda y: ad.tanh(y) * y)(x)))(x0)
     want = np.tanh(x0) + x0 * (1 - np.tanh(x0) ** 2)
     np.testing.assert_allclose(g.to_numpy(), want)
+
+
+@pytest.mark.parametrize(
+    ("f", "want"),
+    [
+        (lambda x: x + x, lambda x: np.full_like(x, 2.0)),
+        (lambda x: x - x, lambda x: np.zeros_like(x)),
+        (lambda x: x * x, lambda x: 2.0 * x),
+        (lambda x: ad.sin(x) + ad.sin(x), lambda x: 2.0 * np.cos(x)),
+    ],
+)
+def test_a_value_used_twice_accumulates_both_cotangents(f: Any, want: Any) -> None:
+    """The same handle as both operands: its two cotangents are added even when a rule
+    hands back the very same array for both (``add``'s is the incoming cotangent)."""
+    x0 = np.linspace(-1.0, 1.0, 5)
+    g = ad.grad(lambda x: ad.sum(f(x)))(x0)
+    np.testing.assert_allclose(g.to_numpy(), want(x0))
