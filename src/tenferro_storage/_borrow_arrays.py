@@ -18,17 +18,19 @@ from typing import Any, Generic, NoReturn, TypeVar, overload
 import numpy as np
 
 from ._access import PreparedContiguousRead, PreparedStridedRead, _debug_borrows
-from ._linear import NoCopy
-from ._tensor import Tensor, TensorView, TensorViewMut, _map_host
-from .kernel import borrow_named, read_array
+from ._linear import Lender, NoCopy
+from ._tensor import Tensor, TensorView, TensorViewMut
+from .errors import AccessError
+from .kernel import borrow_named
 
 T = TypeVar("T")
 K = TypeVar("K")
 
 _OP = "borrow_arrays"
 _Leaf = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
-# what holds one leaf's borrow: its named view (normal mode) or a prepared access (debug)
-_Held = TensorView[Any, Any] | PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
+# what holds one leaf's borrow: its lender itself (normal mode: the scope gives the shared
+# borrow back) or a prepared access (debug mode)
+_Held = Lender | PreparedContiguousRead[Any, Any] | PreparedStridedRead[Any, Any]
 _LEAVES: frozenset[type] = frozenset((Tensor, TensorView, TensorViewMut))
 
 
@@ -40,27 +42,29 @@ class BorrowedArrays(NoCopy, Generic[T]):
     left, never while it is entered.
     """
 
-    __slots__ = ("_accesses", "_tree")
+    __slots__ = ("_accesses", "_staged", "_tree")
 
     _tree: Any
     _accesses: list[_Held] | None
+    _staged: bool  # the mode the scope was entered in (debug mode: prepared accesses)
 
     def __init__(self, tree: Any) -> None:
         self._tree = tree
         self._accesses = None
+        self._staged = False
 
     def __enter__(self) -> T:
         if self._accesses is not None:
             raise RuntimeError(f"{_OP}: this scope is already entered; leave it first")
-        accesses: list[_Held] = []
+        held: list[_Held] = []
+        staged = _debug_borrows()
         try:
-            arrays = _map(self._tree, accesses, "tree")
+            arrays = _map(self._tree, held, _staged_leaf if staged else _leaf, "tree")
         except BaseException:
-            _unname(accesses)
-            for p in reversed(accesses):  # nothing stays borrowed after a refusal
-                p.release()
+            _give_back(held, staged)  # nothing stays borrowed after a refusal
             raise
-        self._accesses = accesses
+        self._accesses = held
+        self._staged = staged
         return arrays  # type: ignore[no-any-return]
 
     def __exit__(self, *exc: object) -> None:
@@ -68,11 +72,9 @@ class BorrowedArrays(NoCopy, Generic[T]):
 
     def release(self) -> None:
         """Release every borrow of this scope now (idempotent). O(number of leaves)."""
-        accesses, self._accesses = self._accesses, None
-        if accesses:
-            _unname(accesses)
-            for p in reversed(accesses):
-                p.release()
+        held, self._accesses = self._accesses, None
+        if held:
+            _give_back(held, self._staged)
 
     def __del__(self) -> None:
         if getattr(self, "_accesses", None):
@@ -98,53 +100,137 @@ def _spelled(path: Any) -> str:
     return f"{_spelled(parent)}[{key!r}]"
 
 
-def _leaf(leaf: _Leaf, accesses: list[_Held]) -> np.ndarray[Any, Any]:
-    """One leaf: a shared borrow named ``borrow_arrays`` (no call-site capture: a conflicting
-    borrow's error names the holder) and the provider's access-time work (map/synchronize,
-    as ``prepare_host`` does; a failure raises its ``AccessError``).  The array is the
-    view's cached read-only array; the view itself holds the borrow until the scope ends.
-    In debug mode the view is consumed into a prepared access instead, which stages the
-    array and poisons it at the end.  O(1)."""
+def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
+    """One leaf in normal mode: a shared borrow of its lender named ``borrow_arrays`` (no
+    call-site capture: a conflicting borrow's error names the holder), held by the scope
+    itself (the lender goes into ``held``; no view object), then the provider's
+    access-time work (map/synchronize, as ``prepare_host`` does).  Returns the value's
+    cached read-only array.  The same checks, refusals, counters and holder names as
+    ``kernel.borrow_named`` followed by ``prepare_host``'s map; a provider failure raises
+    the same ``AccessError`` (naming ``prepare_host``, carrying the released view), and
+    any refusal leaves this leaf unborrowed. O(1)."""
+    t = type(leaf)
+    o: Any = leaf  # (narrowed by the exact type tests below)
+    if t is Tensor:  # the common leaf (a gradient or parameter owner): checks inlined
+        if o._moved_by is not None or o._exclusive is not None:
+            o._readable("borrow")  # raises: consumed or exclusively borrowed
+        d = o._desc
+        lender: Any = o
+    elif t is TensorView:
+        lender = o._lender
+        if lender is None:
+            o._dead("borrow")
+        d = o._desc
+    elif isinstance(leaf, Tensor):
+        d = leaf._meta("borrow")
+        lender = leaf
+    elif isinstance(leaf, TensorViewMut):  # a shared reborrow of the mutable view
+        d = leaf._d("borrow")
+        leaf._readable("borrow")
+        lender = leaf
+    else:
+        d = leaf._d("borrow")
+        lender = leaf._lender
+    storage: Any = leaf._storage
+    # the shared borrow, named (kernel.borrow_named's bookkeeping)
+    lender._shared += 1
+    lender._who = _OP
+    lender._site = None
+    named = lender._named
+    if named is None:
+        lender._named = {_OP: 1}
+    else:
+        named[_OP] = named.get(_OP, 0) + 1
+    held.append(lender)
+    try:
+        # a live owner's storage is live: its root directly (a view's through the checks)
+        root = storage._root if t is Tensor else storage.claim.root
+        try:
+            root.provider.map_host()
+        except Exception as exc:
+            raise _map_failed(held, lender, storage, d, exc) from exc
+        ro: np.ndarray[Any, Any] | None = d._readonly
+        return d.readonly() if ro is None else ro
+    except BaseException:
+        if held and held[-1] is lender:  # (_map_failed already handed it to its view)
+            held.pop()
+            _unborrow(lender)
+        raise
+
+
+def _map_failed(
+    held: list[_Held], lender: Any, storage: Any, d: Any, exc: Exception
+) -> AccessError:
+    """The provider's refusal, exactly as ``prepare_host`` reports it: an ``AccessError``
+    naming ``prepare_host`` and the span, carrying the leaf's named view (released, as
+    the general path leaves it).  The borrow moves from the scope to that view. O(1)."""
+    held.pop()
+    view: TensorView[Any, Any] = TensorView._make(lender, storage, d)
+    view._holder = _OP
+    view.release()
+    return AccessError(
+        f"prepare_host: provider could not map {storage.span} for reading: {exc}", view, exc
+    )
+
+
+def _unborrow(lender: Any) -> None:
+    """Give one shared borrow named ``borrow_arrays`` back to ``lender`` (what releasing
+    its named view does). O(1)."""
+    lender._end_shared()
+    named = lender._named
+    if named is not None:
+        k = named.get(_OP, 0) - 1
+        if k > 0:
+            named[_OP] = k
+        else:
+            named.pop(_OP, None)
+
+
+def _staged_leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
+    """One leaf in borrow debug mode: its named view is consumed into a prepared access,
+    which stages the array and poisons it at the end of the scope. O(1) bookkeeping."""
     view = borrow_named(leaf, _OP)
     try:
-        if _debug_borrows():
-            p = view.prepare_host()
-            accesses.append(p)
-            return p.as_array()
-        _map_host(view, "prepare_host", "reading")
-        arr = read_array(view)
+        p = view.prepare_host()
     except BaseException:
         view.release()
         raise
-    accesses.append(view)
-    return arr
+    held.append(p)
+    return p.as_array()
 
 
-def _unname(accesses: list[_Held]) -> None:
-    """Take the holder name ``borrow_arrays`` off the lenders of the prepared accesses
-    (debug mode: the access that ends the borrow does not carry the name a view carries),
-    so a later conflict's error does not name a scope that has ended.  Before the
-    accesses are released. O(number of leaves)."""
+def _give_back(held: list[_Held], staged: bool) -> None:
+    """End the scope's borrows, last first, and take the holder name ``borrow_arrays`` off
+    their lenders (so a later conflict's error does not name a scope that has ended).
+    Normal mode holds the lenders themselves; debug mode prepared accesses (whose release
+    does not carry the name a view carries: unnamed first, then released).
+    O(number of leaves)."""
+    if not staged:
+        for lender in reversed(held):
+            _unborrow(lender)
+        return
+    accesses: list[Any] = held
     for p in accesses:
-        if type(p) is not TensorView:
-            lender = p._lender
-            if lender is not None:
-                lender._unname_holder(_OP)
+        lender = p._lender
+        if lender is not None:
+            lender._unname_holder(_OP)
+    for p in reversed(accesses):
+        p.release()
 
 
-def _map(tree: Any, accesses: list[_Held], path: Any) -> Any:
+def _map(tree: Any, held: list[_Held], leaf_fn: Any, path: Any) -> Any:
     """The tree's structure with an array per leaf.  The leaves of a list or tuple (a
     ``grad`` result) are borrowed in the same loop; ``path`` is a key chain spelled out
     only when a leaf is refused."""
     if type(tree) in _LEAVES or isinstance(tree, Tensor | TensorView | TensorViewMut):
-        return _leaf(tree, accesses)
+        return leaf_fn(tree, held)
     if tree is None:
         return None
     if isinstance(tree, dict):
-        return {k: _map(v, accesses, (path, k)) for k, v in tree.items()}
+        return {k: _map(v, held, leaf_fn, (path, k)) for k, v in tree.items()}
     if isinstance(tree, list | tuple):
         items = [
-            _leaf(v, accesses) if type(v) in _LEAVES else _map(v, accesses, (path, i))
+            leaf_fn(v, held) if type(v) in _LEAVES else _map(v, held, leaf_fn, (path, i))
             for i, v in enumerate(tree)
         ]
         if isinstance(tree, list):

@@ -76,9 +76,22 @@ def read_array(
     owner is mutably borrowed, consumed, or the view released.  The caller must not
     keep the array beyond the borrow of ``x``.
     """
-    if isinstance(x, Tensor):
-        return x._meta("read_array").readonly()
-    return x._d("read_array").readonly()
+    t = type(x)
+    o: Any = x  # (narrowed by the exact type tests below)
+    if t is Tensor:  # the common cases first, each with its own borrow check inlined
+        if o._moved_by is not None or o._exclusive is not None:
+            o._readable("read_array")  # raises
+        d = o._desc
+    elif t is TensorView:
+        if o._lender is None:
+            o._dead("read_array")
+        d = o._desc
+    elif isinstance(x, Tensor):
+        d = x._meta("read_array")
+    else:
+        d = x._d("read_array")
+    ro: np.ndarray[Any, Any] | None = d._readonly
+    return d.readonly() if ro is None else ro
 
 
 def derive_view(
@@ -133,6 +146,26 @@ def borrow_named(
     allocation, no copy, and (unlike ``as_view``) no call-site capture — the holder's
     name is the diagnostic.
     """
+    if type(x) is Tensor:  # the common leaf (a parameter owner): one straight path
+        if x._moved_by is not None or x._exclusive is not None:
+            x._readable("borrow")  # raises: consumed or exclusively borrowed
+        desc = x._desc
+        x._shared += 1
+        x._who = holder
+        x._site = None
+        named = x._named
+        if named is None:
+            x._named = {holder: 1}
+        else:
+            named[holder] = named.get(holder, 0) + 1
+        v: TensorView[Any, Any] = TensorView.__new__(TensorView)  # TensorView._make, inlined
+        v._lender = x
+        v._exclusive_borrow = False
+        v._ended = None
+        v._storage = x._storage  # type: ignore[assignment]  # live: checked above
+        v._desc = desc
+        v._holder = holder
+        return v
     if isinstance(x, Tensor):
         desc = x._meta("borrow")  # refuses a consumed or exclusively borrowed owner
         lender: Any = x
