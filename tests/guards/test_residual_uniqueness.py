@@ -24,7 +24,9 @@ not change an already delivered gradient.
 Checked by hand: each of the following makes tests here fail (on a temporary copy):
 ``rec.count += 1`` for ``save_out`` in ``_dispatch.bind`` removed; ``r0.count += 1``
 (one saved input) removed; ``r.count += 1`` (several saved inputs) removed;
-``_retain_owner`` replaced by keeping the bare owner (single and multi paths).
+``_retain_owner`` replaced by keeping the bare owner (single and multi paths).  Each case
+runs through ``bind`` and, where the public ops take one, through the straight path
+(``bind1``/``bind2``), so both keep their residuals' counts and borrows.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ import tenferro_ad.linalg
 import tenferro_ad.scipy
 import tenferro_storage as ts
 from tenferro_ad import extend
+from tenferro_ad._dispatch import bind1, bind2
 from tenferro_ad._primitive import REGISTRY, Primitive
 from tenferro_ad.errors import NotUnique
 from tenferro_storage import _access
@@ -148,9 +151,33 @@ def _assert_unshared(named: dict[str, np.ndarray[Any, Any]]) -> None:
             assert not np.shares_memory(a, b), f"{na} shares memory with {nb}"
 
 
-@pytest.mark.parametrize("prim", PRIMS, ids=lambda p: p.name)
+def _straight(prim: Primitive, params: dict[str, Any]) -> Any:
+    """The straight per-op path the public ops take for this primitive (``bind1`` for one
+    argument, ``bind2`` for two, no parameters), or ``None``."""
+    if params or prim.alias or prim.variadic:
+        return None
+    return {1: bind1, 2: bind2}.get(prim.nargs)
+
+
+def _binders() -> list[tuple[Primitive, str]]:
+    """Every primitive through ``bind``, and again through its straight path if it has one."""
+    out = [(p, "bind") for p in PRIMS]
+    for p in PRIMS:
+        found = _inputs(p)
+        if found is not None and _straight(p, found[1]) is not None:
+            out.append((p, "straight"))
+    return out
+
+
+def _call(prim: Primitive, how: str, call: list[Any], params: dict[str, Any]) -> Any:
+    if how == "straight":
+        return _straight(prim, params)(prim, *call)
+    return extend.bind(prim, *call, **params)
+
+
+@pytest.mark.parametrize(("prim", "how"), _binders(), ids=lambda v: getattr(v, "name", v))
 def test_saved_values_are_owned_by_the_tape_until_backward(
-    prim: Primitive, plain_borrows: None
+    prim: Primitive, how: str, plain_borrows: None
 ) -> None:
     """Saved output / saved input values refuse ``into_value`` while the tape holds them;
     after backward they move out, and nothing delivered shares memory."""
@@ -167,7 +194,7 @@ def test_saved_values_are_owned_by_the_tape_until_backward(
         # so its record is owned by its handle alone unless the residual counts.
         mids = {i: leaves[i] + 0.0 for i in saved_in}
         call = [mids.get(i, leaves.get(i, args[i])) for i in range(len(args))]
-        y = extend.bind(prim, *call, **params)
+        y = _call(prim, how, call, params)
     if prim.save_out:
         with pytest.raises(NotUnique):
             y.into_value()
@@ -195,8 +222,8 @@ def test_saved_values_are_owned_by_the_tape_until_backward(
     del arrays, before, leaves, g
 
 
-def _owner_cases() -> list[tuple[Primitive, int]]:
-    """(primitive, saved input position) where another argument can be tracked."""
+def _owner_cases() -> list[tuple[Primitive, int, str]]:
+    """(primitive, saved input position, binder) where another argument can be tracked."""
     out = []
     for p in PRIMS:
         if p.name in SKIPPED or p.nargs < 2:
@@ -207,12 +234,18 @@ def _owner_cases() -> list[tuple[Primitive, int]]:
         args, _ = found
         for i in p.save_in:
             if any(_float(args[j]) and _diff(p, j) for j in range(len(args)) if j != i):
-                out.append((p, i))
+                out.append((p, i, "bind"))
+                if _straight(p, found[1]) is not None:
+                    out.append((p, i, "straight"))
     return out
 
 
-@pytest.mark.parametrize(("prim", "pos"), _owner_cases(), ids=lambda v: getattr(v, "name", v))
-def test_a_saved_borrowed_owner_cannot_be_written_until_backward(prim: Primitive, pos: int) -> None:
+@pytest.mark.parametrize(
+    ("prim", "pos", "how"), _owner_cases(), ids=lambda v: getattr(v, "name", v)
+)
+def test_a_saved_borrowed_owner_cannot_be_written_until_backward(
+    prim: Primitive, pos: int, how: str
+) -> None:
     """A ``Tensor`` owner passed as a saved input (another argument tracked) is borrowed
     by the tape: ``fill`` raises ``BorrowError`` naming it; after backward it works and
     the gradients are unchanged by the write."""
@@ -227,7 +260,7 @@ def test_a_saved_borrowed_owner_cannot_be_written_until_backward(prim: Primitive
             if j != pos and _float(a) and _diff(prim, j)
         }
         call = [owner if j == pos else leaves.get(j, args[j]) for j in range(len(args))]
-        y = extend.bind(prim, *call, **params)
+        y = _call(prim, how, call, params)
     fill = True if owner.dtype.name == "bool" else 2.0
     with pytest.raises(BorrowError, match=tape.name):
         owner.fill(fill)
