@@ -57,6 +57,7 @@ IDENTITY: Primitive = defprimitive(
 )
 
 Leaf = Any
+_read_array = ts.kernel.read_array
 
 
 # -- pytrees (tuple / list / dict of leaves) -----------------------------------------------------
@@ -130,12 +131,24 @@ class _Call(NoCopy):
         for i in argnums:  # every leaf is checked before anything is watched or borrowed
             for leaf in flat[i][0]:
                 _check_leaf(leaf, i, what, items)
-        n0 = len(self.tape.nodes)
+        tape = self.tape
+        nodes = tape.nodes
+        n0 = len(nodes)
+        borrowed = self.borrowed
         try:
             for i in argnums:
                 leaves, rb = flat[i]
-                holder = f"{self.tape.name}: argument {i}"  # one name per argument
-                wrapped = [self.wrap(leaf, i, holder) for leaf in leaves]
+                holder = f"{tape.name}: argument {i}"  # one name per argument
+                wrapped = []
+                for leaf in leaves:
+                    if type(leaf) is ts.Tensor:  # a parameter owner: ``wrap``'s first case
+                        rec = record_borrow(leaf, "argument", holder)
+                        borrowed.append(rec)
+                        vid = len(nodes)
+                        nodes.append(None)
+                        wrapped.append(make_handle(rec, tape.key, vid))
+                    else:
+                        wrapped.append(self.wrap(leaf, i, holder))
                 self.watched.extend(wrapped)
                 self.rebuild[i] = rb
                 self.counts[i] = len(wrapped)
@@ -286,11 +299,11 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
     items of the parameter ``items`` (``vjp``'s ``primals``). O(1)."""
     try:
         if type(leaf) is ts.Tensor:  # the common leaf (a parameter owner) first
-            dt = ts.kernel.read_array(leaf).dtype
+            dt = _read_array(leaf).dtype
         elif isinstance(leaf, EagerTensor):
             dt = leaf._r(what).a.dtype
         elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            dt = ts.kernel.read_array(leaf).dtype
+            dt = _read_array(leaf).dtype
         elif isinstance(leaf, np.ndarray | np.generic | float | complex) and not isinstance(
             leaf, bool | np.bool_
         ):

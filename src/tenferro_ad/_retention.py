@@ -51,6 +51,8 @@ from .errors import ArgumentTypeError
 
 _TV = ts.TensorView
 _claim = ts.kernel.claim_deferred
+_borrow_named = ts.kernel.borrow_named
+_read_array = ts.kernel.read_array
 
 
 class RetentionContainer:
@@ -243,7 +245,7 @@ def record_borrow(
     meanwhile a conflicting borrow of the owner raises ``BorrowError`` naming ``holder``.
     O(1), no allocation, no copy.
     """
-    view = ts.kernel.borrow_named(tensor, holder)
+    view = _borrow_named(tensor, holder)
     c = RetentionContainer.__new__(RetentionContainer)
     c.owner = None
     c.group = None
@@ -252,7 +254,7 @@ def record_borrow(
     c.count = 1  # the record below
     c.addr = 0
     rec = AdValueRecord.__new__(AdValueRecord)
-    rec.a = ts.kernel.read_array(view)
+    rec.a = _read_array(view)
     rec.container = c
     rec.slot = None
     rec.op = op

@@ -145,26 +145,23 @@ def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
     try:
         # a live owner's storage is live: its root directly (a view's through the checks)
         root = storage._root if t is Tensor else storage.claim.root
-        try:
-            root.provider.map_host()
-        except Exception as exc:
-            raise _map_failed(held, lender, storage, d, exc) from exc
+        root.provider.map_host()
+    except Exception as exc:
+        held.pop()  # the borrow moves to the view the error carries, released there
+        raise _map_failed(lender, storage, d, exc) from exc
+    try:
         ro: np.ndarray[Any, Any] | None = d._readonly
         return d.readonly() if ro is None else ro
-    except BaseException:
-        if held and held[-1] is lender:  # (_map_failed already handed it to its view)
-            held.pop()
-            _unborrow(lender)
+    except BaseException:  # (a host array refused): this leaf stays unborrowed
+        held.pop()
+        _unborrow(lender)
         raise
 
 
-def _map_failed(
-    held: list[_Held], lender: Any, storage: Any, d: Any, exc: Exception
-) -> AccessError:
+def _map_failed(lender: Any, storage: Any, d: Any, exc: Exception) -> AccessError:
     """The provider's refusal, exactly as ``prepare_host`` reports it: an ``AccessError``
     naming ``prepare_host`` and the span, carrying the leaf's named view (released, as
-    the general path leaves it).  The borrow moves from the scope to that view. O(1)."""
-    held.pop()
+    the general path leaves it).  Takes over the leaf's borrow and ends it. O(1)."""
     view: TensorView[Any, Any] = TensorView._make(lender, storage, d)
     view._holder = _OP
     view.release()
@@ -205,16 +202,23 @@ def _give_back(held: list[_Held], staged: bool) -> None:
     Normal mode holds the lenders themselves; debug mode prepared accesses (whose release
     does not carry the name a view carries: unnamed first, then released).
     O(number of leaves)."""
+    lenders: list[Any] = held
     if not staged:
-        for lender in reversed(held):
-            _unborrow(lender)
+        for lender in reversed(lenders):  # (_unborrow, inlined)
+            lender._shared -= 1
+            named = lender._named
+            if named is not None:
+                k = named.get(_OP, 0) - 1
+                if k > 0:
+                    named[_OP] = k
+                else:
+                    named.pop(_OP, None)
         return
-    accesses: list[Any] = held
-    for p in accesses:
+    for p in lenders:  # prepared accesses
         lender = p._lender
         if lender is not None:
             lender._unname_holder(_OP)
-    for p in reversed(accesses):
+    for p in reversed(lenders):
         p.release()
 
 
