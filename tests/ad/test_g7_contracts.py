@@ -218,3 +218,20 @@ def test_an_op_output_is_held_by_its_record_alone_until_something_shares_it() ->
     assert events.events == [] and w._rec is None
     np.testing.assert_allclose(owner.to_numpy(), np.exp(np.arange(6.0)))
     assert y.into_value().to_numpy().shape == (6,)
+
+
+def test_a_tape_released_by_backward_still_gives_back_what_it_recorded_afterwards() -> None:
+    """Ops recorded after a releasing backward keep their residuals until the tape goes;
+    the tape's death gives back exactly those counts (the earlier nodes were released
+    once already)."""
+    tape = ad.Tape()
+    with tape:
+        x = tape.watch(ts.from_numpy(np.linspace(0.1, 1.0, 4)))
+        tape.backward(ad.sum(ad.sin(x)))
+        z = ad.exp(x)  # exp keeps its output: a residual on the released tape
+    with pytest.raises(NotUnique):
+        z.into_value()
+    tape.release()  # gives back z's residual count, once
+    tape.release()
+    del tape
+    np.testing.assert_allclose(z.into_value().to_numpy(), np.exp(np.linspace(0.1, 1.0, 4)))
