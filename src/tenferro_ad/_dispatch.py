@@ -504,9 +504,8 @@ def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
     the public binary ops).
 
     The straight path for a live handle with a scalar, another live handle or a borrowed
-    owner (or a scalar with a live handle), outside forward-mode contexts and checkpoint
-    regions, for a built-in primitive that is not a view; anything else goes to
-    :func:`bind`.  Same value, node, ledger events and errors as ``bind``. O(1).
+    owner (either way round), outside forward-mode contexts and checkpoint regions, for a
+    built-in primitive that is not a view; anything else goes to :func:`bind`.  Same value, node, ledger events and errors as ``bind``. O(1).
     """
     st = _LOCAL.fields
     if (
@@ -540,8 +539,17 @@ def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
             ids = (ia,)
         else:
             return bind(prim, a, b)
-    elif type(a) in _SCALARS and tb is _ET and (rb := b._rec) is not None:  # ``2.0 * x``
-        va = ra = a
+    elif tb is _ET and (rb := b._rec) is not None and (
+        type(a) in _SCALARS or type(a) in _OWNERS
+    ):  # ``2.0 * x``, ``data @ w``
+        if type(a) in _SCALARS:
+            va = a
+        else:  # a borrowed owner: read for the kernel, retained below only if needed
+            try:
+                va = a._d("read_array").readonly()
+            except Exception:  # bind raises it, naming the refused argument
+                return bind(prim, a, b)
+        ra = a
         ia = -1
         vb = rb.a
         ib = b._id if key is not None and b._tape is key else -1
