@@ -35,10 +35,10 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage.errors import LayoutError, TenferroError, shown
 
 from ._dispatch import _TRACERS, _argument_error, bind, constant_record
-from ._gradients import foreign_roots, own
+from ._gradients import foreign_roots, own, own_refused
 from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
@@ -66,8 +66,8 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
     if isinstance(tree, tuple | list):
         kind = type(tree)
         make = _sequence_maker(kind)
-        if not any(isinstance(t, tuple | list | dict) for t in tree):  # one level (a params
-            return list(tree), make  # list): no closure per leaf
+        if not _has_containers(tree):  # one level (a params list): no closure per leaf
+            return list(tree), make
         parts = [tree_flatten(t) for t in tree]
         leaves = [leaf for p in parts for leaf in p[0]]
 
@@ -85,6 +85,12 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
         vals, rb = tree_flatten([tree[k] for k in keys])
         return vals, lambda new: dict(zip(keys, rb(new), strict=True))
     return [tree], lambda new: new[0]
+
+
+def _has_containers(items: tuple[Any, ...] | list[Any]) -> bool:
+    """Whether a tuple or list holds a tuple, list or dict (a subclass counts).  Tests the
+    few distinct item types, not every item: O(n) in C plus O(distinct types)."""
+    return any(issubclass(t, tuple | list | dict) for t in set(map(type, items)))
 
 
 def _sequence_maker(kind: type) -> Callable[[list[Any]], Any]:
@@ -130,6 +136,13 @@ class _Call(NoCopy):
         flat = {i: tree_flatten(args[i]) for i in argnums}
         for i in argnums:  # every leaf is checked before anything is watched or borrowed
             for leaf in flat[i][0]:
+                if type(leaf) is ts.Tensor:  # a parameter owner: _check_leaf's first case
+                    try:
+                        kind = _read_array(leaf).dtype.kind
+                    except TenferroError:
+                        kind = ""  # refused: _check_leaf raises the named error
+                    if kind == "f" or kind == "c":
+                        continue
                 _check_leaf(leaf, i, what, items)
         tape = self.tape
         nodes = tape.nodes
@@ -200,7 +213,11 @@ class _Call(NoCopy):
         """End the argument borrows and release a private tape's residuals (idempotent:
         the tape's O(nodes) release runs once however often this is called)."""
         for rec in self.borrowed:
-            rec.container.release_borrow()
+            c = rec.container  # (RetentionContainer.release_borrow, inlined)
+            b = c.borrow
+            if b is not None:
+                c.borrow = None
+                b.release()
         self.borrowed = []
         if not self.nested and not self.tape_released:
             self.tape_released = True
@@ -236,12 +253,18 @@ class _Call(NoCopy):
         owners: list[Any] = []
         reason = STATE.reason
         what = self.what
+        adopt = ts.kernel.adopt_output
         for w, h in zip(wids, self.watched, strict=True):
             ct = cts.get(w)
             if ct is None:
                 a = h._r(what).a
                 arr = np.zeros(a.shape, a.dtype)
-                owners.append(ts.kernel.adopt_output(arr, reason, what))
+                owners.append(adopt(arr, reason, what))
+            elif not foreign and type(ct) is np.ndarray:  # ``own``'s common case, inlined
+                try:
+                    owners.append(adopt(ct, reason, what))
+                except LayoutError as e:  # a live value's memory, or a view of scratch
+                    owners.append(own_refused(ct, e, what, reason))
             else:
                 owners.append(own(ct, foreign, what, reason))
         return owners
@@ -267,10 +290,12 @@ def _any_tracer(tree: Any) -> bool:
     if type(tree) in _TRACERS:
         return True
     if isinstance(tree, tuple | list):
-        for x in tree:
-            if type(x) in _TRACERS or (isinstance(x, tuple | list | dict) and _any_tracer(x)):
-                return True
-        return False
+        types = set(map(type, tree))  # a params list has one or two distinct leaf types
+        if not _TRACERS.keys().isdisjoint(types):
+            return True
+        if not any(issubclass(t, tuple | list | dict) for t in types):
+            return False
+        return any(isinstance(x, tuple | list | dict) and _any_tracer(x) for x in tree)
     if isinstance(tree, dict):
         return any(_any_tracer(v) for v in tree.values())
     return False

@@ -137,6 +137,15 @@ def test_a_refused_leaf_changes_nothing() -> None:
     m.release()
     _free(good)
     _free(busy)
+    ints = ts.from_numpy(np.arange(2))
+    with pytest.raises(TypeError) as err:
+        ad.grad(_loss)([good, ints])
+    assert str(err.value) == (
+        "grad: argument 0 has dtype int64; differentiation needs floating-point or complex "
+        "inputs (as in JAX). Convert it with astype, or leave it out of argnums"
+    )
+    _free(good)
+    _free(ints)
 
 
 def test_a_function_that_raises_gives_every_borrow_back() -> None:
@@ -150,3 +159,26 @@ def test_a_function_that_raises_gives_every_borrow_back() -> None:
         ad.value_and_grad(f)(ps)
     for p in ps:
         _free(p)
+
+
+def test_a_cotangent_delivered_twice_is_copied_once_and_a_view_is_laid_out() -> None:
+    """The delivery's refused adoptions: the one cotangent of ``x + y`` goes to ``x`` as
+    scratch and to ``y`` as one recorded MATERIALIZE copy; a transposed cotangent is laid
+    out afresh (a kernel write, no copy)."""
+    a, b = ts.from_numpy(np.ones(3)), ts.from_numpy(np.ones(3))
+    with ledger.capture() as rec:
+        ga, gb = ad.grad(lambda x, y: ad.sum(ad.exp(x + y)), argnums=(0, 1))(a, b)
+    assert [(e.kind.value, e.operation) for e in rec.events if e.operation == "grad"] == [
+        ("allocate", "grad"), ("allocate", "grad"), ("copy", "grad")
+    ]
+    assert sum(rec.copies.values()) == 1
+    np.testing.assert_allclose(ga.to_numpy(), np.exp(2.0) * np.ones(3))
+    np.testing.assert_allclose(gb.to_numpy(), ga.to_numpy())
+    w = ts.from_numpy(np.arange(6.0).reshape(2, 3))
+    c = ts.from_numpy(np.arange(6.0).reshape(3, 2))
+    with ledger.capture() as rec:
+        gw = ad.grad(lambda x: ad.sum(ad.transpose(x) * c))(w)
+    assert not rec.copies
+    assert gw.to_numpy().tolist() == np.arange(6.0).reshape(3, 2).T.tolist()
+    for t in (a, b, w, c):
+        _free(t)
