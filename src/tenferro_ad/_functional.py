@@ -58,6 +58,7 @@ IDENTITY: Primitive = defprimitive(
 
 Leaf = Any
 _read_array = ts.kernel.read_array
+_CONTAINERS = (tuple, list, dict)  # (a tuple of types: cheaper to test than a union)
 
 
 # -- pytrees (tuple / list / dict of leaves) -----------------------------------------------------
@@ -90,7 +91,15 @@ def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
 def _has_containers(items: tuple[Any, ...] | list[Any]) -> bool:
     """Whether a tuple or list holds a tuple, list or dict (a subclass counts).  Tests the
     few distinct item types, not every item: O(n) in C plus O(distinct types)."""
-    return any(issubclass(t, tuple | list | dict) for t in set(map(type, items)))
+    if len(items) <= 8:
+        for x in items:
+            if isinstance(x, _CONTAINERS):
+                return True
+        return False
+    for t in set(map(type, items)):
+        if issubclass(t, _CONTAINERS):
+            return True
+    return False
 
 
 def _sequence_maker(kind: type) -> Callable[[list[Any]], Any]:
@@ -290,12 +299,19 @@ def _any_tracer(tree: Any) -> bool:
     if type(tree) in _TRACERS:
         return True
     if isinstance(tree, tuple | list):
-        types = set(map(type, tree))  # a params list has one or two distinct leaf types
-        if not _TRACERS.keys().isdisjoint(types):
-            return True
-        if not any(issubclass(t, tuple | list | dict) for t in types):
-            return False
-        return any(isinstance(x, tuple | list | dict) and _any_tracer(x) for x in tree)
+        if len(tree) > 8:  # a long params list: its few distinct leaf types, in C
+            types = set(map(type, tree))
+            if not _TRACERS.keys().isdisjoint(types):
+                return True
+            for t in types:
+                if issubclass(t, _CONTAINERS):
+                    break
+            else:
+                return False  # no nested containers
+        for x in tree:
+            if type(x) in _TRACERS or (isinstance(x, _CONTAINERS) and _any_tracer(x)):
+                return True
+        return False
     if isinstance(tree, dict):
         return any(_any_tracer(v) for v in tree.values())
     return False

@@ -182,3 +182,48 @@ def test_a_cotangent_delivered_twice_is_copied_once_and_a_view_is_laid_out() -> 
     assert gw.to_numpy().tolist() == np.arange(6.0).reshape(3, 2).T.tolist()
     for t in (a, b, w, c):
         _free(t)
+
+
+class _FakeTracer:
+    """A stand-in leaf type registered as a tracer (only ``_has_tracer`` looks at it)."""
+
+
+@pytest.mark.parametrize("n", [1, 8, 9, 40])
+def test_the_tracer_test_finds_a_tracer_anywhere_in_short_and_long_params_lists(
+    n: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long lists are tested through their distinct leaf types: a tracer as a leaf, inside
+    a nested tuple/list/dict or a namedtuple is still found; none is found where none is."""
+    from collections import namedtuple
+
+    from tenferro_ad import _dispatch, _functional
+
+    monkeypatch.setitem(_dispatch._TRACERS, _FakeTracer, lambda *a: None)
+    pair = namedtuple("pair", "a b")
+    leaves: list[Any] = [np.ones(1) for _ in range(n)]
+    assert not _functional._has_tracer((leaves,))
+    assert not _functional._has_tracer(([*leaves, (np.ones(1), {"k": [1.0]})],))
+    for nest in (lambda x: x, lambda x: (x,), lambda x: [[x]], lambda x: {"k": x},
+                 lambda x: pair(1.0, x)):
+        found = [*leaves[:-1], nest(_FakeTracer())]
+        assert _functional._has_tracer((found,)), nest
+        assert _functional._has_tracer((1.0, found))
+
+
+@pytest.mark.parametrize("n", [1, 8, 9, 40])
+def test_flattening_a_long_params_list_keeps_nested_structure(n: int) -> None:
+    """One-level lists flatten to themselves; a nested container anywhere is opened and
+    rebuilt with its type (the distinct-types test for long lists)."""
+    from collections import namedtuple
+
+    from tenferro_ad._functional import tree_flatten
+
+    pair = namedtuple("pair", "a b")
+    flat_list = list(range(n))
+    leaves, rebuild = tree_flatten(flat_list)
+    assert leaves == flat_list and rebuild(leaves) == flat_list
+    nested = [*range(n - 1), pair(10, {"k": (11, [12])})]
+    leaves, rebuild = tree_flatten(nested)
+    assert leaves == [*range(n - 1), 10, 11, 12]
+    again = rebuild(leaves)
+    assert again == nested and type(again[-1]) is pair and type(again[-1].b["k"]) is tuple
