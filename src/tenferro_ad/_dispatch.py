@@ -513,7 +513,8 @@ def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
 
     The straight path for a live handle with a scalar, another live handle or a borrowed
     owner (either way round), outside forward-mode contexts and checkpoint regions, for a
-    built-in primitive that is not a view; anything else goes to :func:`bind`.  Same value, node, ledger events and errors as ``bind``. O(1).
+    built-in primitive that is not a view; anything else goes to :func:`bind`.  Same value,
+    node, ledger events and errors as ``bind``. O(1).
     """
     st = _LOCAL.fields
     if (
