@@ -174,13 +174,7 @@ def _unborrow(lender: Any) -> None:
     """Give one shared borrow named ``borrow_arrays`` back to ``lender`` (what releasing
     its named view does). O(1)."""
     lender._end_shared()
-    named = lender._named
-    if named is not None:
-        k = named.get(_OP, 0) - 1
-        if k > 0:
-            named[_OP] = k
-        else:
-            named.pop(_OP, None)
+    lender._unname_holder(_OP)
 
 
 def _staged_leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
