@@ -43,7 +43,7 @@ from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
 from ._retention import AdValueRecord, record_borrow, record_owner
-from ._state import STATE
+from ._state import LOCAL, STATE
 from ._tape import Tape, check_cotangent
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
 
@@ -129,11 +129,12 @@ class _Call(NoCopy):
         fname: str,
         items: str = "",
     ) -> None:
-        outer = STATE.tape
+        st = LOCAL.fields
+        outer = st.tape
         self.nested = outer is not None
         # results are handles when an enclosing transform must see the computation: a
         # recording tape (reverse over reverse) or a forward-mode context (jvp of grad)
-        self.handles = self.nested or STATE.jvp is not None
+        self.handles = self.nested or st.jvp is not None
         self.tape: Tape = outer if self.nested else Tape(f"{what}({fname})")
         self.tape_released = False
         self.what = what
@@ -260,7 +261,7 @@ class _Call(NoCopy):
             tape.consuming = False
         foreign = foreign_roots(seeds.values() if given else ())
         owners: list[Any] = []
-        reason = STATE.reason
+        reason = LOCAL.fields.reason
         what = self.what
         adopt = ts.kernel.adopt_output
         for w, h in zip(wids, self.watched, strict=True):
@@ -329,7 +330,7 @@ def _traced_value_and_grad(
 
 def _tape_length() -> int:
     """How many entries the recording tape has (0 when none records)."""
-    tape = STATE.tape
+    tape = LOCAL.fields.tape
     return 0 if tape is None else len(tape.nodes)
 
 

@@ -42,7 +42,7 @@ from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord, move_owner, record_borrow, record_owner
-from ._state import STATE
+from ._state import LOCAL, STATE
 from .errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
 
 
@@ -112,14 +112,16 @@ class Tape(NoCopy):
 
     # -- context -------------------------------------------------------------------------
     def __enter__(self) -> Tape:
-        self._prev.append((STATE.tape, STATE.key))
-        STATE.tape = self
-        STATE.key = self.key
+        st = LOCAL.fields  # (the thread's fields once, not STATE's per-attribute forwarding)
+        self._prev.append((st.tape, st.key))
+        st.tape = self
+        st.key = self.key
         self._active += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
-        STATE.tape, STATE.key = self._prev.pop()
+        st = LOCAL.fields
+        st.tape, st.key = self._prev.pop()
         self._active -= 1
 
     def __del__(self) -> None:
