@@ -35,10 +35,10 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import LayoutError, TenferroError, shown
+from tenferro_storage.errors import TenferroError, shown
 
 from ._dispatch import _TRACERS, _argument_error, bind, constant_record
-from ._gradients import foreign_roots, own, own_refused
+from ._gradients import foreign_roots, own
 from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
 from ._primitive import Primitive, defprimitive
@@ -146,32 +146,13 @@ class _Call(NoCopy):
         flat = {i: tree_flatten(args[i]) for i in argnums}
         for i in argnums:  # every leaf is checked before anything is watched or borrowed
             for leaf in flat[i][0]:
-                if type(leaf) is ts.Tensor:  # a parameter owner: _check_leaf's first case
-                    try:
-                        kind = _read_array(leaf).dtype.kind
-                    except TenferroError:
-                        kind = ""  # refused: _check_leaf raises the named error
-                    if kind == "f" or kind == "c":
-                        continue
                 _check_leaf(leaf, i, what, items)
-        tape = self.tape
-        nodes = tape.nodes
-        n0 = len(nodes)
-        borrowed = self.borrowed
+        n0 = len(self.tape.nodes)
         try:
             for i in argnums:
                 leaves, rb = flat[i]
-                holder = f"{tape.name}: argument {i}"  # one name per argument
-                wrapped = []
-                for leaf in leaves:
-                    if type(leaf) is ts.Tensor:  # a parameter owner: ``wrap``'s first case
-                        rec = record_borrow(leaf, "argument", holder)
-                        borrowed.append(rec)
-                        vid = len(nodes)
-                        nodes.append(None)
-                        wrapped.append(make_handle(rec, tape.key, vid))
-                    else:
-                        wrapped.append(self.wrap(leaf, i, holder))
+                holder = f"{self.tape.name}: argument {i}"  # one name per argument
+                wrapped = [self.wrap(leaf, holder) for leaf in leaves]
                 self.watched.extend(wrapped)
                 self.rebuild[i] = rb
                 self.counts[i] = len(wrapped)
@@ -191,12 +172,12 @@ class _Call(NoCopy):
         self.args = new_args  # arguments that are not differentiated reach f unchanged
         self.order = argnums
 
-    def wrap(self, leaf: Leaf, argnum: int, holder: str = "") -> Any:
+    def wrap(self, leaf: Leaf, holder: str) -> Any:
         """Watch one checked leaf on the call's tape (a borrow for owners, held by
         ``holder``: the tape's name and the argument). O(1)."""
         tape = self.tape
         if type(leaf) is ts.Tensor:  # the common leaf (a parameter owner) first
-            rec = record_borrow(leaf, "argument", holder or f"{tape.name}: argument {argnum}")
+            rec = record_borrow(leaf, "argument", holder)
             self.borrowed.append(rec)
         elif isinstance(leaf, EagerTensor):
             rec = leaf._r(self.what)
@@ -205,7 +186,7 @@ class _Call(NoCopy):
                     return bind(IDENTITY, leaf)
             return tape.watch(leaf)
         elif isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-            rec = record_borrow(leaf, "argument", holder or f"{tape.name}: argument {argnum}")
+            rec = record_borrow(leaf, "argument", holder)
             self.borrowed.append(rec)
         else:
             rec = constant_record(leaf, "argument")
@@ -223,11 +204,7 @@ class _Call(NoCopy):
         """End the argument borrows and release a private tape's residuals (idempotent:
         the tape's O(nodes) release runs once however often this is called)."""
         for rec in self.borrowed:
-            c = rec.container  # (RetentionContainer.release_borrow, inlined)
-            b = c.borrow
-            if b is not None:
-                c.borrow = None
-                b.release()
+            rec.container.release_borrow()
         self.borrowed = []
         if not self.nested and not self.tape_released:
             self.tape_released = True
@@ -263,18 +240,12 @@ class _Call(NoCopy):
         owners: list[Any] = []
         reason = LOCAL.fields.reason
         what = self.what
-        adopt = ts.kernel.adopt_output
         for w, h in zip(wids, self.watched, strict=True):
             ct = cts.get(w)
             if ct is None:
                 a = h._r(what).a
                 arr = np.zeros(a.shape, a.dtype)
-                owners.append(adopt(arr, reason, what))
-            elif not foreign and type(ct) is np.ndarray:  # ``own``'s common case, inlined
-                try:
-                    owners.append(adopt(ct, reason, what))
-                except LayoutError as e:  # a live value's memory, or a view of scratch
-                    owners.append(own_refused(ct, e, what, reason))
+                owners.append(ts.kernel.adopt_output(arr, reason, what))
             else:
                 owners.append(own(ct, foreign, what, reason))
         return owners

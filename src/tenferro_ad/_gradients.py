@@ -78,22 +78,11 @@ def own(
     if type(ct) is np.ndarray:
         try:
             return ts.kernel.adopt_output(ct, reason, operation)
-        except LayoutError as e:
-            return own_refused(ct, e, operation, reason)
+        except AliasedOutputError:  # a live value's memory (or a view of it)
+            return ts.kernel.materialize_output(ct, reason, operation)
+        except LayoutError:
+            pass  # a view of scratch, or not contiguous: laid out afresh below
     return ts.kernel.adopt_output(materialize(ct), reason, operation)
-
-
-def own_refused(
-    ct: np.ndarray[Any, Any], error: LayoutError, operation: str, reason: ts.AllocationReason
-) -> ts.Tensor[Any, Any]:
-    """The owner for a cotangent array that ``adopt_output`` refused with ``error`` (for
-    :func:`own` and callers that try the adoption themselves first): memory of a live
-    value is copied (one recorded ``MATERIALIZE``), a view of scratch or a
-    non-contiguous array is laid out afresh (a kernel write). O(size)."""
-    if isinstance(error, AliasedOutputError):  # a live value's memory (or a view of it)
-        return ts.kernel.materialize_output(ct, reason, operation)
-    return ts.kernel.adopt_output(materialize(ct), reason, operation)  # a view of scratch
-
 
 
 def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
