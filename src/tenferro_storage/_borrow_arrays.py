@@ -132,15 +132,7 @@ def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
         d = leaf._d("borrow")
         lender = leaf._lender
     storage: Any = leaf._storage
-    # the shared borrow, named (kernel.borrow_named's bookkeeping)
-    lender._shared += 1
-    lender._who = _OP
-    lender._site = None
-    named = lender._named
-    if named is None:
-        lender._named = {_OP: 1}
-    else:
-        named[_OP] = named.get(_OP, 0) + 1
+    lender._lend_named(_OP)  # the shared borrow, named (as kernel.borrow_named takes it)
     held.append(lender)
     try:
         # a live owner's storage is live: its root directly (a view's through the checks)
@@ -154,7 +146,7 @@ def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
         return d.readonly() if ro is None else ro
     except BaseException:  # (a host array refused): this leaf stays unborrowed
         held.pop()
-        _unborrow(lender)
+        lender._unlend_named(_OP)
         raise
 
 
@@ -168,13 +160,6 @@ def _map_failed(lender: Any, storage: Any, d: Any, exc: Exception) -> AccessErro
     return AccessError(
         f"prepare_host: provider could not map {storage.span} for reading: {exc}", view, exc
     )
-
-
-def _unborrow(lender: Any) -> None:
-    """Give one shared borrow named ``borrow_arrays`` back to ``lender`` (what releasing
-    its named view does). O(1)."""
-    lender._end_shared()
-    lender._unname_holder(_OP)
 
 
 def _staged_leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
@@ -198,15 +183,8 @@ def _give_back(held: list[_Held], staged: bool) -> None:
     O(number of leaves)."""
     lenders: list[Any] = held
     if not staged:
-        for lender in reversed(lenders):  # (_unborrow, inlined)
-            lender._shared -= 1
-            named = lender._named
-            if named is not None:
-                k = named.get(_OP, 0) - 1
-                if k > 0:
-                    named[_OP] = k
-                else:
-                    named.pop(_OP, None)
+        for lender in reversed(lenders):
+            lender._unlend_named(_OP)
         return
     for p in lenders:  # prepared accesses
         lender = p._lender

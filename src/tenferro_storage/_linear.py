@@ -131,6 +131,19 @@ class Lender(NoCopy):
             self._named = named
         named[holder] = named.get(holder, 0) + 1
 
+    def _lend_named(self, holder: str) -> None:
+        """Take one shared borrow for the named party ``holder`` (a conflicting borrow's
+        error names it until ``_unlend_named``); no call-site capture. O(1)."""
+        self._shared += 1
+        self._who = holder
+        self._site = None
+        self._name_holder(holder)
+
+    def _unlend_named(self, holder: str) -> None:
+        """Give back a shared borrow taken by :meth:`_lend_named`. O(1)."""
+        self._end_shared()
+        self._unname_holder(holder)
+
     def _unname_holder(self, holder: str) -> None:
         named: dict[str, int] | None = getattr(self, "_named", None)
         if named is not None:

@@ -174,33 +174,6 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
             self._dead(operation)
         return self._desc
 
-    def release(self) -> None:
-        """End the shared borrow now (idempotent); a named holder's name goes with it
-        (``Borrow.release`` for a view, whose borrow is always shared). O(1)."""
-        lender = self._lender
-        if lender is not None:
-            self._lender = None
-            self._ended = "release"
-            lender._end_shared()
-            holder = self._holder
-            if holder is not None:  # a named holder (kernel.name_borrow) lets go
-                self._holder = None
-                named = lender._named
-                if named is not None:  # (Lender._unname_holder, inlined)
-                    k = named.get(holder, 0) - 1
-                    if k > 0:
-                        named[holder] = k
-                    else:
-                        named.pop(holder, None)
-
-    def __del__(self) -> None:
-        try:
-            lender = self._lender
-        except AttributeError:  # a refused direct construction: nothing was borrowed
-            return
-        if lender is not None:
-            self.release()
-
     def _derive(self, desc: CheckedDescriptor, operation: str) -> Any:
         lender = self._lender
         if lender is None:

@@ -150,14 +150,7 @@ def borrow_named(
         if x._moved_by is not None or x._exclusive is not None:
             x._readable("borrow")  # raises: consumed or exclusively borrowed
         desc = x._desc
-        x._shared += 1
-        x._who = holder
-        x._site = None
-        named = x._named
-        if named is None:
-            x._named = {holder: 1}
-        else:
-            named[holder] = named.get(holder, 0) + 1
+        x._lend_named(holder)
         v: TensorView[Any, Any] = TensorView.__new__(TensorView)  # TensorView._make, inlined
         v._lender = x
         v._exclusive_borrow = False
@@ -176,10 +169,7 @@ def borrow_named(
     else:
         desc = x._d("borrow")
         lender = x._lender
-    lender._shared += 1
-    lender._who = holder
-    lender._site = None
-    lender._name_holder(holder)
+    lender._lend_named(holder)
     storage = x._storage
     assert storage is not None  # checked live above
     view: TensorView[Any, Any] = TensorView._make(lender, storage, desc)
