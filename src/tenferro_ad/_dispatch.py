@@ -56,7 +56,7 @@ from ._tape import TapeNode
 from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 
 _adopt: Final = ts.kernel.adopt_output
-_adopt_deferred: Final = ts.kernel.adopt_output_deferred
+_adopt_root: Final = ts.kernel.adopt_fresh_root
 _SCALARS: Final = frozenset(
     {float, int, bool, complex, np.float64, np.float32, np.int64, np.int32, np.bool_}
 )
@@ -146,7 +146,7 @@ def arg_targets(
 
 
 def _fresh(out: Any, name: str) -> tuple[Any, Any]:
-    """Own a kernel result that ``adopt_output`` refused (the slow path).
+    """Own a kernel result that ``kernel.adopt_fresh_root`` declined (the slow path).
 
     Memory an existing value holds (the kernel returned an input, or a view of one) is
     copied into a fresh owner with a recorded ``MATERIALIZE`` copy; a view of kernel
@@ -362,9 +362,8 @@ def bind(prim: Primitive, *args: Any, **params: Any) -> EagerTensor:
             out = np.array(out, order="C")
         elif type(out) is not np.ndarray:  # a rank-0 kernel's numpy scalar
             out = np.asarray(out)
-        try:  # refuses views and memory an existing value holds (-> _fresh)
-            tensor = _adopt_deferred(out, st.reason, name)  # the root; its owner when needed
-        except LayoutError:
+        tensor = _adopt_root(out, st.reason, name)  # the fresh output's root, no owner yet
+        if tensor is None:  # a view, another layout, memory a value holds: the general path
             tensor, out = _fresh(out, name)
         rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
         rec.a = out
@@ -467,9 +466,8 @@ def bind1(prim: Primitive, x: Any) -> EagerTensor:
         raise kernel_error(name, e, (a,)) from None
     if type(out) is not _NDARRAY:  # a rank-0 kernel's numpy scalar
         out = np.asarray(out)
-    try:  # refuses views and memory an existing value holds (-> _fresh)
-        root = _adopt_deferred(out, st.reason, name)
-    except LayoutError:
+    root = _adopt_root(out, st.reason, name)  # the fresh output's root, no owner yet
+    if root is None:  # a view, another layout, memory a value holds: the general path
         root, out = _fresh(out, name)
     rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
     rec.a = out
@@ -572,9 +570,8 @@ def bind2(prim: Primitive, a: Any, b: Any) -> EagerTensor:
         raise kernel_error(name, e, (va, vb)) from None
     if type(out) is not _NDARRAY:  # a rank-0 kernel's numpy scalar
         out = np.asarray(out)
-    try:  # refuses views and memory an existing value holds (-> _fresh)
-        root = _adopt_deferred(out, st.reason, name)
-    except LayoutError:
+    root = _adopt_root(out, st.reason, name)  # the fresh output's root, no owner yet
+    if root is None:  # a view, another layout, memory a value holds: the general path
         root, out = _fresh(out, name)
     rec = _REC.__new__(_REC)  # fused: the record alone holds the allocation
     rec.a = out

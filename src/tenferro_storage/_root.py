@@ -382,19 +382,61 @@ def adopt_device(
     return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
 
 
+def adopt_fresh_root(
+    array: Any,
+    reason: AllocationReason = AllocationReason.OPERATION_OUTPUT,
+    operation: str = "kernel",
+) -> RootResource | None:
+    """A new, unclaimed host root over a fresh kernel output, or ``None``.
+
+    ``array`` is adopted when it is a supported numpy array that owns its memory, is
+    C-contiguous, aligned and writeable, and is no live root's buffer: one allocation event
+    with ``reason``, the buffer registered as live, no copy.  Its one whole-range claim is
+    minted later, once (:func:`claim_unclaimed`).  Anything else returns ``None`` with
+    nothing recorded: the caller takes ``adopt_output``'s general path, which owns it
+    another way or raises the precise refusal.  Every host root is made here; it runs once
+    per op. O(1)."""
+    if (
+        type(array) is not np.ndarray
+        or _BY_NUMPY.get(array.dtype) is None
+        or array.base is not None
+        or not array.flags.carray  # C-contiguous, aligned and writeable: one flags read
+    ):
+        return None
+    led = LEDGER
+    alloc_id = next(led.alloc_ids)
+    # the live-buffer check and the registration in one dict operation (a refusal leaves an
+    # unused id behind: ids are never reused, gaps are harmless)
+    if _BUFFERS.setdefault(id(array), alloc_id) != alloc_id:
+        return None
+    root = RootResource.__new__(RootResource)
+    root._allocation = array
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = alloc_id
+    if led.captures:
+        led.allocate(reason, array.nbytes, operation, alloc_id)
+    else:  # LEDGER.allocate's common case, inlined
+        led.live[alloc_id] = array.nbytes
+    _HOST_COUNTERS.allocations += 1
+    return root
+
+
 def _new_root(
     provider: HostProvider, buffer: np.ndarray[Any, Any], reason: AllocationReason, operation: str
 ) -> RootResource:
+    """A claimed host root over a fresh buffer of any dtype (``allocate``'s raw bytes too),
+    whose caller refused a live root's buffer first (the per-op path uses
+    :func:`adopt_fresh_root`). O(1)."""
     assert provider is RootResource.provider  # a host root's provider is the class's
     root = RootResource.__new__(RootResource)
-    nbytes = buffer.nbytes
     root._allocation = buffer
     root._claimed = True
     root.reason = reason
     root._operation = operation
-    root.alloc_id = alloc_id = LEDGER.allocate(reason, nbytes, operation)
+    root.alloc_id = alloc_id = LEDGER.allocate(reason, buffer.nbytes, operation)
     _BUFFERS[id(buffer)] = alloc_id
-    provider.counters.allocations += 1
+    _HOST_COUNTERS.allocations += 1
     return root
 
 
@@ -428,44 +470,16 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
     return OwnedStorage._make(root, 0, root.capacity_bytes)  # type: ignore[return-value]
 
 
-def adopt_checked(
-    array: np.ndarray[Any, Any], reason: AllocationReason, operation: str
+def adopt_fresh_claim(
+    array: Any, reason: AllocationReason, operation: str
 ) -> OwnedStorage | None:
-    """:func:`adopt` for a caller that has already made ``adopt``'s layout checks.
-
-    The caller guarantees ``array.base is None``, C-contiguity and that nothing else refers
-    to ``array``.  Returns the whole-range claim of a new root (one allocation event, no
-    validation), or ``None`` -- nothing recorded -- when ``array`` is a live root's buffer
-    (the caller's general path raises the precise refusal).  Inlined: it runs for every
-    delivered gradient. O(1).
-    """
-    led = LEDGER
-    alloc_id = next(led.alloc_ids)
-    # the live-buffer check and the registration in one dict operation (a refusal leaves an
-    # unused id behind: ids are never reused, gaps are harmless)
-    if _BUFFERS.setdefault(id(array), alloc_id) != alloc_id:
+    """:func:`adopt_fresh_root` with its whole-range claim made at once (``adopt_output``'s
+    fast path), or ``None`` -- nothing recorded -- when that declines ``array``. O(1)."""
+    root = adopt_fresh_root(array, reason, operation)
+    if root is None:
         return None
-    root = RootResource.__new__(RootResource)
-    root._allocation = array
     root._claimed = True
-    root.reason = reason
-    root._operation = operation
-    root.alloc_id = alloc_id
-    nbytes = array.nbytes
-    if led.captures:
-        led.allocate(reason, nbytes, operation, alloc_id)
-    else:  # LEDGER.allocate's common case, inlined
-        led.live[alloc_id] = nbytes
-    _HOST_COUNTERS.allocations += 1
-    storage = OwnedStorage.__new__(OwnedStorage)  # _whole_claim, inlined
-    storage._moved_by = None
-    storage._shared = 0
-    storage._exclusive = None
-    storage._named = None
-    storage._root = root
-    storage.start = 0
-    storage.stop = nbytes
-    return storage
+    return _whole_claim(root)
 
 
 # The checked general path for what the per-op path below declines (a view, a
@@ -485,39 +499,13 @@ def adopt_output_deferred(
     reason: AllocationReason = AllocationReason.OPERATION_OUTPUT,
     operation: str = "kernel",
 ) -> Any:
-    """``kernel.adopt_output`` with the owner object deferred (the per-op path of
-    ``tenferro_ad``, whose retention container holds the allocation as its sole owner and
-    needs an owner only when a value is read through a view, grouped or extracted: most op
-    outputs die before that and never pay for the claim and owner objects).
-
-    The same checks, refusals and allocation event as ``adopt_output``; the fast path
-    returns the new :class:`RootResource`, whose one whole-range claim
-    :func:`claim_unclaimed` mints later, once.  Anything else goes through the general
-    path, which returns an owner or raises.  One function, no helper calls: it runs once
-    per op. O(1)."""
-    if (
-        type(array) is not np.ndarray
-        or _BY_NUMPY.get(array.dtype) is None
-        or array.base is not None
-        or not array.flags.carray  # C-contiguous, aligned and writeable: one flags read
-    ):
+    """``kernel.adopt_output`` with the owner object deferred: the new root of
+    :func:`adopt_fresh_root` (whose one claim :func:`claim_unclaimed` mints later, once),
+    or -- for what that declines -- ``adopt_output``'s owner or refusal.  The same checks,
+    refusals and allocation event as ``adopt_output``. O(1)."""
+    root = adopt_fresh_root(array, reason, operation)
+    if root is None:
         return _general_adopt(array, reason, operation)  # type: ignore[misc]
-    led = LEDGER
-    alloc_id = next(led.alloc_ids)
-    # the live-buffer check and the registration in one dict operation; a refusal leaves
-    # an unused id behind (ids are never reused, gaps are harmless)
-    if _BUFFERS.setdefault(id(array), alloc_id) != alloc_id:
-        return _general_adopt(array, reason, operation)  # type: ignore[misc]
-    root = RootResource.__new__(RootResource)
-    root._allocation = array
-    root.reason = reason
-    root._operation = operation
-    root.alloc_id = alloc_id
-    if led.captures:
-        led.allocate(reason, array.nbytes, operation, alloc_id)
-    else:  # LEDGER.allocate's common case, inlined
-        led.live[alloc_id] = array.nbytes
-    _HOST_COUNTERS.allocations += 1
     return root
 
 
@@ -539,6 +527,7 @@ def _whole_claim(root: RootResource) -> OwnedStorage:
     storage._moved_by = None
     storage._shared = 0
     storage._exclusive = None
+    storage._named = None
     storage._root = root
     storage.start = 0
     storage.stop = root.capacity_bytes

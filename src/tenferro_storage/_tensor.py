@@ -38,7 +38,7 @@ from ._root import (
     OwnedStorage,
     RootResource,
     adopt,
-    adopt_checked,
+    adopt_fresh_claim,
     claim_unclaimed,
     set_general_adopt,
 )
@@ -877,17 +877,13 @@ def adopt_output(
     """
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
-    dt = _BY_NUMPY.get(array.dtype)
-    # Per-op fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->
-    # OwnedStorage._make -> D.fresh do, inlined (same objects, same ledger event, same
-    # counters).  The checks are adopt()'s: ``carray`` is C-contiguous, aligned and
-    # writeable in one flags read; a live root's buffer (a kernel that returned one of its
-    # inputs) is adopt_checked's one dict operation.
-    if dt is not None and array.base is None and array.flags.carray:
-        storage = adopt_checked(array, reason, operation)  # roots are made only in _root.py
-        if storage is not None:
-            _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, lazily
-            return _owner_over(storage)
+    # the fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->
+    # OwnedStorage._make -> D.fresh do (same objects, same ledger event, same counters),
+    # with adopt()'s checks made by adopt_fresh_claim
+    storage = adopt_fresh_claim(array, reason, operation)  # roots are made only in _root.py
+    if storage is not None:
+        _HOST.counters.validations += 1  # the (trivial) whole-array descriptor, lazily
+        return _owner_over(storage)
     # the checked general path (raises the precise DTypeError / LayoutError / refusal)
     return Tensor._adopt(array, from_numpy_dtype(array.dtype, operation), reason, operation)  # type: ignore[no-any-return]
 

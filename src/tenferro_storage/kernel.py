@@ -18,7 +18,7 @@ from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
-from ._root import adopt_output_deferred
+from ._root import adopt_fresh_root, adopt_output_deferred
 from ._tensor import (
     Tensor,
     TensorView,
@@ -29,6 +29,7 @@ from ._tensor import (
 
 __all__ = [
     "OPERATOR_KEYS",
+    "adopt_fresh_root",
     "adopt_output",
     "adopt_output_deferred",
     "borrow_named",

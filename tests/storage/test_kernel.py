@@ -121,6 +121,39 @@ def test_a_deferred_adoption_records_the_allocation_and_mints_one_owner_later() 
     del owner, root
 
 
+def _live_buffer() -> tuple[Any, np.ndarray[Any, Any]]:
+    raw = np.ones(3)
+    return kernel.adopt_output(raw), raw
+
+
+def _read_only() -> tuple[None, np.ndarray[Any, Any]]:
+    ro = np.zeros(3)
+    ro.flags.writeable = False
+    return None, ro
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: (None, np.arange(6.0)[::2]),  # a view
+        lambda: (None, np.asfortranarray(np.ones((2, 3)))),  # another layout
+        lambda: (None, np.ones(3, np.float16)),  # a dtype tenferro does not store
+        _read_only,  # memory a value holds (read_array's kind)
+        _live_buffer,  # a live root's own buffer
+    ],
+)
+def test_adopt_fresh_root_declines_what_is_not_a_fresh_output_and_records_nothing(
+    make: Any,
+) -> None:
+    """The per-op fast path takes fresh kernel outputs only; anything else is ``None`` with
+    no allocation event (the caller's general path owns it another way or refuses it)."""
+    keep, arr = make()
+    with ledger.capture() as rec:
+        assert kernel.adopt_fresh_root(arr) is None
+    assert rec.events == []
+    del keep
+
+
 def test_a_root_that_was_never_unclaimed_cannot_be_claimed() -> None:
     """Only a deferred adoption's root can be claimed: a root whose owner exists refuses."""
     storage = ts.allocate_storage(16)
