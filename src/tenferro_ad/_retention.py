@@ -187,14 +187,7 @@ class AdValueRecord:
         c = self.container
         if type(c) is RetentionContainer:
             return c
-        n = RetentionContainer.__new__(RetentionContainer)
-        n.owner = c
-        n.group = None
-        n.base_slot = None
-        n.borrow = None
-        n.count = 1  # this record
-        n.addr = 0
-        self.container = n
+        n = self.container = _container(c, None)  # (its one record: this one)
         return n
 
     def view(self, operation: str) -> ts.TensorView[Any, Any]:
@@ -214,6 +207,20 @@ class AdValueRecord:
 
     def __repr__(self) -> str:
         return f"AdValueRecord({self.op}, shape={tuple(self.a.shape)}, owners={self.count})"
+
+
+def _container(
+    owner: ts.Tensor[Any, Any] | ts.RootResource | None, borrow: ts.TensorView[Any, Any] | None
+) -> RetentionContainer:
+    """A container for one record: the fused ``owner`` (or root) or a ``borrow``. O(1)."""
+    c = RetentionContainer.__new__(RetentionContainer)
+    c.owner = owner
+    c.group = None
+    c.base_slot = None
+    c.borrow = borrow
+    c.count = 1
+    c.addr = 0
+    return c
 
 
 def move_owner(t: ts.Tensor[Any, Any], consumer: str) -> ts.Tensor[Any, Any]:
@@ -246,13 +253,7 @@ def record_borrow(
     O(1), no allocation, no copy.
     """
     view = _borrow_named(tensor, holder)
-    c = RetentionContainer.__new__(RetentionContainer)
-    c.owner = None
-    c.group = None
-    c.base_slot = None
-    c.borrow = view
-    c.count = 1  # the record below
-    c.addr = 0
+    c = _container(None, view)  # (its one record: the one below)
     rec = AdValueRecord.__new__(AdValueRecord)
     rec.a = _read_array(view)
     rec.container = c
