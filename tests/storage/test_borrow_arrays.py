@@ -72,18 +72,6 @@ def test_mutating_a_borrowed_owner_names_borrow_arrays() -> None:
     assert a.to_numpy().tolist() == [3.0, 3.0]
 
 
-def test_a_mutable_view_is_reborrowed_shared() -> None:
-    """A TensorViewMut leaf is readable in the block and writable again after it."""
-    a = ts.zeros(2)
-    with a.as_view_mut() as m:
-        with ts.borrow_arrays(m) as arr:
-            assert arr.tolist() == [0.0, 0.0]
-            with pytest.raises(BorrowError, match="borrow_arrays"):
-                m.fill(1.0)
-        m.fill(2.0)
-    assert a.to_numpy().tolist() == [2.0, 2.0]
-
-
 def test_a_refused_leaf_leaves_nothing_borrowed() -> None:
     """If one leaf is refused, the borrows already taken are given back; nothing changes."""
     a, b = ts.ones(2), ts.ones(2)
