@@ -287,12 +287,20 @@ defbatch(SIGN, leading("sign"))
 
 
 # -- maximum / minimum (ties split the gradient evenly, as JAX does) ---
+def masked(ops: Any, g: Array, keep: Array) -> Array:
+    """``g`` where ``keep`` (a boolean mask), else 0: the cotangent through a mask (relu,
+    maximum/minimum without ties).  In the no-record backward with a finite ``g``, ``g``
+    times the mask: the where's values (0 * inf would be nan; a sum of squares that
+    overflows only takes the where), and np.where over a random mask is ~10x slower.
+    O(size)."""
+    if ops is NUMPY_NS and np.isfinite(np.vdot(g, g)):
+        return np.multiply(g, keep)
+    return ops.where(keep, g, 0.0)
+
+
 def _pick(ops: Any, g: Array, x: Array, y: Array) -> Array:
-    if ops is NUMPY_NS and np.isfinite(np.vdot(g, g)) and not np.equal(x, y).any():
-        # no-record backward, g finite (0 * inf would be nan; a sum of squares that
-        # overflows only sends us to the exact path below), no ties: g times the mask,
-        # the same values as the where below (np.where over a random mask is ~10x slower)
-        return np.multiply(g, np.greater(x, y))
+    if ops is NUMPY_NS and not np.equal(x, y).any():  # no ties: the mask of the larger
+        return masked(ops, g, np.greater(x, y))
     half = ops.mul(g, 0.5)
     return ops.where(ops.gt(x, y), g, ops.where(ops.eq(x, y), half, 0.0))
 
