@@ -79,8 +79,8 @@ def tenferro_cases() -> dict[str, Callable[[], Any]]:
     tx = ts.from_numpy(x)
 
     def loss(q: list[Any], xb: Any) -> Any:
-        h = ad.maximum(xb @ q[0] + q[1], 0.0)
-        h = ad.maximum(h @ q[2] + q[3], 0.0)
+        h = ad.relu(xb @ q[0] + q[1])
+        h = ad.relu(h @ q[2] + q[3])
         logp = ad.log_softmax(h @ q[4] + q[5], axis=-1)
         return -ad.mean(logp[rows, labels])
 

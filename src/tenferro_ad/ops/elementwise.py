@@ -292,9 +292,13 @@ def masked(ops: Any, g: Array, keep: Array) -> Array:
     maximum/minimum without ties).  In the no-record backward with a finite ``g``, ``g``
     times the mask: the where's values (0 * inf would be nan; a sum of squares that
     overflows only takes the where), and np.where over a random mask is ~10x slower.
-    O(size)."""
+    The mask is cast to ``g``'s dtype first and multiplied in place: numpy's mixed
+    float-times-bool loop casts in buffered chunks and costs ~1.4x more. O(size)."""
     if ops is NUMPY_NS and np.isfinite(np.vdot(g, g)):
-        return np.multiply(g, keep)
+        if type(keep) is not np.ndarray or keep.shape != np.shape(g):  # (rank 0, broadcast)
+            return np.multiply(g, keep)
+        out = keep.astype(g.dtype)
+        return np.multiply(out, g, out=out)
     return ops.where(keep, g, 0.0)
 
 

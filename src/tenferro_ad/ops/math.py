@@ -23,7 +23,7 @@ import numpy as np
 
 from tenferro_storage.errors import shown
 
-from .._dispatch import bind
+from .._dispatch import bind, bind1
 from .._handle import EagerTensor
 from .._primitive import Primitive, defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
@@ -532,7 +532,7 @@ def nan_to_num(
 def relu(x: Any) -> EagerTensor:
     """``max(x, 0)`` (NaN stays NaN) with ``relu'(0) = 0`` (JAX). One allocation; retains
     the input."""
-    return bind(RELU, x)
+    return bind1(RELU, x)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> EagerTensor:
