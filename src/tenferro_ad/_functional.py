@@ -58,6 +58,7 @@ IDENTITY: Primitive = defprimitive(
 
 Leaf = Any
 _read_array = ts.kernel.read_array
+_TENSOR = ts.Tensor
 _CONTAINERS = (tuple, list, dict)  # (a tuple of types: cheaper to test than a union)
 
 
@@ -146,13 +147,29 @@ class _Call(NoCopy):
         flat = {i: tree_flatten(args[i]) for i in argnums}
         for i in argnums:  # every leaf is checked before anything is watched or borrowed
             for leaf in flat[i][0]:
-                _check_leaf(leaf, i, what, items)
-        n0 = len(self.tape.nodes)
+                if (  # the common leaf, a live floating-point owner: its checks in line
+                    type(leaf) is not _TENSOR
+                    or leaf._moved_by is not None
+                    or leaf._exclusive is not None
+                    or leaf._desc.dtype.kind not in "fc"
+                ):
+                    _check_leaf(leaf, i, what, items)
+        tape = self.tape
+        nodes = tape.nodes
+        n0 = len(nodes)
         try:
             for i in argnums:
                 leaves, rb = flat[i]
-                holder = f"{self.tape.name}: argument {i}"  # one name per argument
-                wrapped = [self.wrap(leaf, holder) for leaf in leaves]
+                holder = f"{tape.name}: argument {i}"  # one name per argument
+                wrapped = []
+                for leaf in leaves:
+                    if type(leaf) is _TENSOR:  # (checked above) what ``wrap`` does, in line
+                        rec = record_borrow(leaf, "argument", holder)
+                        self.borrowed.append(rec)
+                        wrapped.append(make_handle(rec, tape.key, len(nodes)))
+                        nodes.append(None)
+                    else:
+                        wrapped.append(self.wrap(leaf, holder))
                 self.watched.extend(wrapped)
                 self.rebuild[i] = rb
                 self.counts[i] = len(wrapped)
@@ -162,24 +179,22 @@ class _Call(NoCopy):
             for rec in self.borrowed:
                 rec.container.release_borrow()
             self.borrowed = []
-            for node in self.tape.nodes[n0:]:
+            for node in nodes[n0:]:
                 if node is not None and node.res:
                     for r in node.res:
                         if type(r) is AdValueRecord:
                             r.count -= 1
-            del self.tape.nodes[n0:]
+            del nodes[n0:]
             raise
         self.args = new_args  # arguments that are not differentiated reach f unchanged
         self.order = argnums
 
     def wrap(self, leaf: Leaf, holder: str) -> Any:
-        """Watch one checked leaf on the call's tape (a borrow for owners, held by
-        ``holder``: the tape's name and the argument). O(1)."""
+        """Watch one checked leaf on the call's tape (a borrow for owners and views, held
+        by ``holder``: the tape's name and the argument; ``__init__`` does this in line for
+        the common leaf, an exact ``Tensor``). O(1)."""
         tape = self.tape
-        if type(leaf) is ts.Tensor:  # the common leaf (a parameter owner) first
-            rec = record_borrow(leaf, "argument", holder)
-            self.borrowed.append(rec)
-        elif isinstance(leaf, EagerTensor):
+        if isinstance(leaf, EagerTensor):
             rec = leaf._r(self.what)
             if self.nested:
                 with _recording_on(tape):

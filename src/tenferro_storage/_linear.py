@@ -133,15 +133,20 @@ class Lender(NoCopy):
 
     def _lend_named(self, holder: str) -> None:
         """Take one shared borrow for the named party ``holder`` (a conflicting borrow's
-        error names it until ``_unlend_named``); no call-site capture. O(1)."""
+        error names it until ``_unlend_named``); no call-site capture. O(1).  (The
+        naming is written out here, not called: this runs twice per parameter per step.)"""
         self._shared += 1
         self._who = holder
         self._site = None
-        self._name_holder(holder)
+        named: dict[str, int] | None = getattr(self, "_named", None)
+        if named is None:
+            self._named = {holder: 1}
+        else:
+            named[holder] = named.get(holder, 0) + 1
 
     def _unlend_named(self, holder: str) -> None:
         """Give back a shared borrow taken by :meth:`_lend_named`. O(1)."""
-        self._end_shared()
+        self._shared -= 1
         self._unname_holder(holder)
 
     def _unname_holder(self, holder: str) -> None:
@@ -255,11 +260,12 @@ class Borrow(NoCopy):
             if self._exclusive_borrow:
                 lender._end_exclusive()
             else:
-                lender._end_shared()
                 holder = getattr(self, "_holder", None)
-                if holder is not None:  # a named holder (kernel.name_borrow) lets go
+                if holder is None:
+                    lender._end_shared()
+                else:  # a named holder (kernel.name_borrow) lets go
                     self._holder = None  # type: ignore[misc]  # the slot is on TensorView
-                    lender._unname_holder(holder)
+                    lender._unlend_named(holder)
 
     def __del__(self) -> None:
         if getattr(self, "_lender", None) is not None:
