@@ -30,6 +30,7 @@ boundary records and whose VJP replays the region under a sub-tape inside
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -333,7 +334,7 @@ class Tape(NoCopy):
                                 )
                             if type(ct) is not Zero:
                                 prev = cts.get(in_id)
-                                cts[in_id] = ct if prev is None else add(prev, ct)
+                                cts[in_id] = ct if prev is None else _accumulate(add, prev, ct)
                     continue
                 args: Sequence[Any]
                 if create_graph:
@@ -369,7 +370,7 @@ class Tape(NoCopy):
                         ):
                             ct = ns.unbroadcast(ct, target)
                     prev = cts.get(in_id)
-                    cts[in_id] = ct if prev is None else add(prev, ct)
+                    cts[in_id] = ct if prev is None else _accumulate(add, prev, ct)
             finally:
                 if release:
                     node.res = None
@@ -429,6 +430,54 @@ class Tape(NoCopy):
         if not keep:  # before the gradients are owned: the residuals' bytes go first
             self._release()
         return Gradients._build(self.key, wids, cts, create_graph, foreign)
+
+
+def _accumulate(add: Any, prev: Any, ct: Any) -> Any:
+    """``prev + ct``: a value's cotangents summed (``add``: the namespace's).
+
+    Written into ``prev`` when the sweep alone holds it -- a rule's fresh scratch that owns
+    its writable memory, has ``ct``'s shape and dtype, and that nothing else refers to (no
+    other value's cotangent entry, no residual, no caller, no view of it) -- as numpy elides
+    its temporaries and PyTorch's engine accumulates a buffer it alone holds.  That saves
+    the allocation and, for arrays above malloc's mmap threshold, the page faults of a fresh
+    result.  Anything else gets a new array."""
+    if (
+        _SOLE_REFS
+        and type(prev) is np.ndarray
+        and type(ct) is np.ndarray
+        and prev.base is None
+        and prev.dtype == ct.dtype
+        and prev.shape == ct.shape
+        and prev.flags.writeable
+        and sys.getrefcount(prev) <= _SOLE_REFS
+    ):
+        return np.add(prev, ct, out=prev)
+    return add(prev, ct)
+
+
+def _calibrate_sole_refs() -> int:
+    """``sys.getrefcount`` of a cotangent inside ``_accumulate`` when only the sweep's dict
+    entry and local hold it (counted at import, as the sweep calls it), or 0 -- no in-place
+    accumulation -- where reference counts do not mean that: not CPython, or a CPython whose
+    stack may hold borrowed references (3.14 on), or a count that does not grow with an
+    extra holder."""
+    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+        return 0
+
+    def probe(cts: dict[int, Any], extra: list[Any]) -> int:
+        prev = cts.get(0)
+        return _count(prev)
+
+    def _count(prev: Any) -> int:
+        return sys.getrefcount(prev)
+
+    alone = probe({0: np.zeros(1)}, [])
+    a = np.zeros(1)
+    held = probe({0: a}, [a])
+    return alone if held == alone + 2 else 0  # (``a`` and the list: two more holders)
+
+
+_SOLE_REFS: int = _calibrate_sole_refs()
 
 
 def _give_back(res: list[Any]) -> None:

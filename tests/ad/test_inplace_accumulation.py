@@ -1,0 +1,184 @@
+"""A value's cotangents are summed in place only into scratch the sweep alone holds.
+
+The reverse sweep adds a second cotangent into the first one's memory when nothing else
+refers to it (``_tape._accumulate``).  These tests build the programs where that would be
+wrong -- a cotangent passed through to two values by ``add``, a caller's cotangent array,
+a rule that hands back a residual, ``x + x`` -- and check the gradients against their
+formulas and the caller's arrays and values against copies taken before the call.  One
+test checks that the in-place sum does happen for plain scratch (so the guard is what
+keeps the others right, not the optimization being off).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_ad import _tape
+from tenferro_ad import extend as ext
+
+X = np.linspace(-1.3, 1.7, 6).reshape(2, 3)
+
+
+def _shared_pass_through(x: Any) -> Any:
+    q = ad.cos(x)  # its cotangent is the very array add hands to ``p`` too
+    p = ad.sin(x)
+    r = p * 3.0  # ``p``'s second consumer: swept after the add
+    s = p + q
+    return ad.sum(s * s) + ad.sum(r * r)
+
+
+def _shared_pass_through_grad(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    s = np.sin(x) + np.cos(x)
+    return 2 * s * (np.cos(x) - np.sin(x)) + 18 * np.sin(x) * np.cos(x)
+
+
+def test_a_cotangent_add_shares_between_two_values_is_not_summed_in_place() -> None:
+    g = ad.grad(_shared_pass_through)(ts.from_numpy(X.copy()))
+    with ts.borrow_arrays(g) as a:
+        np.testing.assert_allclose(a, _shared_pass_through_grad(X), rtol=1e-12)
+
+
+def test_the_same_through_an_explicit_tape_and_float32() -> None:
+    x32 = X.astype(np.float32)
+    with ad.Tape() as tape:
+        x = tape.watch(ts.from_numpy(x32.copy()))
+        loss = _shared_pass_through(x)
+    grads = tape.backward(loss)
+    with grads.grad(x) as v:
+        np.testing.assert_allclose(v.to_numpy(), _shared_pass_through_grad(x32), rtol=1e-5)
+
+
+def test_a_callers_cotangents_are_never_written() -> None:
+    def f(x: Any) -> Any:
+        u = ad.sin(x)
+        return u, u * 2.0  # ``u`` gets the caller's first cotangent, then a second
+
+    c1, c2 = np.full(X.shape, 0.5), np.full(X.shape, 0.25)
+    keep1, keep2 = c1.copy(), c2.copy()
+    _, fn = ad.vjp(f, ts.from_numpy(X.copy()))
+    (gx,) = fn((c1, c2))
+    np.testing.assert_array_equal(c1, keep1)
+    np.testing.assert_array_equal(c2, keep2)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, np.cos(X) * (keep1 + 2.0 * keep2), rtol=1e-12)
+    # the same array as both cotangents
+    (gx,) = fn((c1, c1))
+    np.testing.assert_array_equal(c1, keep1)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, np.cos(X) * 3.0 * keep1, rtol=1e-12)
+    fn.release()
+
+
+_RES = ext.defprimitive(
+    "test_inplace_residual_rule",
+    lambda a: np.multiply(a, 2.0),
+    1,
+    save_in=(0,),
+    vjp=(lambda ops, g, x: x,),  # (not 2g: a rule that hands back its residual itself)
+)
+_RES_VIEW = ext.defprimitive(
+    "test_inplace_residual_view_rule",
+    lambda a: np.multiply(a, 2.0),
+    1,
+    save_in=(0,),
+    vjp=(lambda ops, g, x: x[...],),  # a new view of the residual: held by nothing else
+)
+
+
+@pytest.mark.parametrize("prim", [_RES, _RES_VIEW], ids=["residual", "view of residual"])
+def test_a_residual_a_rule_hands_back_is_not_summed_into(prim: Any) -> None:
+    def f(x: Any) -> Any:
+        w = ad.exp(x)  # exp's VJP reads its output ``w``
+        m = ad.sum(w * w)  # ``w``'s second cotangent, swept after the rule below
+        return m + ad.sum(ext.bind(prim, w))  # whose cotangent for ``w`` is ``w``'s memory
+
+    (g,) = ad.grad(f, argnums=(0,))(ts.from_numpy(X.copy()))
+    w = np.exp(X)
+    with ts.borrow_arrays(g) as a:
+        np.testing.assert_allclose(a, (w + 2 * w) * w, rtol=1e-12)  # the rule says dR/dw = w
+
+
+def test_x_plus_x_and_a_parameter_used_twice() -> None:
+    p = ts.from_numpy(X.copy())
+
+    def f(q: list[Any]) -> Any:
+        y = ad.tanh(q[0])
+        return ad.sum((y + y) * q[0]) + ad.sum(q[0] * q[0])
+
+    v, (g,) = ad.value_and_grad(f)([p])
+    t = np.tanh(X)
+    want = 2 * (1 - t * t) * X + 2 * t + 2 * X
+    with ts.borrow_arrays([g, p]) as (a, pa):
+        np.testing.assert_allclose(a, want, rtol=1e-12)
+        np.testing.assert_array_equal(pa, X)  # the parameter itself is untouched
+    assert abs(v.item() - float(np.sum(2 * t * X) + np.sum(X * X))) < 1e-12
+
+
+def test_plain_scratch_is_summed_in_place() -> None:
+    seen: list[bool] = []
+
+    class _Spy:  # numpy, with ``add`` reporting whether it wrote into its first operand
+        def __getattr__(self, name: str) -> Any:
+            return getattr(np, name)
+
+        @staticmethod
+        def add(a: Any, b: Any, out: Any = None) -> Any:
+            seen.append(out is a)
+            return np.add(a, b) if out is None else np.add(a, b, out=out)
+
+    orig = _tape.np
+    _tape.np = _Spy()  # type: ignore[assignment]
+    try:
+        ad.grad(lambda x: ad.sum(ad.sin(x) * ad.cos(x) + ad.sin(x) * 2.0))(
+            ts.from_numpy(X.copy())
+        )
+    finally:
+        _tape.np = orig
+    assert _tape._SOLE_REFS > 0  # CPython below 3.14: the counts mean what they say
+    assert seen and all(seen)
+
+
+@given(
+    st.lists(st.sampled_from(["sin", "cos", "mul", "add", "self"]), min_size=1, max_size=8),
+    st.integers(0, 2**31 - 1),
+)
+def test_random_reuse_matches_jax(ops: list[str], seed: int) -> None:
+    """Programs where earlier values are reused at random, against JAX's gradients."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    picks = np.random.default_rng(seed).integers(0, 1 << 30, size=(len(ops), 2))
+
+    def run(x: Any, lib: Any, add: Any, mul: Any) -> Any:
+        vals = [x]
+        for op, (i, j) in zip(ops, picks, strict=True):
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            if op == "sin":
+                vals.append(lib.sin(a))
+            elif op == "cos":
+                vals.append(lib.cos(a))
+            elif op == "mul":
+                vals.append(mul(a, b))
+            elif op == "add":
+                vals.append(add(a, b))
+            else:
+                vals.append(add(a, a))
+        out = vals[-1]
+        for v in vals[:-1]:
+            out = add(out, mul(v, 0.5))  # every value feeds the loss: many second cotangents
+        return lib.sum(mul(out, out))
+
+    got = ad.grad(lambda x: run(x, ad, lambda a, b: a + b, lambda a, b: a * b))(
+        ts.from_numpy(X.copy())
+    )
+    want = jax.grad(lambda x: run(x, jnp, lambda a, b: a + b, lambda a, b: a * b))(X)
+    with ts.borrow_arrays(got) as a:
+        np.testing.assert_allclose(a, np.asarray(want), rtol=1e-10, atol=1e-12)
