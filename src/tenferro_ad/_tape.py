@@ -313,7 +313,11 @@ class Tape(NoCopy):
                         if rule is not NONDIFF:
                             # a direct call with the residual arrays (no argument list, no
                             # keyword dict; no local name for a record: it would outlive a
-                            # released node)
+                            # released node); ``g`` is read no more after it: donated
+                            # (the last node's ``ct``/``prev`` may be ``g`` itself: dropped
+                            # first, so only the sweep's live names count as its holders)
+                            ct = prev = None
+                            ns.donated = g
                             n = len(res)
                             if n == 1:
                                 ct = rule(  # type: ignore[operator]
@@ -344,6 +348,7 @@ class Tape(NoCopy):
                 vjps = prim.vjps
                 variadic = prim.variadic
                 shapes = node.shapes
+                last = len(ids) - 1
                 for i, in_id in enumerate(ids):
                     if in_id < lo:
                         continue
@@ -352,10 +357,16 @@ class Tape(NoCopy):
                         raise MissingRuleError(prim.name, "vjp", i)
                     if rule is NONDIFF:
                         continue
+                    if i == last and not prim.checked:  # the last rule that reads ``g``
+                        ct = prev = None
+                        ns.donated = g
                     if variadic:
                         ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
                     elif params:
                         ct = rule(ns, g, *args, **params)  # type: ignore[operator]
+                    elif len(args) == 2:  # a binary op's residuals, passed as the fast path
+                        # does (no argument tuple: a donated ``g`` gets no extra holder)
+                        ct = rule(ns, g, args[0], args[1])  # type: ignore[operator]
                     else:
                         ct = rule(ns, g, *args)  # type: ignore[operator]
                     if type(ct) is Zero:
@@ -372,6 +383,7 @@ class Tape(NoCopy):
                     prev = cts.get(in_id)
                     cts[in_id] = ct if prev is None else _accumulate(add, prev, ct)
             finally:
+                ns.donated = None
                 if release:
                     node.res = None
                     _give_back(res)
@@ -478,6 +490,40 @@ def _calibrate_sole_refs() -> int:
 
 
 _SOLE_REFS: int = _calibrate_sole_refs()
+
+
+def _calibrate_donated_refs() -> int:
+    """``sys.getrefcount`` of a donated cotangent inside a rule's helper (a rule that calls
+    the helper directly, as ``elementwise.scaled``'s callers do) when only the sweep holds it:
+    its local, the namespace's ``donated`` token, the rule's and the helper's arguments.  0
+    (never written in place) where counts do not mean that (see ``_calibrate_sole_refs``)."""
+    if not _SOLE_REFS:
+        return 0
+
+    class _NS:
+        donated: Any = None
+
+    def helper(ops: Any, g: Any) -> int:
+        return sys.getrefcount(g) if ops.donated is g else -1
+
+    def rule(ops: Any, g: Any, x: Any) -> int:
+        return helper(ops, g)
+
+    def sweep_like(cts: dict[int, Any], ns: Any) -> int:
+        g = cts.pop(0)
+        ns.donated = g
+        try:
+            return rule(ns, g, None)
+        finally:
+            ns.donated = None
+
+    alone = sweep_like({0: np.zeros(1)}, _NS())
+    a = np.zeros(1)
+    held = sweep_like({0: a}, _NS())
+    return alone if held == alone + 1 else 0
+
+
+DONATED_REFS: int = _calibrate_donated_refs()
 
 
 def _give_back(res: list[Any]) -> None:

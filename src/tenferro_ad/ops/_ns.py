@@ -7,6 +7,11 @@ cotangents are kernel scratch); :data:`HANDLE_NS` runs them on ``EagerTensor`` h
 through the public ops (``create_graph``/nested ``grad``: every call is recorded, so the
 result can be differentiated again).  Both accept Python scalars anywhere an array is
 accepted.  New rule files may use exactly the names listed in :data:`VOCABULARY`.
+
+``ops.donated`` is the cotangent the reverse sweep hands to the rule it is calling when it
+will not read that cotangent again itself (``None`` otherwise); built-in rules that also read
+it no more may write their result over it when nothing else holds it
+(``elementwise.scaled``).  Rules outside this package never need it.
 """
 
 from __future__ import annotations
@@ -63,6 +68,8 @@ def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:
 
 class _NumpyNS:
     """Rule namespace over numpy arrays (see the module docstring)."""
+
+    donated: Any = None  # set by the reverse sweep around a rule call
 
     add = staticmethod(np.add)
     sub = staticmethod(np.subtract)
@@ -159,6 +166,8 @@ NUMPY_NS: Final = _NumpyNS()
 
 class _HandleNS:
     """Rule namespace over handles; filled by ``tenferro_ad.ops`` with the public ops."""
+
+    donated: Any = None  # (set by the sweep as on NUMPY_NS; a handle is never overwritten)
 
     def __getattr__(self, name: str) -> Any:  # pragma: no cover - only before ops load
         raise AttributeError(f"rule namespace has no operation {name!r}")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import cmath
 import math
-from typing import Any
+import sys
+from typing import Any, Final
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from .._batch_rules import defbatch, elementwise, leading
 from .._dispatch import bind, bind1, bind2
 from .._handle import EagerTensor
 from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
+from .._tape import DONATED_REFS as _DONATED_REFS
 from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error
 from ._ns import NUMPY_NS
@@ -93,8 +95,8 @@ defbatch(NEG, leading("neg"))
 # -- mul (bilinear) / div / pow ---
 MUL = defbilinear(
     defprimitive("mul", np.multiply, 2, broadcasts=True),
-    lambda ops, g, x, y: ops.mul(g, y),
-    lambda ops, g, x, y: ops.mul(g, x),
+    lambda ops, g, x, y: scaled(ops, g, y),
+    lambda ops, g, x, y: scaled(ops, g, x),
 )
 defbatch(MUL, elementwise("mul"))
 DIV = defprimitive(
@@ -180,7 +182,7 @@ EXP = defprimitive(
     _float_only(np.exp),
     1,
     save_out=True,
-    vjp=(lambda ops, g, out: ops.mul(g, out),),
+    vjp=(lambda ops, g, out: scaled(ops, g, out),),
     jvp=(lambda ops, t, out: ops.mul(t, out),),
 )
 defbatch(EXP, leading("exp"))
@@ -231,6 +233,39 @@ def _times(ops: Any, g: Array, fresh: Array) -> Array:
     ):
         return np.multiply(g, fresh, out=fresh)
     return ops.mul(g, fresh)
+
+
+def scaled(ops: Any, g: Array, factor: Any) -> Array:
+    """``g * factor`` for a VJP rule that reads ``g`` no more after this call.
+
+    In the no-record backward the product is written over ``g`` itself when the sweep
+    donated it (``ops.donated``: the sweep reads it no more either), it is large, owns its
+    writable memory, keeps its shape and dtype in the product (``factor`` a Python float or
+    int, or an array of ``g``'s shape and dtype), and nothing else holds it (by CPython's
+    reference count: no other value's cotangent entry, no caller, no residual, no view).
+    A residual ``factor`` (``exp``'s output, ``mul``'s other argument) cannot be written
+    over, so this saves the rule's only allocation. Otherwise a new array. O(size)."""
+    if (
+        ops.donated is g  # first: anything not donated (tangents, handles) in one check
+        and type(g) is np.ndarray
+        and g.size >= _IN_PLACE_MIN
+        and g.base is None
+        and g.flags.writeable
+        and (
+            (type(factor) in _PY_REAL and g.dtype.kind in "fc")
+            or (
+                type(factor) is np.ndarray
+                and factor.shape == g.shape
+                and factor.dtype == g.dtype
+            )
+        )
+        and sys.getrefcount(g) <= _DONATED_REFS
+    ):
+        return np.multiply(g, factor, out=g)
+    return ops.mul(g, factor)
+
+
+_PY_REAL: Final = (float, int)
 
 
 SIN = defprimitive(

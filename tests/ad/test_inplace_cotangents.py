@@ -1,12 +1,14 @@
-"""A value's cotangents are summed in place only into scratch the sweep alone holds.
+"""Cotangents are written in place only where the sweep alone holds them.
 
-The reverse sweep adds a second cotangent into the first one's memory when nothing else
-refers to it (``_tape._accumulate``).  These tests build the programs where that would be
-wrong -- a cotangent passed through to two values by ``add``, a caller's cotangent array,
-a rule that hands back a residual, ``x + x`` -- and check the gradients against their
-formulas and the caller's arrays and values against copies taken before the call.  One
-test checks that the in-place sum does happen for plain scratch (so the guard is what
-keeps the others right, not the optimization being off).
+The reverse sweep adds a value's second cotangent into the first one's memory when nothing
+else refers to it (``_tape._accumulate``), and hands a node's cotangent to the rule it calls
+last (``ops.donated``), whose helper ``elementwise.scaled`` may write its product over it
+when nothing else refers to it.  These tests build the programs where either would be wrong
+-- a cotangent passed through to two values by ``add``, a caller's cotangent array, a rule
+that hands back a residual, ``x + x`` and ``x * x``, two rules reading one cotangent -- and
+check the gradients against their formulas and the caller's arrays and values against
+copies taken before the call.  Two tests check that the in-place writes do happen for plain
+scratch (so the guards are what keeps the others right, not the optimization being off).
 """
 
 from __future__ import annotations
@@ -182,3 +184,79 @@ def test_random_reuse_matches_jax(ops: list[str], seed: int) -> None:
     want = jax.grad(lambda x: run(x, jnp, lambda a, b: a + b, lambda a, b: a * b))(X)
     with ts.borrow_arrays(got) as a:
         np.testing.assert_allclose(a, np.asarray(want), rtol=1e-10, atol=1e-12)
+
+
+# -- donated cotangents (``elementwise.scaled``): arrays at or above its size threshold ---
+BIG = np.linspace(-1.1, 1.3, 80 * 64).reshape(80, 64)
+
+
+def test_a_donated_cotangent_add_shares_between_two_values_is_not_overwritten() -> None:
+    def f(x: Any) -> Any:
+        q = ad.sin(x)  # ``q`` and ``p`` get the very same cotangent array from the add
+        p = ad.exp(x)  # exp's rule is handed it (donated) while ``q``'s entry still holds it
+        s = p + q
+        return ad.sum(s * s)
+
+    g = ad.grad(f)(ts.from_numpy(BIG.copy()))
+    s = np.exp(BIG) + np.sin(BIG)
+    with ts.borrow_arrays(g) as a:
+        np.testing.assert_allclose(a, 2 * s * (np.exp(BIG) + np.cos(BIG)), rtol=1e-12)
+
+
+def test_a_callers_cotangent_is_not_overwritten_by_a_rule() -> None:
+    c = np.full(BIG.shape, 0.5)
+    keep = c.copy()
+    _, fn = ad.vjp(lambda x: ad.exp(x) * 3.0, ts.from_numpy(BIG.copy()))
+    (gx,) = fn(c)
+    np.testing.assert_array_equal(c, keep)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, 1.5 * np.exp(BIG), rtol=1e-12)
+    fn.release()
+
+
+def test_two_rules_reading_one_cotangent_and_x_times_x() -> None:
+    y0 = np.cos(BIG) + 2.0
+
+    def f(x: Any, y: Any) -> Any:
+        return ad.sum(ad.sin(x * y) * 2.0) + ad.sum(ad.tanh(x * x))  # mul's rules read g twice
+
+    gx, gy = ad.grad(f, argnums=(0, 1))(ts.from_numpy(BIG.copy()), ts.from_numpy(y0.copy()))
+    c = 2.0 * np.cos(BIG * y0)
+    t = np.tanh(BIG * BIG)
+    with ts.borrow_arrays([gx, gy]) as (ax, ay):
+        np.testing.assert_allclose(ax, c * y0 + (1 - t * t) * 2 * BIG, rtol=1e-12)
+        np.testing.assert_allclose(ay, c * BIG, rtol=1e-12)
+
+
+def test_second_order_through_donating_rules() -> None:
+    """grad of grad records its backward (handles): nothing is donated or overwritten."""
+    x0 = BIG[:2, :3].copy()
+    gg = ad.grad(lambda x: ad.sum(ad.grad(lambda z: ad.sum(ad.exp(z) * 3.0))(x) * x))(
+        ts.from_numpy(x0)
+    )
+    with ts.borrow_arrays(gg) as a:  # d/dx sum(3 e^x x) = 3 e^x (1 + x)
+        np.testing.assert_allclose(a, 3 * np.exp(x0) * (1 + x0), rtol=1e-12)
+
+
+def test_plain_scratch_is_donated_and_overwritten() -> None:
+    from tenferro_ad.ops import elementwise as E
+
+    seen: list[bool] = []
+
+    class _Spy:  # numpy, with ``multiply`` reporting whether it wrote over its first operand
+        def __getattr__(self, name: str) -> Any:
+            return getattr(np, name)
+
+        @staticmethod
+        def multiply(a: Any, b: Any, out: Any = None) -> Any:
+            if out is a:
+                seen.append(True)
+            return np.multiply(a, b) if out is None else np.multiply(a, b, out=out)
+
+    orig = E.np
+    E.np = _Spy()  # type: ignore[assignment]
+    try:  # exp's rule (the fast path) and a scalar-first mul's (the general loop's last rule)
+        ad.grad(lambda x: ad.sum(ad.sin(0.5 * ad.exp(ad.sin(x)))))(ts.from_numpy(BIG.copy()))
+    finally:
+        E.np = orig
+    assert len(seen) == 2
