@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import sysconfig
 from collections.abc import Sequence
 from typing import Any
 
@@ -470,10 +471,14 @@ def _accumulate(add: Any, prev: Any, ct: Any) -> Any:
 def _calibrate_sole_refs() -> int:
     """``sys.getrefcount`` of a cotangent inside ``_accumulate`` when only the sweep's dict
     entry and local hold it (counted at import, as the sweep calls it), or 0 -- no in-place
-    accumulation -- where reference counts do not mean that: not CPython, or a CPython whose
-    stack may hold borrowed references (3.14 on), or a count that does not grow with an
-    extra holder."""
-    if sys.implementation.name != "cpython" or sys.version_info >= (3, 14):
+    accumulation -- where reference counts do not mean that: not CPython, a CPython whose
+    stack may hold borrowed references (3.14 on) or whose counts are split between threads
+    (the free-threaded build), or a count that does not grow with an extra holder."""
+    if (
+        sys.implementation.name != "cpython"
+        or sys.version_info >= (3, 14)
+        or sysconfig.get_config_var("Py_GIL_DISABLED")
+    ):
         return 0
 
     def probe(cts: dict[int, Any], extra: list[Any]) -> int:
