@@ -499,7 +499,7 @@ _SOLE_REFS: int = _calibrate_sole_refs()
 
 def _calibrate_donated_refs() -> int:
     """``sys.getrefcount`` of a donated cotangent inside a rule's helper (a rule that calls
-    the helper directly, as ``elementwise.scaled``'s callers do) when only the sweep holds it:
+    the helper directly, as ``elementwise.into_g``'s callers do) when only the sweep holds it:
     its local, the namespace's ``donated`` token, the rule's and the helper's arguments.  0
     (never written in place) where counts do not mean that (see ``_calibrate_sole_refs``)."""
     if not _SOLE_REFS:

@@ -2,7 +2,7 @@
 
 The reverse sweep adds a value's second cotangent into the first one's memory when nothing
 else refers to it (``_tape._accumulate``), and hands a node's cotangent to the rule it calls
-last (``ops.donated``), whose helper ``elementwise.scaled`` may write its product over it
+last (``ops.donated``), whose helper ``elementwise.into_g`` may write its result over it
 when nothing else refers to it.  These tests build the programs where either would be wrong
 -- a cotangent passed through to two values by ``add``, a caller's cotangent array, a rule
 that hands back a residual, ``x + x`` and ``x * x``, two rules reading one cotangent -- and
@@ -186,21 +186,29 @@ def test_random_reuse_matches_jax(ops: list[str], seed: int) -> None:
         np.testing.assert_allclose(a, np.asarray(want), rtol=1e-10, atol=1e-12)
 
 
-# -- donated cotangents (``elementwise.scaled``): arrays at or above its size threshold ---
+# -- donated cotangents (``elementwise.into_g``): arrays at or above its size threshold ---
 BIG = np.linspace(-1.1, 1.3, 80 * 64).reshape(80, 64)
 
 
-def test_a_donated_cotangent_add_shares_between_two_values_is_not_overwritten() -> None:
+@pytest.mark.parametrize("kind", ["exp", "log", "div"])
+def test_a_donated_cotangent_add_shares_between_two_values_is_not_overwritten(
+    kind: str,
+) -> None:
+    x0 = BIG + 2.0  # (positive: log)
+    value = {"exp": np.exp, "log": np.log, "div": lambda x: x / 3.0}[kind]
+    deriv = {"exp": np.exp, "log": lambda x: 1 / x, "div": lambda x: 0 * x + 1 / 3.0}[kind]
+    first = {"exp": ad.exp, "log": ad.log, "div": lambda x: x / 3.0}[kind]
+
     def f(x: Any) -> Any:
         q = ad.sin(x)  # ``q`` and ``p`` get the very same cotangent array from the add
-        p = ad.exp(x)  # exp's rule is handed it (donated) while ``q``'s entry still holds it
+        p = first(x)  # whose rule is handed it (donated) while ``q``'s entry still holds it
         s = p + q
         return ad.sum(s * s)
 
-    g = ad.grad(f)(ts.from_numpy(BIG.copy()))
-    s = np.exp(BIG) + np.sin(BIG)
+    g = ad.grad(f)(ts.from_numpy(x0.copy()))
+    s = value(x0) + np.sin(x0)
     with ts.borrow_arrays(g) as a:
-        np.testing.assert_allclose(a, 2 * s * (np.exp(BIG) + np.cos(BIG)), rtol=1e-12)
+        np.testing.assert_allclose(a, 2 * s * (deriv(x0) + np.cos(x0)), rtol=1e-12)
 
 
 def test_a_callers_cotangent_is_not_overwritten_by_a_rule() -> None:
@@ -253,10 +261,19 @@ def test_plain_scratch_is_donated_and_overwritten() -> None:
                 seen.append(True)
             return np.multiply(a, b) if out is None else np.multiply(a, b, out=out)
 
+        @staticmethod
+        def true_divide(a: Any, b: Any, out: Any = None) -> Any:
+            if out is a:
+                seen.append(True)
+            return np.true_divide(a, b) if out is None else np.true_divide(a, b, out=out)
+
     orig = E.np
     E.np = _Spy()  # type: ignore[assignment]
-    try:  # exp's rule (the fast path) and a scalar-first mul's (the general loop's last rule)
-        ad.grad(lambda x: ad.sum(ad.sin(0.5 * ad.exp(ad.sin(x)))))(ts.from_numpy(BIG.copy()))
+    try:  # exp's, log's and div's rules (the fast path), a scalar-first mul's (the general
+        # loop's last rule)
+        ad.grad(lambda x: ad.sum(ad.sin(0.5 * ad.exp(ad.log(ad.sin(x) + 2.0) / 3.0))))(
+            ts.from_numpy(BIG.copy())
+        )
     finally:
         E.np = orig
-    assert len(seen) == 2
+    assert len(seen) == 4

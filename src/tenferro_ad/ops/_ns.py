@@ -11,7 +11,7 @@ accepted.  New rule files may use exactly the names listed in :data:`VOCABULARY`
 ``ops.donated`` is the cotangent the reverse sweep hands to the rule it is calling when it
 will not read that cotangent again itself (``None`` otherwise); built-in rules that also read
 it no more may write their result over it when nothing else holds it
-(``elementwise.scaled``).  Rules outside this package never need it.
+(``elementwise.into_g``).  Rules outside this package never need it.
 """
 
 from __future__ import annotations

@@ -95,8 +95,8 @@ defbatch(NEG, leading("neg"))
 # -- mul (bilinear) / div / pow ---
 MUL = defbilinear(
     defprimitive("mul", np.multiply, 2, broadcasts=True),
-    lambda ops, g, x, y: scaled(ops, g, y),
-    lambda ops, g, x, y: scaled(ops, g, x),
+    lambda ops, g, x, y: into_g(ops, "mul", g, y),
+    lambda ops, g, x, y: into_g(ops, "mul", g, x),
 )
 defbatch(MUL, elementwise("mul"))
 DIV = defprimitive(
@@ -106,7 +106,7 @@ DIV = defprimitive(
     broadcasts=True,
     save_in=(0, 1),
     vjp=(
-        lambda ops, g, x, y: ops.div(g, y),
+        lambda ops, g, x, y: into_g(ops, "div", g, y),
         lambda ops, g, x, y: _div_dy(ops, g, x, y),
     ),
     jvp=(
@@ -182,7 +182,7 @@ EXP = defprimitive(
     _float_only(np.exp),
     1,
     save_out=True,
-    vjp=(lambda ops, g, out: scaled(ops, g, out),),
+    vjp=(lambda ops, g, out: into_g(ops, "mul", g, out),),
     jvp=(lambda ops, t, out: ops.mul(t, out),),
 )
 defbatch(EXP, leading("exp"))
@@ -191,7 +191,7 @@ LOG = defprimitive(
     _float_only(np.log),
     1,
     save_in=(0,),
-    vjp=(lambda ops, g, x: ops.div(g, x),),
+    vjp=(lambda ops, g, x: into_g(ops, "div", g, x),),
     jvp=(lambda ops, t, x: ops.div(t, x),),
 )
 defbatch(LOG, leading("log"))
@@ -235,34 +235,39 @@ def _times(ops: Any, g: Array, fresh: Array) -> Array:
     return ops.mul(g, fresh)
 
 
-def scaled(ops: Any, g: Array, factor: Any) -> Array:
-    """``g * factor`` for a VJP rule that reads ``g`` no more after this call.
+def into_g(ops: Any, op: str, g: Array, other: Any) -> Array:
+    """``ops.mul(g, other)`` (``op="mul"``) or ``ops.div(g, other)`` (``"div"``) for a VJP
+    rule that reads ``g`` no more after this call.
 
-    In the no-record backward the product is written over ``g`` itself when the sweep
+    In the no-record backward the result is written over ``g`` itself when the sweep
     donated it (``ops.donated``: the sweep reads it no more either), it is large, owns its
-    writable memory, keeps its shape and dtype in the product (``factor`` a Python float or
+    writable memory, keeps its shape and dtype in the result (``other`` a Python float or
     int, or an array of ``g``'s shape and dtype), and nothing else holds it (by CPython's
     reference count: no other value's cotangent entry, no caller, no residual, no view).
-    A residual ``factor`` (``exp``'s output, ``mul``'s other argument) cannot be written
-    over, so this saves the rule's only allocation. Otherwise a new array. O(size)."""
+    A residual ``other`` (``exp``'s output, ``mul``'s other argument, ``log``'s input)
+    cannot be written over, so this saves the rule's only allocation. Otherwise a new
+    array. O(size)."""
     if (
-        ops.donated is g  # first: anything not donated (tangents, handles) in one check
+        ops is NUMPY_NS  # first: tangents, handles, tracers and other namespaces in two checks
+        and ops.donated is g
         and type(g) is np.ndarray
         and g.size >= _IN_PLACE_MIN
         and g.base is None
         and g.flags.writeable
         and (
-            (type(factor) in _PY_REAL and g.dtype.kind in "fc")
+            (type(other) in _PY_REAL and g.dtype.kind in "fc")
             or (
-                type(factor) is np.ndarray
-                and factor.shape == g.shape
-                and factor.dtype == g.dtype
+                type(other) is np.ndarray
+                and other.shape == g.shape
+                and other.dtype == g.dtype
             )
         )
         and sys.getrefcount(g) <= _DONATED_REFS
     ):
-        return np.multiply(g, factor, out=g)
-    return ops.mul(g, factor)
+        if op == "mul":
+            return np.multiply(g, other, out=g)
+        return np.true_divide(g, other, out=g)
+    return ops.mul(g, other) if op == "mul" else ops.div(g, other)
 
 
 _PY_REAL: Final = (float, int)
