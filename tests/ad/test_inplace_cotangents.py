@@ -13,6 +13,8 @@ scratch (so the guards are what keeps the others right, not the optimization bei
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,12 @@ from tenferro_ad import _tape
 from tenferro_ad import extend as ext
 
 X = np.linspace(-1.3, 1.7, 6).reshape(2, 3)
+# where CPython's reference counts count every holder (the in-place writes are on)
+_COUNTS_MEAN_HOLDERS = (
+    sys.implementation.name == "cpython"
+    and sys.version_info < (3, 14)
+    and not sysconfig.get_config_var("Py_GIL_DISABLED")
+)
 
 
 def _shared_pass_through(x: Any) -> Any:
@@ -143,7 +151,9 @@ def test_plain_scratch_is_summed_in_place() -> None:
         )
     finally:
         _tape.np = orig
-    assert _tape._SOLE_REFS > 0  # CPython below 3.14: the counts mean what they say
+    if not _COUNTS_MEAN_HOLDERS:  # the optimization is off by design: nothing in place
+        assert _tape._SOLE_REFS == 0 and not any(seen)
+        return
     assert seen and all(seen)
 
 
@@ -276,4 +286,4 @@ def test_plain_scratch_is_donated_and_overwritten() -> None:
         )
     finally:
         E.np = orig
-    assert len(seen) == 4
+    assert len(seen) == (4 if _COUNTS_MEAN_HOLDERS else 0)
