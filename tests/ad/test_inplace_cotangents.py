@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import sysconfig
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -44,7 +45,7 @@ def _shared_pass_through(x: Any) -> Any:
     return ad.sum(s * s) + ad.sum(r * r)
 
 
-def _shared_pass_through_grad(x: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+def _shared_pass_through_grad(x: np.ndarray[Any, Any]) -> Any:
     s = np.sin(x) + np.cos(x)
     return 2 * s * (np.cos(x) - np.sin(x)) + 18 * np.sin(x) * np.cos(x)
 
@@ -131,30 +132,39 @@ def test_x_plus_x_and_a_parameter_used_twice() -> None:
     assert abs(v.item() - float(np.sum(2 * t * X) + np.sum(X * X))) < 1e-12
 
 
-def test_plain_scratch_is_summed_in_place() -> None:
-    seen: list[bool] = []
+class _InPlaceSpy:
+    """numpy for one module, with ``add``/``multiply``/``true_divide`` recording, per call,
+    whether the result was written over the first operand (``written``)."""
 
-    class _Spy:  # numpy, with ``add`` reporting whether it wrote into its first operand
-        def __getattr__(self, name: str) -> Any:
-            return getattr(np, name)
+    def __init__(self) -> None:
+        self.written: list[bool] = []
 
-        @staticmethod
-        def add(a: Any, b: Any, out: Any = None) -> Any:
-            seen.append(out is a)
-            return np.add(a, b) if out is None else np.add(a, b, out=out)
+    def __getattr__(self, name: str) -> Any:
+        return getattr(np, name)
 
-    orig = _tape.np
-    _tape.np = _Spy()  # type: ignore[assignment]
-    try:
-        ad.grad(lambda x: ad.sum(ad.sin(x) * ad.cos(x) + ad.sin(x) * 2.0))(
-            ts.from_numpy(X.copy())
-        )
-    finally:
-        _tape.np = orig
+    def _call(self, ufunc: Any, a: Any, b: Any, out: Any) -> Any:
+        self.written.append(out is a)
+        return ufunc(a, b) if out is None else ufunc(a, b, out=out)
+
+    def add(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self._call(np.add, a, b, out)
+
+    def multiply(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self._call(np.multiply, a, b, out)
+
+    def true_divide(self, a: Any, b: Any, out: Any = None) -> Any:
+        return self._call(np.true_divide, a, b, out)
+
+
+def test_plain_scratch_is_summed_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = _InPlaceSpy()
+    monkeypatch.setattr(_tape, "np", spy)
+    ad.grad(lambda x: ad.sum(ad.sin(x) * ad.cos(x) + ad.sin(x) * 2.0))(ts.from_numpy(X.copy()))
+    monkeypatch.undo()
     if not _COUNTS_MEAN_HOLDERS:  # the optimization is off by design: nothing in place
-        assert _tape._SOLE_REFS == 0 and not any(seen)
+        assert _tape._SOLE_REFS == 0 and not any(spy.written)
         return
-    assert seen and all(seen)
+    assert spy.written and all(spy.written)
 
 
 @given(
@@ -166,7 +176,7 @@ def test_random_reuse_matches_jax(ops: list[str], seed: int) -> None:
     import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", True)  # type: ignore[no-untyped-call,unused-ignore]
     picks = np.random.default_rng(seed).integers(0, 1 << 30, size=(len(ops), 2))
 
     def run(x: Any, lib: Any, add: Any, mul: Any) -> Any:
@@ -205,9 +215,12 @@ def test_a_donated_cotangent_add_shares_between_two_values_is_not_overwritten(
     kind: str,
 ) -> None:
     x0 = BIG + 2.0  # (positive: log)
-    value = {"exp": np.exp, "log": np.log, "div": lambda x: x / 3.0}[kind]
-    deriv = {"exp": np.exp, "log": lambda x: 1 / x, "div": lambda x: 0 * x + 1 / 3.0}[kind]
-    first = {"exp": ad.exp, "log": ad.log, "div": lambda x: x / 3.0}[kind]
+    fns: dict[str, tuple[Callable[[Any], Any], ...]] = {  # value, derivative, the op
+        "exp": (np.exp, np.exp, ad.exp),
+        "log": (np.log, lambda x: 1 / x, ad.log),
+        "div": (lambda x: x / 3.0, lambda x: 0 * x + 1 / 3.0, lambda x: x / 3.0),
+    }
+    value, deriv, first = fns[kind]
 
     def f(x: Any) -> Any:
         q = ad.sin(x)  # ``q`` and ``p`` get the very same cotangent array from the add
@@ -256,34 +269,15 @@ def test_second_order_through_donating_rules() -> None:
         np.testing.assert_allclose(a, 3 * np.exp(x0) * (1 + x0), rtol=1e-12)
 
 
-def test_plain_scratch_is_donated_and_overwritten() -> None:
+def test_plain_scratch_is_donated_and_overwritten(monkeypatch: pytest.MonkeyPatch) -> None:
     from tenferro_ad.ops import elementwise as E
 
-    seen: list[bool] = []
-
-    class _Spy:  # numpy, with ``multiply`` reporting whether it wrote over its first operand
-        def __getattr__(self, name: str) -> Any:
-            return getattr(np, name)
-
-        @staticmethod
-        def multiply(a: Any, b: Any, out: Any = None) -> Any:
-            if out is a:
-                seen.append(True)
-            return np.multiply(a, b) if out is None else np.multiply(a, b, out=out)
-
-        @staticmethod
-        def true_divide(a: Any, b: Any, out: Any = None) -> Any:
-            if out is a:
-                seen.append(True)
-            return np.true_divide(a, b) if out is None else np.true_divide(a, b, out=out)
-
-    orig = E.np
-    E.np = _Spy()  # type: ignore[assignment]
-    try:  # exp's, log's and div's rules (the fast path), a scalar-first mul's (the general
-        # loop's last rule)
-        ad.grad(lambda x: ad.sum(ad.sin(0.5 * ad.exp(ad.log(ad.sin(x) + 2.0) / 3.0))))(
-            ts.from_numpy(BIG.copy())
-        )
-    finally:
-        E.np = orig
-    assert len(seen) == (4 if _COUNTS_MEAN_HOLDERS else 0)
+    spy = _InPlaceSpy()
+    monkeypatch.setattr(E, "np", spy)
+    # exp's, log's and div's rules (the fast path), a scalar-first mul's (the general loop's
+    # last rule)
+    ad.grad(lambda x: ad.sum(ad.sin(0.5 * ad.exp(ad.log(ad.sin(x) + 2.0) / 3.0))))(
+        ts.from_numpy(BIG.copy())
+    )
+    monkeypatch.undo()
+    assert spy.written.count(True) == (4 if _COUNTS_MEAN_HOLDERS else 0)
