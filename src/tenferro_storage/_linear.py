@@ -133,16 +133,11 @@ class Lender(NoCopy):
 
     def _lend_named(self, holder: str) -> None:
         """Take one shared borrow for the named party ``holder`` (a conflicting borrow's
-        error names it until ``_unlend_named``); no call-site capture. O(1).  (The
-        naming is written out here, not called: this runs twice per parameter per step.)"""
+        error names it until ``_unlend_named``); no call-site capture. O(1)."""
         self._shared += 1
         self._who = holder
         self._site = None
-        named: dict[str, int] | None = getattr(self, "_named", None)
-        if named is None:
-            self._named = {holder: 1}
-        else:
-            named[holder] = named.get(holder, 0) + 1
+        self._name_holder(holder)
 
     def _unlend_named(self, holder: str) -> None:
         """Give back a shared borrow taken by :meth:`_lend_named`. O(1)."""
