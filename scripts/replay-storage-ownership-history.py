@@ -32,32 +32,19 @@ argv lists.  Cost: one ``git show`` and one ``git ls-tree`` per manifest commit.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import tomllib
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+# The checker's rules, from the private package beside this file (never the working directory).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def _load_checker() -> ModuleType:
-    name = "check_storage_ownership_contracts"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().with_name("check-storage-ownership-contracts.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load the checker from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+import _contracts as checker
 
-
-checker = _load_checker()
 TOOL = "replay-storage-ownership-history"
 REPORT_SCHEMA = "tenferro.storage-ownership-history-replay.v1"
 
@@ -213,7 +200,7 @@ def replay(root: Path, rel: str, sink: Any) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = checker._Parser(
+    parser = checker.UsageParser(
         wants_json="--diagnostics-json" in args_list,
         prog=TOOL,
         description="Replay every manifest commit against its first parent; old violations "

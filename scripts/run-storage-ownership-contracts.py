@@ -23,33 +23,18 @@ on stderr.  When the running interpreter cannot report its own path (an empty
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+# The manifest rules have one implementation, the private package beside this file (shared with
+# the checker); put this directory first so it is never picked up from the working directory.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-def _load_checker() -> ModuleType:
-    # The checker is the single implementation of the manifest rules; load it from beside this
-    # file, never from the current working directory.
-    name = "check_storage_ownership_contracts"
-    if name in sys.modules:
-        return sys.modules[name]
-    path = Path(__file__).resolve().with_name("check-storage-ownership-contracts.py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load the checker from {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(module)
-    return module
-
-
-checker = _load_checker()
+import _contracts as checker
 
 RUNNER_CONTRACT: dict[str, Any] = {
     "schema": checker.CLI_CONTRACT_SCHEMA,
@@ -168,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if checker.probe_requested(args_list):
         return int(checker.write_probe(RUNNER_CONTRACT))
-    parser = checker._Parser(
+    parser = checker.UsageParser(
         wants_json="--diagnostics-json" in args_list,
         prog="run-storage-ownership-contracts",
         description="Execute every active storage-ownership obligation once and write the "

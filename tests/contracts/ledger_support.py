@@ -24,6 +24,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO_ROOT / "scripts"
 CHECKER = SCRIPTS / "check-storage-ownership-contracts.py"
+CHECKER_PACKAGE = SCRIPTS / "_contracts"  # the rules behind the checker, runner and replay
 RUNNER = SCRIPTS / "run-storage-ownership-contracts.py"
 REPLAY = SCRIPTS / "replay-storage-ownership-history.py"
 DOC_CHECKER = SCRIPTS / "check-contract-document.py"

@@ -28,6 +28,7 @@ import pytest
 from tests.contracts.ledger_support import (
     BASE_ENV,
     CHECKER,
+    CHECKER_PACKAGE,
     FIXTURE_FILES,
     PRODUCTION_MANIFEST,
     REPLAY,
@@ -201,6 +202,11 @@ def ci_repo(tmp_path: Path) -> Repo:
         repo.write(rel, (REPO_ROOT / rel).read_text("utf-8"))
     repo.write("tests/__init__.py", "")
     shutil.copy2(CHECKER, repo.root / "scripts" / CHECKER.name)
+    shutil.copytree(
+        CHECKER_PACKAGE,
+        repo.root / "scripts" / CHECKER_PACKAGE.name,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     repo.commit("the suite and its checker")
     return repo
 
