@@ -36,6 +36,10 @@ Three forms:
 * ``tensor.into_real()`` / ``tensor.into_complex()``: consume the owner into a new owner
   of the same storage.
 
+The pair rules themselves (descriptor in, descriptor out) are in ``_reinterpret_rules.py``,
+below both this module and ``_tensor.py``, whose ``Tensor.into_real``/``into_complex``
+apply them to an owner.
+
 Failures raise ``ReinterpretError`` (a ``ValueError``): ``.value`` is the source, unchanged
 and usable -- for the consuming forms the original owner, not consumed -- and
 ``.cause`` the reason (a ``LayoutError`` when the span checks refused the result).
@@ -45,98 +49,13 @@ from __future__ import annotations
 
 from typing import Any, overload
 
-from . import _descriptor as D
-from ._descriptor import CheckedDescriptor
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
-from ._root import OwnedStorage
+from ._reinterpret_rules import Refused, to_complex, to_real
 from ._tensor import Tensor, TensorView, TensorViewMut
-from .errors import BorrowError, LayoutError, OwnershipError, ReinterpretError
+from .errors import BorrowError, OwnershipError, ReinterpretError
 
 
-class _Refused(Exception):
-    """Internal: a pair rule refused the request (carried out as ``ReinterpretError``)."""
-
-    def __init__(self, message: str, cause: BaseException | str) -> None:
-        super().__init__(message)
-        self.cause = cause
-
-
-def _describe(desc: CheckedDescriptor, storage: OwnedStorage) -> str:
-    return (
-        f"{desc.dtype.name} shape={desc.shape} strides={desc.strides} offset={desc.offset} "
-        f"over {storage.span}"
-    )
-
-
-def _publish(
-    operation: str, src: CheckedDescriptor, storage: OwnedStorage, dt: Any,
-    shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
-) -> CheckedDescriptor:
-    root = storage._root
-    assert root is not None
-    try:
-        desc = D.build(operation, root, src.start, src.stop, dt, shape, strides, offset)
-    except LayoutError as exc:
-        raise _Refused(
-            f"{operation}: the reinterpreted layout is not valid over the source span: "
-            f"{exc.reason}",
-            exc,
-        ) from exc
-    desc._injective = src._injective  # the element mapping is a bijection
-    return desc
-
-
-def _to_real(src: CheckedDescriptor, storage: OwnedStorage, operation: str) -> CheckedDescriptor:
-    dt = src.dtype
-    if not dt.is_complex:
-        raise _Refused(
-            f"{operation}: expected complex64 or complex128, got {_describe(src, storage)}; "
-            "view_as_complex/into_complex go the other way",
-            "not a complex dtype",
-        )
-    real = dt.partner
-    strides = tuple(2 * s for s in src.strides)
-    return _publish(
-        operation, src, storage, real, (*src.shape, 2), (*strides, 1), 2 * src.offset
-    )
-
-
-def _to_complex(src: CheckedDescriptor, storage: OwnedStorage, operation: str) -> CheckedDescriptor:
-    dt = src.dtype
-    cplx = dt.partner
-    if dt.is_complex or cplx is None:
-        raise _Refused(
-            f"{operation}: expected float32 or float64, got {_describe(src, storage)}; only "
-            "the sealed pairs complex64<->float32 and complex128<->float64 reinterpret",
-            "not a real dtype with a complex partner",
-        )
-    shape, strides, offset = src.shape, src.strides, src.offset
-    if not shape or shape[-1] != 2 or strides[-1] != 1:
-        raise _Refused(
-            f"{operation}: needs a trailing axis of extent 2 and stride 1 (real and imaginary "
-            f"parts side by side), got {_describe(src, storage)}. Duplicate into a "
-            "row-major owner of shape (..., 2) first",
-            "no unit-stride trailing axis of extent 2",
-        )
-    if offset % 2:
-        raise _Refused(
-            f"{operation}: offset {offset} does not start on a {cplx.name} element boundary "
-            f"({_describe(src, storage)})",
-            "misaligned offset",
-        )
-    for axis, (n, s) in enumerate(zip(shape[:-1], strides[:-1], strict=True)):
-        if n > 1 and s % 2:
-            raise _Refused(
-                f"{operation}: stride {s} on axis {axis} is not a whole number of {cplx.name} "
-                f"elements ({_describe(src, storage)})",
-                "odd stride",
-            )
-    return _publish(
-        operation, src, storage, cplx, shape[:-1], tuple(s // 2 for s in strides[:-1]), offset // 2
-    )
-
-
-def _of_view(exc: _Refused, operation: str) -> str:
+def _of_view(exc: Refused, operation: str) -> str:
     """A pair rule's refusal, said of the function's ``view`` argument (the rules are
     shared with the owner methods, whose subject is the receiver). O(message)."""
     message = str(exc)
@@ -157,7 +76,7 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
         src = view._d(operation)
         try:
             desc = derive(src, view._storage, operation)
-        except _Refused as exc:
+        except Refused as exc:
             raise ReinterpretError(_of_view(exc, operation), view, exc.cause) from None
         if desc.injectivity() is None:  # unreachable for a valid mutable view; kept as a guard
             raise ReinterpretError(
@@ -168,7 +87,7 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
         src = view._d(operation)
         try:
             desc = derive(src, view._storage, operation)
-        except _Refused as exc:
+        except Refused as exc:
             raise ReinterpretError(_of_view(exc, operation), view, exc.cause) from None
         return view._derive(desc, operation)
     if isinstance(view, Tensor):
@@ -181,23 +100,6 @@ def _reinterpret_view(view: object, derive: Any, operation: str) -> Any:
         f"{operation}: argument 'view' must be a TensorView or TensorViewMut, got "
         f"{type(view).__name__}"
     )
-
-
-def _reinterpret_owner(tensor: Tensor[Any, Any], derive: Any, operation: str) -> Any:
-    tensor._consume(operation)  # BorrowError/UseAfterMoveError here change nothing
-    storage = tensor._storage
-    assert storage is not None
-    try:
-        desc = derive(tensor._desc, storage, operation)
-    except _Refused as exc:
-        tensor._unconsume()
-        raise ReinterpretError(str(exc), tensor, exc.cause) from None
-    tensor._storage = None
-    out: Tensor[Any, Any] = Tensor.__new__(Tensor)
-    out._init_lender()
-    out._storage = storage
-    out._desc = desc
-    return out
 
 
 @overload
@@ -231,7 +133,7 @@ def view_as_real(view: Any) -> Any:
     a :class:`TensorViewMut` gives a mutable child reborrow of it.  Rank grows by one.
     ``ReinterpretError`` (``.value`` = ``view``, unchanged) when ``view`` is not complex.
     """
-    return _reinterpret_view(view, _to_real, "view_as_real")
+    return _reinterpret_view(view, to_real, "view_as_real")
 
 
 @overload
@@ -263,17 +165,7 @@ def view_as_complex(view: Any) -> Any:
     complex partner, the trailing axis is not ``(2, stride 1)``, the offset or a stride is
     odd, or the span does not hold whole complex elements.
     """
-    return _reinterpret_view(view, _to_complex, "view_as_complex")
+    return _reinterpret_view(view, to_complex, "view_as_complex")
 
 
-def owner_into_real(tensor: Tensor[Any, Any]) -> Tensor[Any, DynRank]:
-    """``Tensor.into_real``: consume a complex owner into a real owner of the same storage."""
-    return _reinterpret_owner(tensor, _to_real, "Tensor.into_real")  # type: ignore[no-any-return]
-
-
-def owner_into_complex(tensor: Tensor[Any, Any]) -> Tensor[Any, DynRank]:
-    """``Tensor.into_complex``: consume a real owner (trailing axis 2) into a complex owner."""
-    return _reinterpret_owner(tensor, _to_complex, "Tensor.into_complex")  # type: ignore[no-any-return]
-
-
-__all__ = ["owner_into_complex", "owner_into_real", "view_as_complex", "view_as_real"]
+__all__ = ["view_as_complex", "view_as_real"]

@@ -14,6 +14,7 @@ Strides and offsets are counted in elements everywhere.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
 
 import numpy as np
@@ -34,6 +35,7 @@ from ._linear import Borrow, Lender
 from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._reinterpret_rules import Refused, to_complex, to_real
 from ._root import (
     OwnedStorage,
     RootResource,
@@ -49,11 +51,13 @@ from .errors import (
     LayoutError,
     OwnershipError,
     RankError,
+    ReinterpretError,
     shown,
 )
 
 DT = TypeVar("DT")
 R = TypeVar("R")
+Out = TypeVar("Out")
 
 # The canonical method lists (one source of truth for the API-parity contract).
 READ_ONLY_API: Final = (
@@ -125,6 +129,21 @@ def _map_host(
             view,
             exc,
         ) from exc
+
+
+def _through_view(
+    lender: Tensor[Any, Any] | TensorViewMut[Any, Any], method: Callable[..., Out], *args: Any
+) -> Out:
+    """``method(view, *args)`` on a temporary shared view of ``lender``: how the owner and
+    the mutable view delegate read-only behaviour to :class:`TensorView`.  A result that is
+    a view holds its own borrow; the temporary one ends when this call returns, and on an
+    error right away (a kept traceback must not keep it). O(1) besides ``method``."""
+    v = lender.as_view()
+    try:
+        return method(v, *args)
+    except BaseException:
+        v.release()
+        raise
 
 
 def _repr(kind: str, desc: CheckedDescriptor, span: str) -> str:
@@ -443,28 +462,13 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
     span = TensorView.span
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        v = self.as_view()
-        try:
-            return v.to_numpy()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.to_numpy)
 
     def duplicate(self) -> Tensor[DT, R]:
-        v = self.as_view()
-        try:
-            return v.duplicate()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.duplicate)
 
     def item(self) -> Any:
-        v = self.as_view()
-        try:
-            return v.item()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.item)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Prepared read access through a shared reborrow (see ``TensorView.prepare_host``)."""
@@ -692,28 +696,13 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         return len(self.as_view())
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        v = self.as_view()
-        try:
-            return v.to_numpy()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.to_numpy)
 
     def duplicate(self) -> Tensor[DT, R]:
-        v = self.as_view()
-        try:
-            return v.duplicate()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.duplicate)
 
     def item(self) -> Any:
-        v = self.as_view()
-        try:
-            return v.item()
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.item)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Prepared read access holding a shared borrow of this owner (see ``TensorView``)."""
@@ -734,24 +723,14 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         return TensorView._make(self, self._storage, desc)  # type: ignore[arg-type]  # live
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
-        v = self.as_view()
-        try:
-            return v.transpose(*axes)
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.transpose, *axes)
 
     @property
     def T(self) -> TensorView[DT, R]:
         return self.as_view().T
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
-        v = self.as_view()
-        try:
-            return v.reshape(*shape)
-        except BaseException:
-            v.release()  # a kept traceback must not keep this temporary borrow
-            raise
+        return _through_view(self, TensorView.reshape, *shape)
 
     # -- mutation delegates to TensorViewMut ---------------------------------------------
     def prepare_host_mut(self) -> PreparedContiguousWrite[DT, R] | PreparedStridedWrite[DT, R]:
@@ -796,8 +775,9 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         self._storage = None
         return out
 
-    # Rank policy (see _reinterpret.py): into_real adds a trailing axis of extent 2,
-    # into_complex removes it.  Rank4 -> DynRank because there is no Rank5 marker.
+    # Rank policy (see _reinterpret.py; the pair rules are in _reinterpret_rules.py):
+    # into_real adds a trailing axis of extent 2, into_complex removes it.  Rank4 ->
+    # DynRank because there is no Rank5 marker.
     @overload
     def into_real(self: Tensor[Any, Rank0]) -> Tensor[Any, Rank1]: ...
     @overload
@@ -816,9 +796,7 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
 
         On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
         """
-        from ._reinterpret import owner_into_real
-
-        return owner_into_real(self)
+        return _reinterpret_owner(self, to_real, "Tensor.into_real")
 
     @overload
     def into_complex(self: Tensor[Any, Rank1]) -> Tensor[Any, Rank0]: ...
@@ -836,9 +814,7 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
 
         On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
         """
-        from ._reinterpret import owner_into_complex
-
-        return owner_into_complex(self)
+        return _reinterpret_owner(self, to_complex, "Tensor.into_complex")
 
     # -- protocol ----------------------------------------------------------------------------
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
@@ -857,6 +833,30 @@ def _shape_arg(shape: tuple[int | tuple[int, ...], ...]) -> tuple[int, ...]:
     if len(shape) == 1 and isinstance(shape[0], tuple | list):
         return tuple(shape[0])
     return tuple(shape)  # type: ignore[arg-type]
+
+
+def _reinterpret_owner(
+    tensor: Tensor[Any, Any],
+    rule: Callable[[CheckedDescriptor, OwnedStorage, str], CheckedDescriptor],
+    operation: str,
+) -> Tensor[Any, DynRank]:
+    """Consume ``tensor`` into a new owner of the same storage under the sealed-pair
+    ``rule`` (``_reinterpret_rules``); on refusal ``ReinterpretError`` with ``tensor``
+    unconsumed. Zero-copy, no ledger event, O(rank)."""
+    tensor._consume(operation)  # BorrowError/UseAfterMoveError here change nothing
+    storage = tensor._storage
+    assert storage is not None
+    try:
+        desc = rule(tensor._desc, storage, operation)
+    except Refused as exc:
+        tensor._unconsume()
+        raise ReinterpretError(str(exc), tensor, exc.cause) from None
+    tensor._storage = None
+    out: Tensor[Any, DynRank] = Tensor.__new__(Tensor)
+    out._init_lender()
+    out._storage = storage
+    out._desc = desc
+    return out
 
 
 def adopt_output(

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _descriptor as D
+from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._operators import OPERATOR_KEYS, register_operators
@@ -111,9 +113,6 @@ def derive_view(
     nothing changes).  The new view takes its own shared borrow of the same lender, named
     ``holder`` in borrow errors.  O(rank), no allocation, no copy.
     """
-    from . import _descriptor as D
-    from ._dtypes import dtype as resolve_dtype
-
     d = view._d("derive_view")
     storage = view._storage
     root = storage._root

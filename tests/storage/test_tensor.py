@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import tenferro_storage as ts
 from tenferro_storage import ledger
-from tenferro_storage.errors import DTypeError, LayoutError
+from tenferro_storage.errors import CopyForbiddenError, DTypeError, LayoutError
 from tests.strategies import (
     LABEL_DTYPE_NAMES,
     LayoutCase,
@@ -319,6 +319,39 @@ def test_reshape_is_a_view_of_contiguous_layouts_only() -> None:
         t.reshape(2, 3).T.reshape(6)
     with pytest.raises(LayoutError, match="cannot reshape"):
         t.reshape(4)
+
+
+_FAILING_DELEGATED_READS: dict[str, tuple[Callable[[Any], Any], type[Exception]]] = {
+    "item": (lambda x: x.item(), LayoutError),  # six elements
+    "transpose": (lambda x: x.transpose(0, 0), LayoutError),
+    "reshape": (lambda x: x.reshape(4), LayoutError),
+    "to_numpy": (lambda x: x.to_numpy(), CopyForbiddenError),  # inside forbid_copies()
+    "duplicate": (lambda x: x.duplicate(), CopyForbiddenError),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FAILING_DELEGATED_READS))
+def test_a_failed_delegated_read_leaves_nothing_borrowed_while_its_error_is_kept(
+    name: str,
+) -> None:
+    """An owner's or a mutable view's read-only method runs on a temporary shared view; when
+    it fails, that borrow ends at once: the owner (the mutable view) can be written while
+    the exception, and the traceback that holds the failed call's frames, is kept.
+
+    Fails when ``_tensor._through_view`` stops releasing on error (checked: mutant
+    ``st-delegated-read-release-on-error``)."""
+    call, error = _FAILING_DELEGATED_READS[name]
+    t = ts.arange(6.0)
+    for receiver in ("owner", "mutable view"):
+        m = t.as_view_mut() if receiver == "mutable view" else None
+        x = t if m is None else m
+        with ledger.forbid_copies(), pytest.raises(error) as err:
+            call(x)
+        x.fill(1.0)  # not left borrowed, even while the traceback (kept in err) lives
+        del err, x
+        if m is not None:
+            m.release()
+    assert t.to_numpy().tolist() == [1.0] * 6
 
 
 # -- as_view / as_view_mut are O(1) -----------------------------------------------------------

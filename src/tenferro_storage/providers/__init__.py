@@ -16,6 +16,7 @@
 
 from .._access import AccessTarget, PreparedDeviceRead, PreparedDeviceWrite
 from .._root import DeviceDomain
+from ..runtime import _engine, _transfer
 from ._device import (
     DeviceCounters,
     DeviceRead,
@@ -35,6 +36,14 @@ from ._device import (
 )
 from ._host import HostExecutionProvider, HostRuntimeCounters
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
+
+# The one place the built-in providers plug into the runtime (which imports no provider):
+# discovery registers the host engine, then one simulated asynchronous engine with device
+# memory (its outputs stay there until runtime.download; ad.jit downloads its results,
+# one recorded TRANSFER each); runtime.download/upload run this package's transfers.
+_engine.register_default_engine(HostExecutionProvider)
+_engine.register_default_engine(SimulatedAsyncProvider)
+_transfer.register_transfers(download, upload)
 
 __all__ = [
     "AccessTarget",

@@ -40,6 +40,8 @@ from ..runtime._engine import (
     AllocationDomainId,
     EngineId,
     ExecutionProvider,
+    register_engine,
+    unregister_engine,
 )
 from ..runtime._program import CompiledGraph, run_program
 from ..runtime._submission import (
@@ -453,14 +455,10 @@ class SimulatedAsyncProvider(ExecutionProvider):
             worker.join(timeout)
 
     def __enter__(self) -> SimulatedAsyncProvider:
-        from ..runtime._engine import register_engine
-
         self.engine = register_engine(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        from ..runtime._engine import unregister_engine
-
         self.close()
         if self.engine is not None:
             unregister_engine(self.engine)

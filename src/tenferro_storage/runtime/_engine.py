@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import itertools
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
@@ -138,25 +139,31 @@ class ExecutionProvider(abc.ABC):
 _LOCK: Final = threading.Lock()
 _ENGINES: Final[dict[EngineId, ExecutionProvider]] = {}
 _INDICES: Final[dict[str, itertools.count[int]]] = {}
-_DEFAULTS_READY: list[bool] = [False]
+# Factories of the always-present engines, not yet made: the providers add theirs at
+# import (``tenferro_storage.providers``; the runtime imports no provider) and the first
+# discovery or lookup registers them, in the order they were added.
+_PENDING_DEFAULTS: Final[list[Callable[[], ExecutionProvider]]] = []
+
+
+def register_default_engine(factory: Callable[[], ExecutionProvider]) -> None:
+    """Have discovery register ``factory()`` as an always-present engine.
+
+    The providers package calls this at import for its built-in engines; the engine is
+    made and registered the first time engines are discovered or looked up (after every
+    default added before it), so the runtime never imports a provider. O(1).
+    """
+    with _LOCK:
+        _PENDING_DEFAULTS.append(factory)
 
 
 def _ensure_defaults() -> None:
-    if _DEFAULTS_READY[0]:
+    if not _PENDING_DEFAULTS:
         return
-    # The built-in providers live in tenferro_storage.providers (imported lazily: they
-    # import this module).
-    from ..providers._host import HostExecutionProvider
-    from ..providers._simulated import SimulatedAsyncProvider
-
     with _LOCK:
-        if _DEFAULTS_READY[0]:
-            return
-        _DEFAULTS_READY[0] = True
-    register_engine(HostExecutionProvider())
-    # The default asynchronous engine has device memory: its outputs stay there until
-    # runtime.download (ad.jit downloads its results, one recorded TRANSFER each).
-    register_engine(SimulatedAsyncProvider())
+        pending = tuple(_PENDING_DEFAULTS)
+        _PENDING_DEFAULTS.clear()
+    for factory in pending:
+        register_engine(factory())
 
 
 def register_engine(provider: ExecutionProvider) -> EngineId:

@@ -4,18 +4,42 @@ Device memory is not host-visible: the only way a device-resident value reaches 
 is :func:`download`, and the only way a host value reaches device memory is
 :func:`upload`.  Each is one recorded ``CopyReason.TRANSFER`` copy plus one
 ``TRANSFER_DESTINATION`` allocation, and ``ledger.forbid_copies()`` refuses both before
-anything happens.  The mechanics are the providers' (``providers.download``/``upload``).
+anything happens.  The mechanics are the providers' (``providers.download``/``upload``),
+which ``tenferro_storage.providers`` installs with :func:`register_transfers` at import:
+the runtime imports no provider.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
+from .._root import DeviceDomain
 from .._tensor import Tensor, TensorView, TensorViewMut
 from ..errors import EngineError, TransferError
 from ._engine import EngineId, lookup
 
 _Value = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
+_Download = Callable[[_Value], Tensor[Any, Any]]
+_Upload = Callable[[DeviceDomain, _Value], Tensor[Any, Any]]
+
+# The installed mechanics: (download, upload), or empty before the providers are imported.
+_TRANSFERS: Final[list[tuple[_Download, _Upload]]] = []
+
+
+def register_transfers(download: _Download, upload: _Upload) -> None:
+    """Install the mechanics behind :func:`download` and :func:`upload` (the providers
+    package installs its own at import); a later call replaces an earlier one. O(1)."""
+    _TRANSFERS[:] = [(download, upload)]
+
+
+def _mechanics(operation: str) -> tuple[_Download, _Upload]:
+    if not _TRANSFERS:
+        raise TransferError(
+            f"{operation}: no provider has installed transfer mechanics; import "
+            "tenferro_storage (its providers package installs them)"
+        )
+    return _TRANSFERS[0]
 
 
 def download(value: _Value) -> Tensor[Any, Any]:
@@ -25,9 +49,8 @@ def download(value: _Value) -> Tensor[Any, Any]:
     memory.  ``TransferError`` for a value already on the host, ``CopyForbiddenError``
     inside ``ledger.forbid_copies()``; nothing changes on refusal. O(size).
     """
-    from ..providers._device import download as _download
-
-    return _download(value)
+    copy_to_host, _ = _mechanics("download")
+    return copy_to_host(value)
 
 
 def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
@@ -40,8 +63,6 @@ def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
     host, ``CopyForbiddenError`` inside ``ledger.forbid_copies()``; nothing changes on
     refusal. O(size).
     """
-    from ..providers._device import upload as _upload
-
     provider = lookup(engine)
     if provider is None:
         raise EngineError(f"upload: no engine {engine} is registered; see runtime.engines()")
@@ -51,4 +72,5 @@ def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
             f"upload: {engine} has no device memory (its domains: "
             f"{sorted(provider.domain_names())}); submit host values to it directly"
         )
-    return _upload(domain, value)
+    _, copy_to_device = _mechanics("upload")
+    return copy_to_device(domain, value)

@@ -1,7 +1,10 @@
 """Benchmark: submission overhead per program, next to a plain numpy call of the same kernel.
 
-Run with ``python -m tests.runtime.bench_submission_overhead`` (a few seconds; not part of
-the test suite).  The program is one ``np.add`` over two float64 inputs of ``N`` elements.
+Run from the repository root (a few seconds; not part of the test suite)::
+
+    python bench/submission_overhead.py
+
+The program is one ``np.add`` over two float64 inputs of ``N`` elements.
 Each figure is the median over repeats of the mean time per program, in microseconds:
 
 * ``numpy``: ``np.add(a, b)`` alone;
@@ -16,10 +19,15 @@ Each figure is the median over repeats of the mean time per program, in microsec
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
+
+# One thread, like every script here (set before numpy loads).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
