@@ -1,14 +1,16 @@
 """Read several owners as numpy arrays inside one borrow scope, without copying.
 
 ``with borrow_arrays(tree) as arrays:`` takes one shared borrow per owner or view in
-``tree`` (an owner or view, or a tuple/list/dict of them, nested freely: the structure
-``tenferro_ad.grad`` returns), runs the provider's access-time work for each (what
-``prepare_host`` runs: map, synchronize), and yields the same structure of read-only numpy
-arrays over the values (each value's own cached read-only array).  The borrows are held
-until the block ends, so mutating or consuming one of the owners meanwhile raises
-``BorrowError`` naming ``borrow_arrays``.  No copy and no ledger event (logging gradients every step
-costs no ``TRANSFER``).  In borrow debug mode the arrays are staged and poisoned at the
-end of the block like every prepared access's.
+``tree`` (an owner or view, or a pytree of them: tuples, lists, dicts, namedtuples,
+registered nodes and dataclasses nested freely, ``None`` holding nothing; the structure
+``tenferro_ad.grad`` returns, walked by the one pytree module ``._pytree``), runs the
+provider's access-time work for each (what ``prepare_host`` runs: map, synchronize), and
+yields the same structure of read-only numpy arrays over the values (each value's own
+cached read-only array).  The borrows are held until the block ends, so mutating or
+consuming one of the owners meanwhile raises ``BorrowError`` naming ``borrow_arrays``.
+No copy and no ledger event (logging gradients every step costs no ``TRANSFER``).  In
+borrow debug mode the arrays are staged and poisoned at the end of the block like every
+prepared access's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 
 from ._access import PreparedContiguousRead, PreparedStridedRead, _debug_borrows
 from ._linear import Lender, NoCopy
+from ._pytree import keystr, tree_flatten, tree_flatten_with_path, tree_unflatten
 from ._tensor import Tensor, TensorView, TensorViewMut
 from .errors import AccessError
 from .kernel import borrow_named
@@ -58,14 +61,22 @@ class BorrowedArrays(NoCopy, Generic[T]):
             raise RuntimeError(f"{_OP}: this scope is already entered; leave it first")
         held: list[_Held] = []
         staged = _debug_borrows()
+        leaf_fn = _staged_leaf if staged else _leaf
         try:
-            arrays = _map(self._tree, held, _staged_leaf if staged else _leaf, "tree")
+            leaves, treedef = tree_flatten(self._tree)
+            arrays: list[np.ndarray[Any, Any]] = []
+            for x in leaves:
+                if type(x) in _LEAVES or isinstance(x, Tensor | TensorView | TensorViewMut):
+                    arrays.append(leaf_fn(x, held))
+                else:
+                    _refuse(self._tree, len(arrays), x)
+            out = tree_unflatten(treedef, arrays)
         except BaseException:
             _give_back(held, staged)  # nothing stays borrowed after a refusal
             raise
         self._accesses = held
         self._staged = staged
-        return arrays  # type: ignore[no-any-return]
+        return out  # type: ignore[no-any-return]
 
     def __exit__(self, *exc: object) -> None:
         self.release()
@@ -85,19 +96,15 @@ class BorrowedArrays(NoCopy, Generic[T]):
         return f"BorrowedArrays({state})"
 
 
-def _refuse(path: Any, leaf: object) -> NoReturn:
+def _refuse(tree: Any, index: int, leaf: object) -> NoReturn:
+    """Refuse leaf number ``index`` of ``tree``, naming its key path (``tree[1]['a']``;
+    found again only now, on the error path)."""
+    path = keystr(tree_flatten_with_path(tree)[0][index][0])
     raise TypeError(
-        f"{_OP}: {_spelled(path)} is a {type(leaf).__name__}; expected a Tensor, TensorView "
-        "or TensorViewMut (or None), or a tuple/list/dict of them. Nothing was borrowed"
+        f"{_OP}: tree{path} is a {type(leaf).__name__}; expected a Tensor, TensorView "
+        "or TensorViewMut (or None), or a pytree of them (tuples, lists, dicts, "
+        "namedtuples, registered nodes and dataclasses). Nothing was borrowed"
     )
-
-
-def _spelled(path: Any) -> str:
-    """``tree[1]['a']`` from the key chain ``(("tree", 1), 'a')`` (built only on refusal)."""
-    if type(path) is str:
-        return path
-    parent, key = path
-    return f"{_spelled(parent)}[{key!r}]"
 
 
 def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
@@ -194,29 +201,6 @@ def _give_back(held: list[_Held], staged: bool) -> None:
         p.release()
 
 
-def _map(tree: Any, held: list[_Held], leaf_fn: Any, path: Any) -> Any:
-    """The tree's structure with an array per leaf.  The leaves of a list or tuple (a
-    ``grad`` result) are borrowed in the same loop; ``path`` is a key chain spelled out
-    only when a leaf is refused."""
-    if type(tree) in _LEAVES or isinstance(tree, Tensor | TensorView | TensorViewMut):
-        return leaf_fn(tree, held)
-    if tree is None:
-        return None
-    if isinstance(tree, dict):
-        return {k: _map(v, held, leaf_fn, (path, k)) for k, v in tree.items()}
-    if isinstance(tree, list | tuple):
-        items = [
-            leaf_fn(v, held) if type(v) in _LEAVES else _map(v, held, leaf_fn, (path, i))
-            for i, v in enumerate(tree)
-        ]
-        if isinstance(tree, list):
-            return items
-        if hasattr(tree, "_fields"):  # a namedtuple keeps its type
-            return type(tree)(*items)
-        return tuple(items)
-    _refuse(path, tree)
-
-
 @overload
 def borrow_arrays(tree: _Leaf) -> BorrowedArrays[np.ndarray[Any, Any]]: ...
 @overload
@@ -231,8 +215,10 @@ def borrow_arrays(tree: Any) -> BorrowedArrays[Any]:
     """Zero-copy, read-only numpy arrays of several owners/views, for one ``with`` block.
 
     ``tree`` is an owner or view (``Tensor``, ``TensorView``, ``TensorViewMut``), ``None``,
-    or a tuple/list/dict (namedtuples too) of those, nested freely; the block gets the
-    same structure with a read-only numpy array per owner/view (``None`` stays ``None``).
+    or a pytree of those (tuples, lists, dicts, namedtuples, classes registered with
+    ``tenferro_ad.tree_util``, nested freely); the block gets the same structure (as
+    ``tree_unflatten`` rebuilds it: a dict's keys in sorted order) with a read-only numpy
+    array per owner/view (``None`` stays ``None``).
 
     On entry each leaf gets a shared borrow named ``borrow_arrays`` (a mutable view is
     reborrowed: writes through it wait), held until the block ends: meanwhile
@@ -241,8 +227,9 @@ def borrow_arrays(tree: Any) -> BorrowedArrays[Any]:
     (``BorrowError``/``UseAfterMoveError``/``ExpiredBorrowError`` for a mutably borrowed,
     consumed or released leaf, ``TypeError`` for anything else) and then holds nothing.
 
-    Cost: O(number of leaves); no copy, no allocation, no ledger event (borrow debug mode
-    stages each array like any prepared access, and poisons it when the block ends).
+    Cost: O(number of leaves), one flatten and one unflatten of ``tree``; no copy, no
+    storage allocation, no ledger event (borrow debug mode stages each array like any
+    prepared access, and poisons it when the block ends).
     The arrays must not be used after the block.
     """
     return BorrowedArrays(tree)

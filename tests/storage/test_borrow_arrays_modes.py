@@ -129,10 +129,11 @@ def test_a_dropped_scope_gives_its_borrows_and_name_back(mode: str) -> None:
 
 
 def test_refusal_paths_name_the_nested_position(mode: str) -> None:
-    """A refused leaf deep in the tree is named by its position (dict keys by repr)."""
+    """A refused leaf deep in the tree is named by its JAX key path (dict keys by repr,
+    namedtuple fields by name)."""
     a = ts.ones(1)
     pair = collections.namedtuple("pair", "x y")
     tree = {"w": [a, pair(a, np.ones(1))]}
-    with pytest.raises(TypeError, match=r"tree\['w'\]\[1\]\[1\] is a ndarray"):
+    with pytest.raises(TypeError, match=r"tree\['w'\]\[1\]\.y is a ndarray"):
         ts.borrow_arrays(tree).__enter__()
     a.fill(0.0)  # nothing stays borrowed
