@@ -43,7 +43,7 @@ def tenferro_case(sub: str, arrs: list[Any]) -> Callable[[], Any]:
 
 def numpy_good_path_case(sub: str, arrs: list[Any]) -> Callable[[], Any]:
     """Hand-written pairwise forward and backward with tenferro's numpy-level kernels."""
-    from tenferro_ad import _einsum_path as E
+    from tenferro_ad.ops import _einsum_path as E
 
     def run() -> Any:
         out = E.contract(sub, *arrs)

@@ -104,7 +104,7 @@ def test_traced_forward_half_hands_over_only_the_checkpoint_boundaries() -> None
     """The cut value_and_grad graph: the plain chain hands over x and 63 sines, the
     checkpointed one x and the 7 segment boundaries (interior sines die in forward)."""
     from tenferro_ad import save_nothing, traced
-    from tenferro_ad._traced_retained import split_halves
+    from tenferro_ad._traced._retained import split_halves
     from tenferro_ad.scenarios.programs import deep_chain
 
     x = np.zeros(16)

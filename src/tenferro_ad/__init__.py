@@ -15,8 +15,7 @@ The tape retains exactly what the rules' residual declarations name
 """
 
 from . import errors, extend, fft, linalg, ops, optim, scipy, traced
-from ._batching import vmap
-from ._checkpoint import (
+from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,
     name,
@@ -25,16 +24,17 @@ from ._checkpoint import (
     save_named,
     save_nothing,
 )
+from ._core._gradients import Gradients
+from ._core._handle import EagerTensor, ValueGuard
+from ._core._primitive import Primitive, Zero
+from ._core._retention import AdValueRecord, RetentionContainer
+from ._core._state import allocation_reason, no_grad
+from ._core._tape import RetainedEntry, Tape, current_tape
 from ._custom import custom_jvp, custom_vjp
 from ._forward import jvp
 from ._functional import VjpFunction, constant, grad, value_and_grad, vjp
-from ._gradients import Gradients
-from ._handle import EagerTensor, ValueGuard
-from ._jit import jit
-from ._primitive import Primitive, Zero
-from ._retention import AdValueRecord, RetentionContainer
-from ._state import allocation_reason, no_grad
-from ._tape import RetainedEntry, Tape, current_tape
+from ._traced._batching import vmap
+from ._traced._jit import jit
 from ._transforms import elementwise_grad, hessian, hvp, jacfwd, jacobian, jacrev, linearize, trace
 from .errors import IntoValueError, MissingRuleError, NotUnique
 from .ops import (

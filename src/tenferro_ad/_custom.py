@@ -32,12 +32,12 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from ._core._handle import EagerTensor, make_handle
+from ._core._primitive import Primitive
+from ._core._retention import AdValueRecord
+from ._core._state import STATE, no_grad
+from ._core._tape import TapeNode
 from ._functional import constant, tree_flatten, vjp
-from ._handle import EagerTensor, make_handle
-from ._primitive import Primitive
-from ._retention import AdValueRecord
-from ._state import STATE, no_grad
-from ._tape import TapeNode
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["custom_jvp", "custom_vjp"]
@@ -153,8 +153,8 @@ def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:
 
 def _to_ns(ops: Any, ct: Any, like: np.ndarray[Any, Any]) -> Any:
     """A user cotangent in the sweep's namespace (handles, or arrays for numpy)."""
-    from ._primitive import Zero
-    from .ops._ns import HANDLE_NS
+    from ._core._namespace import HANDLE_NS
+    from ._core._primitive import Zero
 
     if ct is None:
         return Zero(like.shape, like.dtype)
@@ -190,7 +190,7 @@ class custom_vjp:
         return self
 
     def _bwd_all(self, ops: Any, g: Any, res: tuple[Any, ...], st: _NodeState) -> list[Any]:
-        from .ops._ns import HANDLE_NS
+        from ._core._namespace import HANDLE_NS
 
         handles = ops is HANDLE_NS
         residuals = _residuals(st, res, handles)
@@ -277,7 +277,7 @@ class custom_jvp:
 
     def _bwd_all(self, ops: Any, g: Any, res: tuple[Any, ...], st: _NodeState) -> list[Any]:
         """Reverse mode: the transpose of the (linear) tangent map, by one nested vjp."""
-        from .ops._ns import HANDLE_NS
+        from ._core._namespace import HANDLE_NS
 
         handles = ops is HANDLE_NS
         primals = _residuals(st, res, handles)

@@ -1,7 +1,7 @@
 """Forward mode: ``jvp``.
 
 At the top level (nothing records), ``jvp`` runs each op's JVP rule once through a
-:class:`~tenferro_ad._jvp.JvpContext` and returns fresh owners.  Inside another transform
+:class:`~tenferro_ad._core._jvp.JvpContext` and returns fresh owners.  Inside another transform
 (a recording tape, an enclosing ``jvp``) it transposes reverse mode instead
 (:func:`_jvp_nested`), so every composition — jvp of jvp, grad of jvp, jvp of grad — is
 exact at any depth.  On tracers it transforms the traced graph.
@@ -16,7 +16,13 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._dispatch import constant_record
+from ._core._dispatch import constant_record
+from ._core._gradients import foreign_roots, own
+from ._core._handle import EagerTensor, make_handle
+from ._core._jvp import JvpContext
+from ._core._retention import AdValueRecord, record_borrow, record_owner
+from ._core._state import STATE, no_grad
+from ._core._tape import check_cotangent
 from ._functional import (
     _Call,
     _fresh_handle,
@@ -30,12 +36,6 @@ from ._functional import (
     constant,
     tree_flatten,
 )
-from ._gradients import foreign_roots, own
-from ._handle import EagerTensor, make_handle
-from ._jvp import JvpContext
-from ._retention import AdValueRecord, record_borrow, record_owner
-from ._state import STATE, no_grad
-from ._tape import check_cotangent
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["jvp"]
@@ -165,7 +165,7 @@ def _jvp_nested(
     again: jvp of jvp, grad of jvp, jvp of grad compose at any depth.  Cost: one forward
     and two reverse sweeps.  Returns handles in ``f``'s output structure.
     """
-    from .ops._ns import HANDLE_NS
+    from ._core._namespace import HANDLE_NS
 
     argnums = tuple(range(len(primals)))
     n0 = _tape_length()

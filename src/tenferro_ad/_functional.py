@@ -37,14 +37,14 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import TenferroError, shown
 
-from ._dispatch import _TRACERS, _argument_error, bind, constant_record
-from ._gradients import foreign_roots, own
-from ._handle import EagerTensor, make_handle
-from ._nocopy import NoCopy
-from ._primitive import Primitive, defprimitive
-from ._retention import AdValueRecord, record_borrow, record_owner
-from ._state import LOCAL, STATE
-from ._tape import Tape, check_cotangent
+from ._core._dispatch import _TRACERS, _argument_error, bind, constant_record
+from ._core._gradients import foreign_roots, own
+from ._core._handle import EagerTensor, make_handle
+from ._core._nocopy import NoCopy
+from ._core._primitive import Primitive, defprimitive
+from ._core._retention import AdValueRecord, record_borrow, record_owner
+from ._core._state import LOCAL, STATE
+from ._core._tape import Tape, check_cotangent
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
 
 IDENTITY: Primitive = defprimitive(
@@ -232,7 +232,7 @@ class _Call(NoCopy):
         seed cotangents ``{value id: cotangent}`` of the outputs (``given``: the caller's
         own values, which a delivered gradient must never share; ``last``: the private
         tape is released right after, so the sweep may consume it)."""
-        from .ops._ns import HANDLE_NS, NUMPY_NS
+        from ._core._namespace import HANDLE_NS, NUMPY_NS
 
         tape = self.tape
         wids = [h._id for h in self.watched]

@@ -21,10 +21,10 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import TenferroError, shown
 
+from ._core._handle import EagerTensor
+from ._core._state import STATE
 from ._forward import jvp
 from ._functional import _check_leaf, tree_flatten, vjp
-from ._handle import EagerTensor
-from ._state import STATE
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import reshape, stack
 
@@ -290,7 +290,7 @@ def trace(x: Any, *args: Any, **kwargs: Any) -> Any:
     Telling them apart is one ``callable`` check, O(1).
     """
     if callable(x) and not isinstance(x, EagerTensor | ts.Tensor | ts.TensorView):
-        from ._trace import trace as trace_fn
+        from ._traced._trace import trace as trace_fn
 
         if args or kwargs:
             raise ArgumentTypeError("trace(f): pass the arguments to the returned function")

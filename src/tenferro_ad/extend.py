@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._dispatch import bind
-from ._primitive import (
+from ._core._dispatch import bind
+from ._core._namespace import HANDLE_NS, NUMPY_NS, VOCABULARY
+from ._core._primitive import (
     NONDIFF,
     Primitive,
     Zero,
@@ -29,13 +30,12 @@ from ._primitive import (
     deflinear,
     nondifferentiable,
 )
-from ._primitive import defprimitive as _defprimitive
-from ._state import allocation_reason
-from .ops._ns import HANDLE_NS, NUMPY_NS, VOCABULARY
+from ._core._primitive import defprimitive as _defprimitive
+from ._core._state import allocation_reason
 
 
 def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
-    """Create and register a user primitive (see :func:`tenferro_ad._primitive.defprimitive`
+    """Create and register a user primitive (see :func:`tenferro_ad._core._primitive.defprimitive`
     for the parameters).  Its rules' cotangents are checked against their arguments'
     shapes and dtypes in every backward (an ``ArgumentError`` naming the primitive and
     the argument), so a rule bug never becomes a silently wrong gradient."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ._handle import EagerTensor
+from ._core._handle import EagerTensor
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import elementwise as _ew
 from .ops import reduce as _red

@@ -33,7 +33,7 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._handle import EagerTensor
+from ._core._handle import EagerTensor
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["SGD", "Adam"]
@@ -54,7 +54,7 @@ def _flatten(tree: Any, path: str, out: list[tuple[str, Any]]) -> Any:
 
 def _structure(params: Any, grads: Any) -> list[tuple[str, Any, Any]]:
     """``(path, parameter, gradient)`` triples; refuses structures that differ."""
-    from ._gradients import Gradients
+    from ._core._gradients import Gradients
 
     if isinstance(grads, Gradients):
         raise ArgumentTypeError(

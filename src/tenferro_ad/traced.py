@@ -37,21 +37,32 @@ from typing import Any
 
 import numpy as np
 
-from . import _trace
 from . import ops as _ops
-from ._batching import vmap_graph as vmap
-from ._eval import eval_graph
-from ._graph import Eqn, Graph, GraphTypeError, Lit, Note, Region, TracerError, TreeDef, Var, dce
-from ._graph import check_graph as check
-from ._primitive import RealTarget
-from ._trace import TRACE_NS, Tracer, fill_namespace, trace
-from ._traced_retained import Halves, ProgramRetainedEntry, retained, split_halves
-from ._transform import grad, jvp, value_and_grad, vjp
+from ._core._namespace import _unbroadcast_axes
+from ._core._primitive import RealTarget
+from ._traced import _trace
+from ._traced._batching import vmap_graph as vmap
+from ._traced._eval import eval_graph
+from ._traced._graph import (
+    Eqn,
+    Graph,
+    GraphTypeError,
+    Lit,
+    Note,
+    Region,
+    TracerError,
+    TreeDef,
+    Var,
+    dce,
+)
+from ._traced._graph import check_graph as check
+from ._traced._retained import Halves, ProgramRetainedEntry, retained, split_halves
+from ._traced._trace import TRACE_NS, Tracer, fill_namespace, trace
+from ._traced._transform import grad, jvp, value_and_grad, vjp
 from .ops import complex as _complex
 from .ops import elementwise as _ew
 from .ops import linalg as _la
 from .ops import shape as _sh
-from .ops._ns import _unbroadcast_axes
 
 __all__ = [
     "Eqn",

@@ -196,7 +196,8 @@ def test_the_tracer_test_finds_a_tracer_anywhere_in_short_and_long_params_lists(
     a nested tuple/list/dict or a namedtuple is still found; none is found where none is."""
     from collections import namedtuple
 
-    from tenferro_ad import _dispatch, _functional
+    from tenferro_ad import _functional
+    from tenferro_ad._core import _dispatch
 
     monkeypatch.setitem(_dispatch._TRACERS, _FakeTracer, lambda *a: None)
     pair = namedtuple("pair", "a b")

@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._dispatch import bind, bind1, bind2
-from tenferro_ad._primitive import Primitive
-from tenferro_ad._retention import AdValueRecord
+from tenferro_ad._core._dispatch import bind, bind1, bind2
+from tenferro_ad._core._primitive import Primitive
+from tenferro_ad._core._retention import AdValueRecord
 from tenferro_ad.ops import elementwise as E
 from tenferro_ad.ops import linalg as L
 from tenferro_storage import ledger

@@ -13,7 +13,7 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
-from tenferro_ad._primitive import REGISTRY
+from tenferro_ad._core._primitive import REGISTRY
 from tenferro_ad.errors import CheckpointError, NotUnique
 from tenferro_storage.ledger import AllocationReason, EventKind, capture
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tenferro_ad import _einsum_path as E
+from tenferro_ad.ops import _einsum_path as E
 
 jax.config.update("jax_enable_x64", True)
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import tenferro_ad as ad
+from tenferro_ad._core._namespace import NUMPY_NS
 from tenferro_ad.ops import elementwise as E
-from tenferro_ad.ops._ns import NUMPY_NS
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64, np.complex128])

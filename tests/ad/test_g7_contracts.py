@@ -197,7 +197,7 @@ def test_an_op_output_is_held_by_its_record_alone_until_something_shares_it() ->
     """Fused form: an op output's record holds the allocation's root itself (no container,
     no owner object); reading it mints the one owner in place; an alias moves it into a
     shared container with a group; extraction of a fused value is a move (no event)."""
-    from tenferro_ad._retention import RetentionContainer
+    from tenferro_ad._core._retention import RetentionContainer
 
     x = ad.constant(ts.from_numpy(np.arange(6.0)))
     y = ad.exp(x)

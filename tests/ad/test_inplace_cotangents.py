@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad import _tape
 from tenferro_ad import extend as ext
+from tenferro_ad._core import _tape
 
 X = np.linspace(-1.3, 1.7, 6).reshape(2, 3)
 # where CPython's reference counts count every holder (the in-place writes are on)

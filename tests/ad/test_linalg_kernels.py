@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tenferro_ad import _linalg_math as L
+from tenferro_ad.ops import _linalg_math as L
 
 DTYPES = [np.float64, np.float32, np.complex128, np.complex64]
 

@@ -1,6 +1,6 @@
 """The linear-algebra JVP/VJP formulas (numpy backend) against ``jax.jvp`` / ``jax.vjp``.
 
-Each formula in ``tenferro_ad._linalg_math`` is checked on batched, well-conditioned
+Each formula in ``tenferro_ad.ops._linalg_math`` is checked on batched, well-conditioned
 random inputs in float64 and complex128.  Decompositions with a gauge freedom (eigh,
 svd, qr) are evaluated at JAX's own factors so tangents and cotangents line up.
 """
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jax.scipy.linalg import solve_triangular
 
-from tenferro_ad import _linalg_math as L
+from tenferro_ad.ops import _linalg_math as L
 
 jax.config.update("jax_enable_x64", True)
 B = L.NUMPY

@@ -17,8 +17,8 @@ import pytest
 from jax.scipy.linalg import solve_triangular as jsolve_triangular
 
 import tenferro_ad as ad
-from tenferro_ad import _linalg_math as L
 from tenferro_ad import linalg as la
+from tenferro_ad.ops import _linalg_math as L
 
 jax.config.update("jax_enable_x64", True)
 B = L.NUMPY

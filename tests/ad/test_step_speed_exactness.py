@@ -19,9 +19,9 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._state import allocation_reason
+from tenferro_ad._core._namespace import HANDLE_NS, NUMPY_NS
+from tenferro_ad._core._state import allocation_reason
 from tenferro_ad.ops import reduce as R
-from tenferro_ad.ops._ns import HANDLE_NS, NUMPY_NS
 
 _FLOATS = [np.float32, np.float64, np.complex64, np.complex128]
 
@@ -195,7 +195,7 @@ def test_unbroadcast_sums_exactly_the_broadcast_axes_every_time(
 ) -> None:
     """The remembered axes give numpy's own reduction back to the shape, on the first call
     and on a repeated one (a RealTarget of the same shape shares the entry)."""
-    from tenferro_ad._primitive import RealTarget
+    from tenferro_ad._core._primitive import RealTarget
 
     g = np.arange(float(np.prod(gs))).reshape(gs) + 0.5
     nd = len(gs) - len(shape)

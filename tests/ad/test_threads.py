@@ -11,7 +11,7 @@ import numpy as np
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._state import STATE
+from tenferro_ad._core._state import STATE
 from tenferro_storage import ledger
 
 

@@ -1,7 +1,7 @@
 """Residual uniqueness and aliasing, table-driven over every registered primitive that
 saves its output, an input, or both (issue 16).
 
-The primitive list comes from ``tenferro_ad._primitive.REGISTRY`` and each primitive's
+The primitive list comes from ``tenferro_ad._core._primitive.REGISTRY`` and each primitive's
 own residual declaration (``save_in`` / ``save_out``), so a new op is covered as soon
 as it is registered.  Inputs come from a small table of argument makers: the first
 candidate set on which the primitive's kernel runs without a floating-point error is
@@ -45,8 +45,8 @@ import tenferro_ad.linalg
 import tenferro_ad.scipy
 import tenferro_storage as ts
 from tenferro_ad import extend
-from tenferro_ad._dispatch import bind1, bind2
-from tenferro_ad._primitive import REGISTRY, Primitive
+from tenferro_ad._core._dispatch import bind1, bind2
+from tenferro_ad._core._primitive import REGISTRY, Primitive
 from tenferro_ad.errors import NotUnique
 from tenferro_storage import _access
 from tenferro_storage.errors import BorrowError

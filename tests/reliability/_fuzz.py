@@ -299,7 +299,7 @@ def _operation_names(package: Any) -> frozenset[str]:
     names |= {m for c in classes for m in dir(c) if not m.startswith("_")}
     names |= set(METHOD_EXTRAS)
     if package is ad:
-        from tenferro_ad._primitive import REGISTRY
+        from tenferro_ad._core._primitive import REGISTRY
 
         names |= set(REGISTRY)
         names |= {"vjp_fn", "grad", "backward"}

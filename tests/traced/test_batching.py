@@ -12,7 +12,7 @@ import pytest
 
 import tenferro_ad as ad
 from tenferro_ad import traced
-from tenferro_ad._batching import RULES
+from tenferro_ad._traced._batching import RULES
 from tests.traced._specs import close
 
 RNG = np.random.default_rng(5)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._compile import compile_graph
+from tenferro_ad._traced._compile import compile_graph
 from tenferro_ad.errors import DonationError
 from tenferro_storage import AllocationReason, ledger
 from tenferro_storage import runtime as rt

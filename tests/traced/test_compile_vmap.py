@@ -14,7 +14,7 @@ import numpy as np
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._batch_rules import RULES
+from tenferro_ad._traced._batch_rules import RULES
 from tenferro_storage import AllocationReason, ledger
 from tests.traced._specs import close
 
@@ -57,7 +57,7 @@ def test_every_batching_rule_is_registered_beside_its_primitive() -> None:
     """The op file that defines a primitive (``defprimitive("name", ...)``) also registers
     its batching rule (``defbatch(NAME, ...)`` right after it); identity, defined by the
     functional core, is the one rule registered by ``_batching``."""
-    import tenferro_ad._batching as batching
+    import tenferro_ad._traced._batching as batching
     import tenferro_ad.ops as ops
 
     sources = {

@@ -14,7 +14,7 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import traced
-from tenferro_ad._compile import compile_graph
+from tenferro_ad._traced._compile import compile_graph
 from tenferro_storage import AllocationReason, CopyReason, ledger
 from tenferro_storage import runtime as rt
 from tests.traced._specs import close

@@ -11,7 +11,7 @@ import numpy as np
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import traced
-from tenferro_ad._compile import compile_graph
+from tenferro_ad._traced._compile import compile_graph
 from tenferro_storage import runtime as rt
 from tenferro_storage.ledger import AllocationReason, capture
 from tests.traced._specs import close

@@ -27,12 +27,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dispatch import bind, bind1, bind2
-from .._handle import EagerTensor
-from .._primitive import CastTarget, RealTarget
+from .._core._dispatch import bind, bind1, bind2
+from .._core._handle import EagerTensor
+from .._core._namespace import HANDLE_NS, _unbroadcast_axes
+from .._core._primitive import CastTarget, RealTarget
 from . import derived, elementwise, linalg, reduce, shape
 from ._axes import KERNEL_ERRORS, arg_error
-from ._ns import HANDLE_NS, _unbroadcast_axes
 from .derived import log_softmax, logsumexp, softmax
 from .elementwise import (
     abs,

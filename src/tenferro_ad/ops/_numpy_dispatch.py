@@ -27,7 +27,7 @@ import numpy as np
 
 from tenferro_storage.errors import TenferroError
 
-from .._handle import EagerTensor
+from .._core._handle import EagerTensor
 from ._util import dtype_arg
 
 __all__ = ["HANDLED_FUNCTIONS", "HANDLED_UFUNCS", "NumpyFunctionError", "install"]

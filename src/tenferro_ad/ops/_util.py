@@ -17,7 +17,7 @@ from numpy.exceptions import AxisError as _NumpyAxisError
 from tenferro_storage import Tensor, TensorView, TensorViewMut
 from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
 
-from .._handle import EagerTensor
+from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 from ._axes import _name_broadcast_operands
 

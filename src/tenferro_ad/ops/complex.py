@@ -26,14 +26,14 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from .._batch_rules import defbatch, leading
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, Zero, deflinear, defprimitive
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._namespace import HANDLE_NS
+from .._core._primitive import Primitive, Zero, deflinear, defprimitive
+from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentTypeError
 from . import elementwise
 from ._axes import KERNEL_ERRORS, arg_error
-from ._ns import HANDLE_NS
 from ._util import stored_value_arg
 from .shape import value_of
 

@@ -5,7 +5,7 @@ solve, triangular solve, inv, det, slogdet, cholesky, qr (reduced), eigh, eig, s
 sqrtm, Sylvester solve, tril, triu, diagonal (+ its transpose, diag_embed).  Kernels are
 LAPACK/BLAS through numpy and scipy; the triangular solves (``?trsm``) and the Cholesky
 (``?potrf``) read C-ordered data in place.  The formulas live in
-:mod:`tenferro_ad._linalg_math` (one backend-agnostic implementation with references);
+:mod:`tenferro_ad.ops._linalg_math` (one backend-agnostic implementation with references);
 here each primitive declares its kernel, residuals and rules side by side.  Rules run
 the formulas on raw numpy arrays when nothing records the backward and on handles under
 ``create_graph`` (so Hessian-vector products work).
@@ -30,14 +30,14 @@ import scipy.linalg as _sla
 
 import tenferro_storage as ts
 
-from .. import _linalg_math as L
-from .._batch_rules import defbatch, leading
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._namespace import NUMPY_NS
+from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
+from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentError
+from . import _linalg_math as L
 from . import elementwise, reduce, shape
-from ._ns import NUMPY_NS
 from .complex import CONJ, REAL, is_complex
 from .linalg import matmul
 
@@ -343,7 +343,7 @@ def _cholesky_impl(a: Array) -> Array:
 # (the projection is its own transpose), with no extra recorded ops.
 def _cholesky_vjp(ops: Any, g: Array, lo: Array) -> Array:
     """The projected Cholesky VJP; a single real matrix in a no-record backward takes the
-    ``?sygst`` form (:func:`~tenferro_ad._linalg_math.np_cholesky_vjp_sym`: one congruence
+    ``?sygst`` form (:func:`~tenferro_ad.ops._linalg_math.np_cholesky_vjp_sym`: one congruence
     instead of two full triangular solves and the projection)."""
     if (
         ops is NUMPY_NS

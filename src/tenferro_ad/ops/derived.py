@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._state import no_grad
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._state import no_grad
 from ._axes import KERNEL_ERRORS, arg_error, axis_index
 from ._util import value_arg
 from .elementwise import abs as eabs

@@ -5,7 +5,7 @@
   embedding (``"ji->iij"``).  Its transpose is itself with the subscripts swapped.
 * ``einsum_binary(a, b, *, subscripts)`` -- bilinear, one batched GEMM.  Its transposes
   are ``einsum_binary`` (plus an ``einsum_unary`` when an operand has repeated or
-  privately summed labels): :func:`~tenferro_ad._einsum_path.binary_transpose_subscripts`.
+  privately summed labels): :func:`~tenferro_ad.ops._einsum_path.binary_transpose_subscripts`.
 
 The public :func:`einsum` looks up the cached plan for (subscripts, shapes) -- opt_einsum's
 path, intermediates allowed to grow -- and binds one primitive per step.  Each
@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .. import _einsum_path as E
-from .._batch_rules import defbatch, emit, loop_fallback
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, defbilinear, deflinear, defprimitive
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import Primitive, defbilinear, deflinear, defprimitive
+from .._traced._batch_rules import defbatch, emit, loop_fallback
 from ..errors import ArgumentTypeError
+from . import _einsum_path as E
 from ._util import guarded, value_arg
 from .complex import REAL, is_complex
 
@@ -189,7 +189,7 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
     (unless a tape saves it as a residual of that step).  Cost: the path's flop count;
     a cache hit adds one dict lookup.  Differentiable to any order in both modes.
 
-    Raises ``tenferro_ad._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
+    Raises ``tenferro_ad.ops._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
     (``'subscripts'`` and ``'operands'[i]``; by position in the interleaved form) when the
     subscripts do not fit the shapes; sizes must match exactly (no size-1 broadcasting).
     An operand that is not a value is refused first (:func:`~._util.value_arg`), before

@@ -23,14 +23,21 @@ import numpy as np
 
 from tenferro_storage.errors import DTypeError
 
-from .._batch_rules import defbatch, elementwise, leading
-from .._dispatch import bind, bind1, bind2
-from .._handle import EagerTensor
-from .._primitive import NONDIFF, Zero, defbilinear, deflinear, defprimitive, nondifferentiable
-from .._tape import DONATED_REFS as _DONATED_REFS
+from .._core._dispatch import bind, bind1, bind2
+from .._core._handle import EagerTensor
+from .._core._namespace import NUMPY_NS
+from .._core._primitive import (
+    NONDIFF,
+    Zero,
+    defbilinear,
+    deflinear,
+    defprimitive,
+    nondifferentiable,
+)
+from .._core._tape import DONATED_REFS as _DONATED_REFS
+from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error
-from ._ns import NUMPY_NS
 from ._util import value_arg
 
 Array = Any

@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, deflinear, defprimitive
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import Primitive, deflinear, defprimitive
 from ..errors import ArgumentError
 from . import manip
 from . import shape as sh

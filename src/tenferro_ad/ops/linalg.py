@@ -10,12 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from .._batch_rules import defbatch, emit, expand_batched, shape_of
-from .._dispatch import bind2
-from .._handle import EagerTensor
-from .._primitive import defbilinear, defprimitive
+from .._core._dispatch import bind2
+from .._core._handle import EagerTensor
+from .._core._namespace import NUMPY_NS
+from .._core._primitive import defbilinear, defprimitive
+from .._traced._batch_rules import defbatch, emit, expand_batched, shape_of
 from ._axes import KERNEL_ERRORS, arg_error
-from ._ns import NUMPY_NS
 
 Array = Any
 

@@ -21,9 +21,9 @@ import numpy as np
 from tenferro_storage._dtypes import checked_cast
 from tenferro_storage.errors import AllocationFailedError, DTypeError, TenferroError, shown
 
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import defprimitive, nondifferentiable
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import shape as sh

@@ -23,9 +23,9 @@ import numpy as np
 
 from tenferro_storage.errors import shown
 
-from .._dispatch import bind, bind1
-from .._handle import EagerTensor
-from .._primitive import Primitive, defprimitive, nondifferentiable
+from .._core._dispatch import bind, bind1
+from .._core._handle import EagerTensor
+from .._core._primitive import Primitive, defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, stored_value_arg, weak

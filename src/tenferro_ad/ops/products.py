@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from .._einsum_path import tensordot_subscripts
-from .._handle import EagerTensor
+from .._core._handle import EagerTensor
 from ..errors import ArgumentError
 from . import elementwise as ew
 from . import shape as sh
+from ._einsum_path import tensordot_subscripts
 from ._util import axis as _axis
 from ._util import guard_module, shape_of, value_arg
 from .einsum import einsum

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from .._batch_rules import defbatch, leading
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import defprimitive
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._namespace import NUMPY_NS
+from .._core._primitive import defprimitive
+from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentTypeError
 from ._axes import KERNEL_ERRORS, arg_error, axes_tuple
-from ._ns import NUMPY_NS
 
 Array = Any
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, deflinear, defprimitive, nondifferentiable
-from .._state import no_grad
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
+from .._core._state import no_grad
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from . import elementwise as ew
 from . import reduce as rd

@@ -19,7 +19,10 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from .._batch_rules import (
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import REGISTRY, defprimitive
+from .._traced._batch_rules import (
     BatchRule,
     broadcast_batch,
     defbatch,
@@ -29,9 +32,6 @@ from .._batch_rules import (
     loop_fallback,
     shape_of,
 )
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import REGISTRY, defprimitive
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from ._axes import KERNEL_ERRORS, arg_error, axis_index, permutation
 from ._util import stored_value_arg

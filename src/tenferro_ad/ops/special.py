@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import scipy.special as sps
 
-from .._dispatch import bind
-from .._handle import EagerTensor
-from .._primitive import Primitive, defprimitive
+from .._core._dispatch import bind
+from .._core._handle import EagerTensor
+from .._core._primitive import Primitive, defprimitive
 from ._util import guard_module, weak
 
 Array = Any

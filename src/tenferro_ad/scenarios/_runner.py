@@ -203,8 +203,8 @@ def _execute_traced(scenario: Scenario) -> Observation:
     the primal program compiled alone.  Tracing and compiling happen before the captures.
     """
     from .. import traced
-    from .._compile import compile_graph
-    from .._traced_retained import split_halves
+    from .._traced._compile import compile_graph
+    from .._traced._retained import split_halves
 
     program = resolve_program(scenario)
     policy = make_policy(scenario)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._primitive import REGISTRY, Primitive
+from .._core._primitive import REGISTRY, Primitive
 
 BatchRule = Callable[..., tuple[Any, bool]]
 RULES: dict[str, BatchRule] = {}

@@ -22,7 +22,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._checkpoint_graph import (
+from .._core._handle import EagerTensor, make_handle
+from .._core._retention import AdValueRecord
+from .._core._state import STATE
+from .._core._tape import Tape
+from .._traced._trace import Tracer, tracing
+from ..errors import ArgumentTypeError, CheckpointError
+from ._graph import (
     CheckpointPolicy,
     _Recorder,
     _recording,
@@ -31,15 +37,9 @@ from ._checkpoint_graph import (
     save_named,
     save_nothing,
 )
-from ._checkpoint_graph import name as _name_eager
-from ._checkpoint_replay import _attach
-from ._handle import EagerTensor, make_handle
-from ._retention import AdValueRecord
-from ._state import STATE
-from ._tape import Tape
-from ._trace import Tracer, tracing
-from ._traced_checkpoint import name_traced, trace_region
-from .errors import ArgumentTypeError, CheckpointError
+from ._graph import name as _name_eager
+from ._replay import _attach
+from ._traced import name_traced, trace_region
 
 __all__ = [
     "CheckpointPolicy",

@@ -23,8 +23,12 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._dispatch import bind as eager_bind
-from ._dispatch import register_tracer
+from .._core._dispatch import bind as eager_bind
+from .._core._dispatch import register_tracer
+from .._core._handle import EagerTensor
+from .._core._namespace import NUMPY_NS, VOCABULARY
+from .._core._primitive import Primitive
+from ..errors import ArgumentTypeError
 from ._graph import (
     Atom,
     Eqn,
@@ -39,10 +43,6 @@ from ._graph import (
     tree_unflatten,
     type_str,
 )
-from ._handle import EagerTensor
-from ._primitive import Primitive
-from .errors import ArgumentTypeError
-from .ops._ns import NUMPY_NS, VOCABULARY
 
 _SCALARS = (bool, int, float, complex, np.generic)
 

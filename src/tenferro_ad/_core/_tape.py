@@ -4,7 +4,7 @@ Node structure (the seam for checkpoint regions and new rule files):
 
 * ``tape.nodes[vid]`` is the node that produced value id ``vid`` — ``None`` for a leaf
   (``watch``) — so value ids are positions and the list is topologically ordered;
-* a :class:`TapeNode` holds ``prim`` (a :class:`~tenferro_ad._primitive.Primitive`),
+* a :class:`TapeNode` holds ``prim`` (a :class:`~tenferro_ad._core._primitive.Primitive`),
   ``ids`` (the value id of each argument, ``-1`` for constants/parameters; untracked
   trailing arguments may have no entry, as in ``x * 2.0``: one entry), ``params``
   (the keyword parameters) and ``res`` — the residuals ``prim.save_in``/``save_out``
@@ -40,12 +40,12 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from ..errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
 from ._handle import EagerTensor, make_handle
 from ._nocopy import NoCopy
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord, move_owner, record_borrow, record_owner
 from ._state import LOCAL, STATE
-from .errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
 
 
 class TapeNode:
@@ -171,7 +171,7 @@ class Tape(NoCopy):
         referenced when it exits are the region's outputs.  ``policy`` defaults to
         ``save_nothing``.  O(1) to enter; O(ops) bookkeeping inside.
         """
-        from ._checkpoint import region, save_nothing
+        from .._checkpoint._region import region, save_nothing
 
         return region(self, save_nothing if policy is None else policy)
 
@@ -412,7 +412,7 @@ class Tape(NoCopy):
         would share the caller's cotangent or a residual).
         """
         from ._gradients import Gradients, foreign_roots
-        from .ops._ns import HANDLE_NS, NUMPY_NS
+        from ._namespace import HANDLE_NS, NUMPY_NS
 
         if self._released:
             raise BackwardError(

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from .._primitive import CastTarget, RealTarget
+from ._primitive import CastTarget, RealTarget
 
 VOCABULARY: Final = (
     "abs", "add", "apply", "astype", "broadcast_to", "concatenate", "conj", "cos", "div",

@@ -44,7 +44,7 @@ from typing import Any, Final
 import numpy as np
 import opt_einsum
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = [
     "BinaryStep",

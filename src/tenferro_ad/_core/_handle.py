@@ -25,10 +25,10 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError, UseAfterMoveError
 
+from ..errors import ArgumentError, ArgumentTypeError, Extract, NotUnique
 from ._nocopy import NoCopy
 from ._retention import AdValueRecord, RetentionContainer
 from ._state import STATE
-from .errors import ArgumentError, ArgumentTypeError, Extract, NotUnique
 
 _claim = ts.kernel.claim_deferred
 

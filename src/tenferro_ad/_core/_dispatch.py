@@ -48,12 +48,12 @@ from tenferro_storage.errors import (
     UseAfterMoveError,
 )
 
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
 from ._retention import AdValueRecord, record_alias, record_borrow, record_owner
 from ._state import LOCAL, STATE
 from ._tape import TapeNode
-from .errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 
 _adopt: Final = ts.kernel.adopt_output
 _adopt_root: Final = ts.kernel.adopt_fresh_root

@@ -180,7 +180,7 @@ class Gradients(ts.AllocationGroup):
             h = self._handles.get(vid)
             if h is None:
                 return None
-            from .errors import IntoValueError
+            from ..errors import IntoValueError
 
             del self._handles[vid]
             try:

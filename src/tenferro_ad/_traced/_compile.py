@@ -40,9 +40,9 @@ import numpy as np
 from tenferro_storage.ledger import AllocationReason
 from tenferro_storage.runtime import CompiledGraph, Instruction, OutputKind, ProgramOutput
 
+from .._core._primitive import Primitive
+from ..errors import DonationError
 from ._graph import Graph, Lit, Var
-from ._primitive import Primitive
-from .errors import DonationError
 
 _RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 _OPERATION = AllocationReason.OPERATION_OUTPUT

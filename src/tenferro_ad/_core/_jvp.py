@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MissingRuleError
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord
-from .errors import MissingRuleError
 
 
 class JvpContext:
@@ -39,7 +39,7 @@ class JvpContext:
 
         Called by the binder before the output is adopted, so a failing rule changes
         nothing.  ``vals`` are the kernel inputs, ``out`` the kernel output."""
-        from .ops._ns import NUMPY_NS
+        from ._namespace import NUMPY_NS
 
         tans = self.tangents
         ts = [tans.get(r) if type(r) is AdValueRecord else None for r in recs]

@@ -47,7 +47,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAfterMoveError
 
-from .errors import ArgumentTypeError
+from ..errors import ArgumentTypeError
 
 _TV = ts.TensorView
 _claim = ts.kernel.claim_deferred

@@ -26,12 +26,12 @@ from typing import Any, Final
 
 import attrs
 
-from ._handle import EagerTensor, make_handle
-from ._primitive import Primitive
-from ._retention import AdValueRecord
-from ._state import STATE
-from ._tape import Tape, TapeNode
-from .errors import ArgumentTypeError, CheckpointError
+from .._core._handle import EagerTensor, make_handle
+from .._core._primitive import Primitive
+from .._core._retention import AdValueRecord
+from .._core._state import STATE
+from .._core._tape import Tape, TapeNode
+from ..errors import ArgumentTypeError, CheckpointError
 
 # -- policies ------------------------------------------------------------------------------
 

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from .._checkpoint._traced import Residuals
+from .._core._primitive import NONDIFF, RealTarget, Zero
 from ._graph import Eqn, Graph, Lit, Note, TreeDef, Var, dce, type_str
-from ._primitive import NONDIFF, RealTarget, Zero
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
-from ._traced_checkpoint import Residuals
 
 _BACKWARD = Note(backward=True)
 _NOTES: dict[str, Note] = {}  # the backward annotation per primitive name (immutable)

@@ -49,12 +49,12 @@ import tenferro_storage as ts
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import TenferroError, shown
 
+from .._core._handle import EagerTensor
+from ..errors import ArgumentTypeError, DonationError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
-from ._handle import EagerTensor
+from ._retained import ProgramRetainedEntry, retained
 from ._trace import Tracer, aval_of, run_bound, trace_flat
-from ._traced_retained import ProgramRetainedEntry, retained
-from .errors import ArgumentTypeError, DonationError
 
 _SCALARS = (bool, int, float, complex)
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)

@@ -1,7 +1,7 @@
 """The traced IR: inert, immutable data plus a few functions (check, print, DCE, trees).
 
 A :class:`Graph` is a jaxpr-like program: typed input variables, a sequence of
-single-output :class:`Eqn` equations over :class:`~tenferro_ad._primitive.Primitive`
+single-output :class:`Eqn` equations over :class:`~tenferro_ad._core._primitive.Primitive`
 objects with their static parameters, and outputs (variables or literals).  Nothing in it
 owns storage or refers to a tape; array literals are read-only numpy snapshots taken at
 trace time.  Argument and result structure (tuples, lists, dicts of leaves) is kept as
@@ -22,7 +22,7 @@ import numpy as np
 
 from tenferro_storage.errors import TenferroError
 
-from ._primitive import Primitive
+from .._core._primitive import Primitive
 
 Shape = tuple[int, ...]
 

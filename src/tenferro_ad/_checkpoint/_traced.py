@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import _trace
-from ._dispatch import bind as eager_bind
-from ._graph import Eqn, Graph, Lit, Note, Region, Var
-from ._trace import _ACTIVE, Builder, Tracer, noting, swap_note
+from .._core._dispatch import bind as eager_bind
+from .._traced import _trace
+from .._traced._graph import Eqn, Graph, Lit, Note, Region, Var
+from .._traced._trace import _ACTIVE, Builder, Tracer, noting, swap_note
 
 __all__ = ["Residuals", "bind_regions", "name_traced", "trace_region"]
 
@@ -145,7 +145,7 @@ def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[V
     arguments are the values the run reads from before it and whose results are the
     values read after it (or in ``keep``): eager mode then keeps the boundary and
     recomputes the interior, as the traced transformations do."""
-    from ._checkpoint import checkpoint, name  # the eager front imports this module
+    from ._region import checkpoint, name  # the eager front imports this module
 
     last: dict[Var, int] = {}  # the index of each value's last reader in ``eqns``
     for n, e in enumerate(eqns):

@@ -19,12 +19,12 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import DTypeError, TenferroError, shown
 
+from .._functional import IDENTITY
+from ..errors import ArgumentError, ArgumentTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
-from ._functional import IDENTITY
 from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten
 from ._trace import Builder, Tracer, aval_of, swap_note, trace_flat
-from .errors import ArgumentError, ArgumentTypeError
 
 
 def _move_to_front(a: Any, axis: int) -> Any:

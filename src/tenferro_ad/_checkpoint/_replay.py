@@ -36,7 +36,14 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ._checkpoint_graph import (
+from .._core._dispatch import arg_targets, bind
+from .._core._handle import EagerTensor, make_handle
+from .._core._primitive import NONDIFF, Primitive, Zero
+from .._core._retention import AdValueRecord
+from .._core._state import STATE, allocation_reason
+from .._core._tape import Tape
+from ..errors import CheckpointError
+from ._graph import (
     _computed,
     _Cot,
     _Eqn,
@@ -48,13 +55,6 @@ from ._checkpoint_graph import (
     _NodeState,
     _segments,
 )
-from ._dispatch import arg_targets, bind
-from ._handle import EagerTensor, make_handle
-from ._primitive import NONDIFF, Primitive, Zero
-from ._retention import AdValueRecord
-from ._state import STATE, allocation_reason
-from ._tape import Tape
-from .errors import CheckpointError
 
 _RECOMPUTE: Final = ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 
@@ -141,13 +141,13 @@ def _attach(
 
 
 def _numpy_ns() -> Any:
-    from .ops._ns import NUMPY_NS
+    from .._core._namespace import NUMPY_NS
 
     return NUMPY_NS
 
 
 def _handle_ns() -> Any:
-    from .ops._ns import HANDLE_NS
+    from .._core._namespace import HANDLE_NS
 
     return HANDLE_NS
 
@@ -220,7 +220,7 @@ def _apply_graph(graph: _Graph, args: list[Any]) -> list[EagerTensor]:
 
 
 def _const_rec(a: Any) -> AdValueRecord:
-    from ._dispatch import constant_record
+    from .._core._dispatch import constant_record
 
     return constant_record(a, "checkpoint")
 
@@ -652,7 +652,7 @@ def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> 
     """``create_graph``: replay on the recording (outer) tape and sweep with handles, so
     the cotangents are themselves recorded.  Each tracked input first passes through a
     recorded identity (no allocation) so the sweep stops at the region boundary."""
-    from ._functional import IDENTITY
+    from .._functional import IDENTITY
 
     tape = STATE.tape
     assert tape is not None

@@ -22,9 +22,9 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from .._core._handle import EagerTensor
+from .._core._state import STATE
 from ._graph import Graph, Lit, Var, last_uses, tree_flatten, tree_unflatten, type_str
-from ._handle import EagerTensor
-from ._state import STATE
 from ._trace import Tracer, run_bound
 
 _SCALARS = (bool, int, float, complex, np.generic)

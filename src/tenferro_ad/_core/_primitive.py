@@ -31,7 +31,7 @@ from typing import Any, Final
 
 from tenferro_storage.errors import shown
 
-from .errors import ArgumentError, ArgumentTypeError, MissingRuleError
+from ..errors import ArgumentError, ArgumentTypeError, MissingRuleError
 
 Rule = Callable[..., Any]
 
