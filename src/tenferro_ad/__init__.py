@@ -14,7 +14,7 @@ The tape retains exactly what the rules' residual declarations name
 (``tape.retained()`` explains it); the ledgers (``tenferro_storage.ledger``) prove it.
 """
 
-from . import errors, extend, fft, linalg, ops, optim, scipy, traced
+from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, traced
 from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,
@@ -181,6 +181,7 @@ from .ops.math import (
     tan,
     trunc,
 )
+from .ops.norm import norm
 from .ops.products import (
     cross,
     dot,
@@ -204,13 +205,14 @@ from .ops.scan import (
     median,
     nanmean,
     nansum,
-    norm,
     partition,
     sort,
     std,
     take_along_axis,
     var,
 )
+
+_wiring.install()  # the one place upper layers plug into lower ones
 
 __all__ = [
     "AdValueRecord",

@@ -33,7 +33,8 @@ import numpy as np
 import tenferro_storage as ts
 
 from ._core._handle import EagerTensor, make_handle
-from ._core._primitive import Primitive
+from ._core._namespace import HANDLE_NS
+from ._core._primitive import Primitive, Zero
 from ._core._retention import AdValueRecord
 from ._core._state import STATE, no_grad
 from ._core._tape import TapeNode
@@ -153,9 +154,6 @@ def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:
 
 def _to_ns(ops: Any, ct: Any, like: np.ndarray[Any, Any]) -> Any:
     """A user cotangent in the sweep's namespace (handles, or arrays for numpy)."""
-    from ._core._namespace import HANDLE_NS
-    from ._core._primitive import Zero
-
     if ct is None:
         return Zero(like.shape, like.dtype)
     if ops is HANDLE_NS:
@@ -190,8 +188,6 @@ class custom_vjp:
         return self
 
     def _bwd_all(self, ops: Any, g: Any, res: tuple[Any, ...], st: _NodeState) -> list[Any]:
-        from ._core._namespace import HANDLE_NS
-
         handles = ops is HANDLE_NS
         residuals = _residuals(st, res, handles)
         assert self.bwd is not None
@@ -277,8 +273,6 @@ class custom_jvp:
 
     def _bwd_all(self, ops: Any, g: Any, res: tuple[Any, ...], st: _NodeState) -> list[Any]:
         """Reverse mode: the transpose of the (linear) tangent map, by one nested vjp."""
-        from ._core._namespace import HANDLE_NS
-
         handles = ops is HANDLE_NS
         primals = _residuals(st, res, handles)
         zeros = [np.zeros(like.shape, like.dtype) for like in st.likes]

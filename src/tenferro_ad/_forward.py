@@ -20,6 +20,7 @@ from ._core._dispatch import constant_record
 from ._core._gradients import foreign_roots, own
 from ._core._handle import EagerTensor, make_handle
 from ._core._jvp import JvpContext
+from ._core._namespace import HANDLE_NS
 from ._core._retention import AdValueRecord, record_borrow, record_owner
 from ._core._state import STATE, no_grad
 from ._core._tape import check_cotangent
@@ -36,6 +37,9 @@ from ._functional import (
     constant,
     tree_flatten,
 )
+from ._traced._eval import eval_graph as _eval_graph
+from ._traced._trace import trace as _traced_trace
+from ._traced._transform import jvp as _graph_jvp
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["jvp"]
@@ -66,10 +70,8 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             "primal, with the same structure"
         )
     if _has_tracer((primals, tangents)):
-        from . import traced
-
-        graph = traced.trace(f)(*primals)
-        return traced.eval_graph(traced.jvp(graph), *primals, *tangents)  # type: ignore[no-any-return]
+        graph = _traced_trace(f)(*primals)
+        return _eval_graph(_graph_jvp(graph), *primals, *tangents)  # type: ignore[no-any-return]
     if STATE.jvp is not None or STATE.tape is not None:
         return _jvp_nested(f, primals, tangents)
     ctx = JvpContext()
@@ -165,8 +167,6 @@ def _jvp_nested(
     again: jvp of jvp, grad of jvp, jvp of grad compose at any depth.  Cost: one forward
     and two reverse sweeps.  Returns handles in ``f``'s output structure.
     """
-    from ._core._namespace import HANDLE_NS
-
     argnums = tuple(range(len(primals)))
     n0 = _tape_length()
     call = _Call(primals, argnums, "jvp", getattr(f, "__name__", "f"), "primals")

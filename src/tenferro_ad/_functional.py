@@ -40,21 +40,17 @@ from tenferro_storage.errors import TenferroError, shown
 from ._core._dispatch import _TRACERS, _argument_error, bind, constant_record
 from ._core._gradients import foreign_roots, own
 from ._core._handle import EagerTensor, make_handle
+from ._core._namespace import HANDLE_NS, NUMPY_NS
 from ._core._nocopy import NoCopy
-from ._core._primitive import Primitive, defprimitive
+from ._core._primitive import IDENTITY
 from ._core._retention import AdValueRecord, record_borrow, record_owner
 from ._core._state import LOCAL, STATE
 from ._core._tape import Tape, check_cotangent
+from ._traced._eval import eval_graph as _eval_graph
+from ._traced._trace import trace as _traced_trace
+from ._traced._transform import value_and_grad as _graph_value_and_grad
+from ._traced._transform import vjp as _graph_vjp
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
-
-IDENTITY: Primitive = defprimitive(
-    "identity",
-    lambda a: np.asarray(a).view(),
-    1,
-    alias=True,
-    vjp=(lambda ops, g: g,),
-    jvp=(lambda ops, t: t,),
-)
 
 Leaf = Any
 _read_array = ts.kernel.read_array
@@ -232,8 +228,6 @@ class _Call(NoCopy):
         seed cotangents ``{value id: cotangent}`` of the outputs (``given``: the caller's
         own values, which a delivered gradient must never share; ``last``: the private
         tape is released right after, so the sweep may consume it)."""
-        from ._core._namespace import HANDLE_NS, NUMPY_NS
-
         tape = self.tape
         wids = [h._id for h in self.watched]
         if self.handles:
@@ -308,10 +302,8 @@ def _traced_value_and_grad(
     f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
 ) -> Any:
     """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
-    from . import traced
-
-    graph = traced.trace(lambda *a: f(*a, **kwargs))(*args)
-    return traced.eval_graph(traced.value_and_grad(graph, argnums), *args)
+    graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
+    return _eval_graph(_graph_value_and_grad(graph, argnums), *args)
 
 
 def _tape_length() -> int:
@@ -676,14 +668,12 @@ class VjpFunction(NoCopy):
 
 def _traced_vjp(f: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, Any]:
     """``vjp`` on tracers: the pullback evaluates the traced VJP graph (inlined)."""
-    from . import traced
-
-    graph = traced.trace(f)(*primals)
-    vgraph = traced.vjp(graph)
-    out = traced.eval_graph(graph, *primals)
+    graph = _traced_trace(f)(*primals)
+    vgraph = _graph_vjp(graph)
+    out = _eval_graph(graph, *primals)
 
     def pullback(ct: Any) -> Any:
-        return traced.eval_graph(vgraph, *primals, ct)[1]
+        return _eval_graph(vgraph, *primals, ct)[1]
 
     return out, pullback
 

@@ -24,9 +24,11 @@ from tenferro_storage.errors import TenferroError, shown
 from ._core._handle import EagerTensor
 from ._core._state import STATE
 from ._forward import jvp
-from ._functional import _check_leaf, tree_flatten, vjp
+from ._functional import _check_leaf, grad, tree_flatten, vjp
+from ._traced._trace import trace as trace_fn
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import reshape, stack
+from .ops.manip import trace as matrix_trace
 
 __all__ = [
     "elementwise_grad", "hessian", "hvp", "jacfwd", "jacobian", "jacrev", "linearize", "trace",
@@ -220,8 +222,6 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
     """The Hessian-vector product ``H(primals) @ tangents`` of scalar ``f``, by
     forward-over-reverse (``jvp`` of ``grad``): one gradient evaluation pushed through
     forward mode, never the full Hessian."""
-    from ._functional import grad
-
     _callable(f, "hvp")
     for name, given in (("primals", primals), ("tangents", tangents)):
         if not isinstance(given, tuple | list):
@@ -290,11 +290,8 @@ def trace(x: Any, *args: Any, **kwargs: Any) -> Any:
     Telling them apart is one ``callable`` check, O(1).
     """
     if callable(x) and not isinstance(x, EagerTensor | ts.Tensor | ts.TensorView):
-        from ._traced._trace import trace as trace_fn
-
         if args or kwargs:
             raise ArgumentTypeError("trace(f): pass the arguments to the returned function")
         return trace_fn(x)
-    from .ops.manip import trace as matrix_trace
 
     return matrix_trace(x, *args, **kwargs)

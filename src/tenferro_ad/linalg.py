@@ -12,7 +12,6 @@ exactly singular matrix is the adjugate).  The functions defined here (:func:`no
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,6 @@ from .ops import reduce as _red
 from .ops import shape as _sh
 from .ops.complex import conj as _conj
 from .ops.complex import is_complex as _is_complex
-from .ops.complex import real as _real
 from .ops.dense_linalg import (
     _np,
     _shape,
@@ -50,6 +48,7 @@ from .ops.dense_linalg import (
     tril,
     triu,
 )
+from .ops.norm import _abs2, _real_dtype, norm
 
 __all__ = [
     "cho_factor",
@@ -114,125 +113,6 @@ def matrix_power(a: Any, n: int) -> Any:
         if not n:
             return result
         base = matmul(base, base)
-
-
-def _cplx(x: Any) -> bool:
-    return _is_complex(x) if isinstance(x, EagerTensor) else bool(np.iscomplexobj(_np(x)))
-
-
-def _abs2(x: Any) -> Any:
-    return _real(_ew.mul(x, _conj(x))) if _cplx(x) else _ew.mul(x, x)
-
-
-def _norm_axis(op: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    from .ops._util import axis as _one_axis
-
-    ax = axis if isinstance(axis, tuple | list) else (axis,)
-    out = [_one_axis(op, a, ndim) for a in ax]  # AxisError / ArgumentTypeError naming 'axis'
-    if len(set(out)) != len(out):
-        raise ArgumentError(f"{op}: argument 'axis' {axis!r} repeats an axis")
-    return tuple(out)
-
-
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    """Vector or matrix norm with ``numpy.linalg.norm``'s semantics, differentiable.
-
-    Vector ords (one axis, or a 1-d input): ``None``/2 (Euclidean), 1, ``inf``, ``-inf``,
-    0 (count of non-zeros, no gradient) and any other real ``p`` (``sum |x|^p ^ 1/p``).
-    Matrix ords (two axes, or a 2-d input): ``None``/``"fro"``, ``"nuc"`` (sum of singular
-    values), 2 / -2 (largest / smallest singular value), 1 / -1 (max / min column sum),
-    ``inf`` / ``-inf`` (max / min row sum).  ``axis=None`` with ``ord=None`` flattens any
-    input (Euclidean norm of all entries).  Gradients as JAX's (``nan`` for the Euclidean
-    norm at exactly 0, subgradients picked by max/min at ties).  Cost O(size), or an SVD
-    for 2, -2 and ``"nuc"``.  ``x``, ``ord`` and ``axis`` are checked first; an error names
-    the argument (or the arguments that do not fit together).
-    """
-    from .ops._util import value_arg
-    from .ops.scan import _ord
-
-    sx = value_arg("norm", "x", x, imported=True)[0]
-    ord = _ord(ord)
-    nd = len(sx)
-    if axis is None:
-        if ord is None:
-            r = _ew.sqrt(_red.sum(_abs2(x)))
-            return _sh.reshape(r, (1,) * nd) if keepdims else r
-        if nd not in (1, 2):
-            raise ArgumentError(
-                f"norm: ord={ord!r} needs a 1-d or 2-d input or an axis: arguments 'x', 'ord' "
-                f"and 'axis' do not fit ('x' has shape {sx})"
-            )
-        axes = tuple(range(nd))
-    else:
-        axes = _norm_axis("norm", axis, nd)
-    if len(axes) == 1:
-        return _vector_norm(x, ord, axes[0], keepdims)
-    if len(axes) == 2:
-        return _matrix_norm(x, ord, axes, keepdims, nd)
-    raise ArgumentError(f"norm: argument 'axis' must name one or two axes, got {axis!r}")
-
-
-def _vector_norm(x: Any, ord: Any, ax: int, keepdims: bool) -> Any:
-    if ord is None or ord == 2:
-        return _ew.sqrt(_red.sum(_abs2(x), axis=ax, keepdims=keepdims))
-    if isinstance(ord, str):
-        raise ArgumentError(
-            f"norm: invalid ord {ord!r} for a vector norm: arguments 'x', 'ord' and 'axis' do "
-            "not fit (a matrix norm, taken over one axis)"
-        )
-    ax_ = _ew.abs(x)
-    if ord == math.inf:
-        return _red.max(ax_, axis=ax, keepdims=keepdims)
-    if ord == -math.inf:
-        return _red.min(ax_, axis=ax, keepdims=keepdims)
-    if ord == 0:
-        nz = _ew.astype(_ew.not_equal(_ew.stop_gradient(x), 0), np.dtype(_real_dtype(x)))
-        return _red.sum(nz, axis=ax, keepdims=keepdims)
-    if ord == 1:
-        return _red.sum(ax_, axis=ax, keepdims=keepdims)
-    p = float(ord)
-    return _ew.pow(_red.sum(_ew.pow(ax_, p), axis=ax, keepdims=keepdims), 1.0 / p)
-
-
-def _real_dtype(x: Any) -> Any:
-    return np.finfo(np.result_type(_np(x).dtype, np.float32)).dtype
-
-
-def _matrix_norm(
-    x: Any, ord: Any, axes: tuple[int, ...], keepdims: bool, nd: int
-) -> Any:
-    r0, c0 = axes
-    if ord is None or ord == "fro":
-        return _ew.sqrt(_red.sum(_abs2(x), axis=axes, keepdims=keepdims))
-    if ord in ("nuc", 2, -2):
-        rest = [i for i in range(nd) if i not in axes]
-        xt = _sh.transpose(x, (*rest, r0, c0))
-        s = svd(xt)[1]
-        if ord == "nuc":
-            r = _red.sum(s, axis=-1)
-        elif ord == 2:
-            r = _red.max(s, axis=-1)
-        else:
-            r = _red.min(s, axis=-1)
-        return _keep(r, axes, nd) if keepdims else r
-    if ord in (1, -1, math.inf, -math.inf):
-        sum_ax, red_ax = (r0, c0) if ord in (1, -1) else (c0, r0)
-        sums = _red.sum(_ew.abs(x), axis=sum_ax, keepdims=True)
-        pick = _red.max if ord in (1, math.inf) else _red.min
-        r = pick(sums, axis=red_ax, keepdims=True)
-        return r if keepdims else _sh.reshape(r, tuple(n for i, n in enumerate(_shape(x))
-                                                      if i not in axes))
-    raise ArgumentError(
-        f"norm: invalid ord {ord!r} for a matrix norm: arguments 'x', 'ord' and 'axis' do not "
-        "fit (a matrix norm takes None, 'fro', 'nuc', 1, -1, 2, -2, inf or -inf)"
-    )
-
-
-def _keep(r: Any, axes: tuple[int, ...], nd: int) -> Any:
-    s = list(_shape(r))
-    for a in sorted(axes):
-        s.insert(a, 1)
-    return _sh.reshape(r, tuple(s))
 
 
 def cho_factor(a: Any, lower: bool = False) -> tuple[Any, bool]:

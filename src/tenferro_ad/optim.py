@@ -33,6 +33,7 @@ import numpy as np
 
 import tenferro_storage as ts
 
+from ._core._gradients import Gradients
 from ._core._handle import EagerTensor
 from .errors import ArgumentError, ArgumentTypeError
 
@@ -54,8 +55,6 @@ def _flatten(tree: Any, path: str, out: list[tuple[str, Any]]) -> Any:
 
 def _structure(params: Any, grads: Any) -> list[tuple[str, Any, Any]]:
     """``(path, parameter, gradient)`` triples; refuses structures that differ."""
-    from ._core._gradients import Gradients
-
     if isinstance(grads, Gradients):
         raise ArgumentTypeError(
             "step: argument 'grads' is a Gradients bundle, which maps handles (not parameter "

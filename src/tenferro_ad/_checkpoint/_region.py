@@ -18,14 +18,16 @@ dropped before the exception propagates.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from .._core._dispatch import bind as eager_bind
 from .._core._handle import EagerTensor, make_handle
 from .._core._retention import AdValueRecord
 from .._core._state import STATE
 from .._core._tape import Tape
+from .._traced._graph import Eqn, Graph, Region, Var
 from .._traced._trace import Tracer, tracing
 from ..errors import ArgumentTypeError, CheckpointError
 from ._graph import (
@@ -45,11 +47,13 @@ __all__ = [
     "CheckpointPolicy",
     "checkpoint",
     "name",
+    "bind_regions",
     "region",
     "save_contractions",
     "save_everything",
     "save_named",
     "save_nothing",
+    "tape_checkpoint",
 ]
 
 
@@ -171,6 +175,17 @@ def checkpoint(
 # -- the block form ------------------------------------------------------------------------------
 
 
+def tape_checkpoint(tape: Tape, policy: CheckpointPolicy | None = None) -> Any:
+    """``with tape.checkpoint(policy=...):`` — the block form of a checkpoint region.
+
+    See :func:`tenferro_ad.checkpoint`; handles created inside the block and still
+    referenced when it exits are the region's outputs.  ``policy`` defaults to
+    ``save_nothing``.  O(1) to enter; O(ops) bookkeeping inside.  (``Tape.checkpoint``:
+    the tape knows no regions; ``tenferro_ad._wiring`` installs this as its method.)
+    """
+    return region(tape, save_nothing if policy is None else policy)
+
+
 @contextmanager
 def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None]:
     """``with tape.checkpoint(policy=...):`` — the block form of :func:`checkpoint`.
@@ -208,3 +223,85 @@ def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None
         for h in hs:  # re-key in place: same record, the published id
             h._tape = new._tape
             h._id = new._id
+
+
+# -- binding a traced graph on eager handles (grad(jit(f))) ---------------------------------------
+
+
+def _region_at(e: Eqn, depth: int) -> Region | None:
+    """The checkpoint region at nesting ``depth`` of a forward equation (None: none)."""
+    n = e.note
+    if n is None or n.region is None or n.recompute or n.backward:
+        return None
+    chain = n.region.chain()
+    return chain[depth] if len(chain) > depth else None
+
+
+def _bind_eqns(eqns: Sequence[Eqn], env: dict[Var, Any], depth: int, keep: set[Var]) -> None:
+    """Bind ``eqns`` eagerly into ``env``.  A run of equations of one checkpoint region
+    (at nesting ``depth``) becomes one eager ``ad.checkpoint(..., policy=...)`` call whose
+    arguments are the values the run reads from before it and whose results are the
+    values read after it (or in ``keep``): eager mode then keeps the boundary and
+    recomputes the interior, as the traced transformations do."""
+    last: dict[Var, int] = {}  # the index of each value's last reader in ``eqns``
+    for n, e in enumerate(eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                last[a] = n
+    i = 0
+    while i < len(eqns):
+        r = _region_at(eqns[i], depth)
+        if r is None:
+            e = eqns[i]
+            vals = [env[a] if isinstance(a, Var) else a.value for a in e.inputs]
+            env[e.out] = eager_bind(e.prim, *vals, **e.params)
+            if e.note is not None and e.note.label:
+                name(env[e.out], e.note.label)
+            del vals
+            _drop(env, [*e.inputs, e.out], last, i + 1, keep)
+            i += 1
+            continue
+        k = i
+        while k < len(eqns) and _region_at(eqns[k], depth) is r:
+            k += 1
+        run = eqns[i:k]
+        made = {e.out for e in run}
+        ins = list(dict.fromkeys(
+            a for e in run for a in e.inputs if isinstance(a, Var) and a not in made
+        ))
+        outs = [e.out for e in run if e.out in keep or last.get(e.out, -1) >= k]
+        i = k
+        if not outs:
+            continue
+
+        def region_fn(*vals: Any, run: Sequence[Eqn] = run, ins: list[Var] = ins,
+                      outs: list[Var] = outs) -> Any:
+            local: dict[Var, Any] = dict(zip(ins, vals, strict=True))
+            del vals
+            _bind_eqns(run, local, depth + 1, set(outs))
+            res = tuple(local.pop(v) for v in outs)
+            return res[0] if len(res) == 1 else res
+
+        region_fn.__name__ = r.label
+        got = checkpoint(region_fn, policy=r.policy)(*[env[a] for a in ins])
+        for v, x in zip(outs, got if len(outs) > 1 else (got,), strict=True):
+            env[v] = x
+        del got
+        _drop(env, [*ins, *outs], last, k, keep)
+
+
+def _drop(
+    env: dict[Var, Any], vs: Sequence[Any], last: dict[Var, int], done: int, keep: set[Var]
+) -> None:
+    """Release the handles of ``vs`` that nothing after equation ``done - 1`` reads."""
+    for v in vs:
+        if isinstance(v, Var) and v not in keep and last.get(v, -1) < done:
+            env.pop(v, None)
+
+
+def bind_regions(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
+    """Bind ``graph`` on eager handles, each checkpoint region as an eager checkpoint
+    (see :func:`_bind_eqns`); the results are handles recorded on the current tape."""
+    env: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
+    _bind_eqns(graph.eqns, env, 0, {a for a in graph.outvars if isinstance(a, Var)})
+    return [env[a] if isinstance(a, Var) else a.value for a in graph.outvars]

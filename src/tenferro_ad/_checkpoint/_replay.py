@@ -36,9 +36,10 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from .._core._dispatch import arg_targets, bind
+from .._core._dispatch import arg_targets, bind, constant_record
 from .._core._handle import EagerTensor, make_handle
-from .._core._primitive import NONDIFF, Primitive, Zero
+from .._core._namespace import HANDLE_NS, NUMPY_NS
+from .._core._primitive import IDENTITY, NONDIFF, Primitive, Zero
 from .._core._retention import AdValueRecord
 from .._core._state import STATE, allocation_reason
 from .._core._tape import Tape
@@ -141,14 +142,10 @@ def _attach(
 
 
 def _numpy_ns() -> Any:
-    from .._core._namespace import NUMPY_NS
-
     return NUMPY_NS
 
 
 def _handle_ns() -> Any:
-    from .._core._namespace import HANDLE_NS
-
     return HANDLE_NS
 
 
@@ -220,8 +217,6 @@ def _apply_graph(graph: _Graph, args: list[Any]) -> list[EagerTensor]:
 
 
 def _const_rec(a: Any) -> AdValueRecord:
-    from .._core._dispatch import constant_record
-
     return constant_record(a, "checkpoint")
 
 
@@ -652,8 +647,6 @@ def _vjp_recorded(graph: _Graph, out_cts: dict[int, Any], inputs: list[Any]) -> 
     """``create_graph``: replay on the recording (outer) tape and sweep with handles, so
     the cotangents are themselves recorded.  Each tracked input first passes through a
     recorded identity (no allocation) so the sweep stops at the region boundary."""
-    from .._functional import IDENTITY
-
     tape = STATE.tape
     assert tape is not None
     ns = _handle_ns()

@@ -51,7 +51,7 @@ from tenferro_storage.errors import (
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
-from ._retention import AdValueRecord, record_alias, record_borrow, record_owner
+from ._retention import AdValueRecord, constant_record, record_alias, record_borrow
 from ._state import LOCAL, STATE
 from ._tape import TapeNode
 
@@ -82,20 +82,6 @@ def register_tracer(
     borrow, no allocation, no tape node). O(1).
     """
     _TRACERS[cls] = bind_fn
-
-
-def constant_record(value: Any, operation: str) -> AdValueRecord:
-    """Import a numpy array, list or scalar as a constant record: one ``TRANSFER`` copy
-    into a new owner (recorded).  Owners and views are not imported: ops borrow them."""
-    if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
-        t = ts.from_numpy(value)
-    else:
-        raise TypeError(
-            f"{operation}: unsupported argument type {type(value).__name__}; expected an "
-            "EagerTensor, a Tensor owner or view (borrowed), a numpy array (imported with a "
-            "recorded TRANSFER copy) or a Python scalar"
-        )
-    return record_owner(t, ts.kernel.read_array(t), "constant")
 
 
 def borrowed_record(a: Any, holder: str) -> Any:

@@ -21,6 +21,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import AliasedOutputError, ExtractError, GroupError, LayoutError
 
+from ..errors import IntoValueError
 from ._handle import EagerTensor
 from ._state import STATE
 
@@ -180,7 +181,6 @@ class Gradients(ts.AllocationGroup):
             h = self._handles.get(vid)
             if h is None:
                 return None
-            from ..errors import IntoValueError
 
             del self._handles[vid]
             try:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingRuleError
+from ._namespace import NUMPY_NS
 from ._primitive import NONDIFF, Primitive, Zero
 from ._retention import AdValueRecord
 
@@ -39,8 +40,6 @@ class JvpContext:
 
         Called by the binder before the output is adopted, so a failing rule changes
         nothing.  ``vals`` are the kernel inputs, ``out`` the kernel output."""
-        from ._namespace import NUMPY_NS
-
         tans = self.tangents
         ts = [tans.get(r) if type(r) is AdValueRecord else None for r in recs]
         if prim.nondiff or all(t is None for t in ts):

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+import numpy as np
+
 from tenferro_storage.errors import shown
 
 from ..errors import ArgumentError, ArgumentTypeError, MissingRuleError
@@ -271,3 +273,15 @@ class CastTarget(tuple):  # type: ignore[type-arg]
         t = super().__new__(cls, shape)
         t.dtype = dtype
         return t
+
+
+# the identity as a recorded op: an alias of its argument (a handle into the tape, a
+# jit output that is an input); its rules pass the cotangent / tangent through
+IDENTITY: Primitive = defprimitive(
+    "identity",
+    lambda a: np.asarray(a).view(),
+    1,
+    alias=True,
+    vjp=(lambda ops, g: g,),
+    jvp=(lambda ops, t: t,),
+)

@@ -305,3 +305,17 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
         dtype=view.dtype,  # a sealed reinterpretation (complex<->real) keeps its own dtype
     )
     return AdValueRecord(view, c, slot, op)
+
+
+def constant_record(value: Any, operation: str) -> AdValueRecord:
+    """Import a numpy array, list or scalar as a constant record: one ``TRANSFER`` copy
+    into a new owner (recorded).  Owners and views are not imported: ops borrow them."""
+    if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
+        t = ts.from_numpy(value)
+    else:
+        raise TypeError(
+            f"{operation}: unsupported argument type {type(value).__name__}; expected an "
+            "EagerTensor, a Tensor owner or view (borrowed), a numpy array (imported with a "
+            "recorded TRANSFER copy) or a Python scalar"
+        )
+    return record_owner(t, ts.kernel.read_array(t), "constant")

@@ -33,7 +33,7 @@ import itertools
 import sys
 import sysconfig
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import numpy as np
@@ -41,10 +41,12 @@ import numpy as np
 import tenferro_storage as ts
 
 from ..errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
+from ._gradients import Gradients, foreign_roots
 from ._handle import EagerTensor, make_handle
+from ._namespace import HANDLE_NS, NUMPY_NS
 from ._nocopy import NoCopy
 from ._primitive import NONDIFF, Primitive, Zero
-from ._retention import AdValueRecord, move_owner, record_borrow, record_owner
+from ._retention import AdValueRecord, constant_record, move_owner, record_borrow, record_owner
 from ._state import LOCAL, STATE
 
 
@@ -150,8 +152,6 @@ class Tape(NoCopy):
                 "or pass the view to ops directly (borrowed, untracked)"
             )
         else:
-            from ._dispatch import constant_record
-
             rec = constant_record(value, "Tape.watch")
             rec.op = "watch"
         vid = len(self.nodes)
@@ -164,16 +164,9 @@ class Tape(NoCopy):
         rec.count += 1
         self._kept.append(rec)
 
-    def checkpoint(self, policy: Any = None) -> Any:
-        """``with tape.checkpoint(policy=...):`` — the block form of a checkpoint region.
+    if TYPE_CHECKING:  # the checkpoint layer installs it (tenferro_ad._wiring)
 
-        See :func:`tenferro_ad.checkpoint`; handles created inside the block and still
-        referenced when it exits are the region's outputs.  ``policy`` defaults to
-        ``save_nothing``.  O(1) to enter; O(ops) bookkeeping inside.
-        """
-        from .._checkpoint._region import region, save_nothing
-
-        return region(self, save_nothing if policy is None else policy)
+        def checkpoint(self, policy: Any = None) -> Any: ...
 
     def retained(self) -> list[RetainedEntry]:
         """What the tape retains and why: one entry per retained record (producing op, the
@@ -411,9 +404,6 @@ class Tape(NoCopy):
         gradients (``OPERATION_OUTPUT``; ``MATERIALIZE`` copies for a gradient that
         would share the caller's cotangent or a residual).
         """
-        from ._gradients import Gradients, foreign_roots
-        from ._namespace import HANDLE_NS, NUMPY_NS
-
         if self._released:
             raise BackwardError(
                 "Tape.backward: this tape's residuals were released by an earlier backward; "
@@ -641,8 +631,6 @@ def check_cotangent(ct: Any, like: np.ndarray[Any, Any], what: str, k: int, nest
     if isinstance(ct, int | float | complex):  # a fresh value made here, not a copy
         t = ts.kernel.adopt_output(a, STATE.reason, "seed")
         return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
-    from ._dispatch import constant_record
-
     return make_handle(constant_record(a, what), None, -1)
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._core._primitive import REGISTRY, Primitive
+from ._trace import TRACE_NS
 
 BatchRule = Callable[..., tuple[Any, bool]]
 RULES: dict[str, BatchRule] = {}
@@ -34,8 +35,6 @@ def defbatch(prim: Primitive, rule: BatchRule) -> Primitive:
 
 def emit(name: str, *args: Any, **params: Any) -> Any:
     """Apply the registered primitive ``name`` to tracers (one equation)."""
-    from ._trace import TRACE_NS
-
     return TRACE_NS.apply(REGISTRY[name], *args, **params)
 
 
@@ -62,8 +61,6 @@ def loop_fallback(
     prim: Primitive, args: Sequence[Any], batched: Sequence[bool], size: int, params: Any
 ) -> Any:
     """Batch ``prim`` by applying it per batch element and stacking the results."""
-    from ._trace import TRACE_NS
-
     outs = []
     for k in range(size):
         sl = [

@@ -19,7 +19,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import DTypeError, TenferroError, shown
 
-from .._functional import IDENTITY
+from .._core._primitive import IDENTITY
 from ..errors import ArgumentError, ArgumentTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph

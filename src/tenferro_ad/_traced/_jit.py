@@ -48,6 +48,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
 from ..errors import ArgumentTypeError, DonationError
@@ -184,8 +185,6 @@ def _donation_inputs(
     """Check every leaf of a donating call before anything is consumed: donated leaves are
     unborrowed owners or numpy values, the others numpy values, and the engine writes
     into inputs.  Returns the leaves (owners are consumed by the submission). O(leaves)."""
-    from tenferro_storage.runtime._engine import lookup
-
     if not getattr(lookup(engine), "supports_donation", False):
         raise DonationError(f"jit({_name(f)}): {engine} does not write into donated inputs")
     seen: set[int] = set()

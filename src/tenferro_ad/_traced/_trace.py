@@ -24,7 +24,6 @@ import numpy as np
 import tenferro_storage as ts
 
 from .._core._dispatch import bind as eager_bind
-from .._core._dispatch import register_tracer
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS, VOCABULARY
 from .._core._primitive import Primitive
@@ -298,8 +297,6 @@ class Tracer:
     def __repr__(self) -> str:
         return f"Tracer({type_str(self.shape, self.dtype)})"
 
-
-register_tracer(Tracer, _bind)
 
 
 # -- tracing a function

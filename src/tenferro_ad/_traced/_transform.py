@@ -29,13 +29,82 @@ from typing import Any
 
 import numpy as np
 
-from .._checkpoint._traced import Residuals
 from .._core._primitive import NONDIFF, RealTarget, Zero
-from ._graph import Eqn, Graph, Lit, Note, TreeDef, Var, dce, type_str
+from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, type_str
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
 
 _BACKWARD = Note(backward=True)
 _NOTES: dict[str, Note] = {}  # the backward annotation per primitive name (immutable)
+
+
+def _in_region(e: Eqn, r: Region) -> bool:
+    q = e.note.region if e.note is not None else None
+    while q is not None:
+        if q is r:
+            return True
+        q = q.parent
+    return False
+
+
+class Residuals:
+    """Where the reverse sweep reads an equation's residuals.  A value interior to a
+    checkpoint region (made inside it, not kept by its policy) is re-emitted on demand
+    from the region's boundary, once, just before the first rule that reads it (with the
+    interior values it depends on, annotated ``recompute``): a chain cut by saved values
+    is recomputed one stage at a time.  Anything else is the forward value."""
+
+    def __init__(self, graph: Graph, b: Builder, env: dict[Var, Any]) -> None:
+        self.b, self.env, self.eqns = b, env, graph.eqns
+        self.pos = {e.out: i for i, e in enumerate(graph.eqns)}
+        self.rec: dict[Region, dict[Var, Any]] = {}
+        self.inner: dict[Region, dict[Var, Eqn]] = {}
+
+    def _interior(self, r: Region) -> dict[Var, Eqn]:
+        got = self.inner.get(r)
+        if got is None:
+            got = self.inner[r] = {
+                e.out: e for e in self.eqns if _in_region(e, r) and not r.saves(e)
+            }
+            self.rec[r] = {}
+        return got
+
+    def read(self, a: Var | Lit, region: Region | None) -> Any:
+        """``a`` as the rules of an equation in ``region`` see it. O(1) when cached."""
+        if isinstance(a, Lit):
+            return a.value if a.is_scalar else Tracer(self.b, a)
+        r = region
+        while r is not None:
+            if a in self._interior(r):
+                got = self.rec[r].get(a)
+                return got if got is not None else self._recompute(a, r)
+            r = r.parent
+        return self.env[a]
+
+    def _recompute(self, a: Var, r: Region) -> Any:
+        interior, done = self._interior(r), self.rec[r]
+        todo: list[Eqn] = []
+        seen: set[Var] = set()
+        stack = [a]
+        while stack:  # the interior values ``a`` depends on that are not recomputed yet
+            v = stack.pop()
+            if v in seen or v in done:
+                continue
+            seen.add(v)
+            e = interior[v]
+            todo.append(e)
+            stack.extend(x for x in e.inputs if isinstance(x, Var) and x in interior)
+        todo.sort(key=lambda e: self.pos[e.out])
+        prev = swap_note(Note(r, True, True, f"checkpoint:{r.chain()[0].label}"))
+        try:
+            for e in todo:
+                args = [self.read(x, r) for x in e.inputs]
+                done[e.out] = self.b.emit(e.prim, args, dict(e.params))
+        finally:
+            swap_note(prev)
+        return done[a]
+
+
+# -- binding on eager handles ------------------------------------------------------------------
 
 
 def _read(b: Builder, env: dict[Var, Any], a: Var | Lit) -> Any:

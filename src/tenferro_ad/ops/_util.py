@@ -15,7 +15,7 @@ import numpy as np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
 from tenferro_storage import Tensor, TensorView, TensorViewMut
-from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
+from tenferro_storage.errors import DTypeError, TenferroError, UseAfterMoveError, shown
 
 from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
@@ -171,8 +171,6 @@ def _checked_value(
 
 def _stored(op: str, label: str, dt: np.dtype[Any]) -> None:
     if dt not in _STORED_DTYPES:
-        from tenferro_storage.errors import DTypeError
-
         raise DTypeError(
             f"{op}: {label} has dtype {dt}, which tenferro does not store; supported: bool, "
             "int32, int64, float32, float64, complex64, complex128"
@@ -244,34 +242,6 @@ def axes(operation: str, ax: Any, ndim: int) -> tuple[int, ...]:
             raise ArgumentError(f"{operation}: argument 'axis' {tuple(ax)!r} repeats an axis")
         return out
     return (axis(operation, ax, ndim),)
-
-
-def promote(*args: Any) -> list[Any]:
-    """JAX's ``promote_args_inexact`` for derived formulas: every argument is brought to the
-    common inexact dtype of the array arguments (Python scalars are weakly typed and do not
-    take part; float64 when there are no arrays).  Python scalars and numpy arrays become
-    numpy arrays of that dtype; a handle of another dtype goes through ``astype`` (whose
-    VJP casts the cotangent back, as JAX's ``convert_element_type`` does)."""
-    arrays = [a for a in args if not isinstance(a, int | float | bool)]
-    dts = [dtype_of(a) for a in arrays]
-    dt = np.result_type(*dts) if dts else np.dtype(np.float64)
-    if dt.kind not in "fc":
-        dt = np.dtype(np.float64)
-    out: list[Any] = []
-    for a in args:
-        if isinstance(a, int | float | bool):
-            out.append(np.asarray(a, dtype=dt))
-        elif isinstance(a, EagerTensor):
-            if dtype_of(a) != dt:
-                from .elementwise import astype
-
-                a = astype(a, dt)
-            out.append(a)
-        elif isinstance(a, np.ndarray | np.generic | list | tuple):
-            out.append(np.asarray(a, dtype=dt))
-        else:
-            out.append(a)
-    return out
 
 
 def weak(*args: Any) -> list[Any]:
@@ -363,8 +333,6 @@ def culprit(
 
 
 def _is_value(v: Any) -> bool:
-    from tenferro_storage import Tensor, TensorView, TensorViewMut
-
     return isinstance(v, EagerTensor | np.ndarray | Tensor | TensorView | TensorViewMut)
 
 

@@ -28,7 +28,6 @@ import tenferro_storage as ts
 
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
-from .._core._namespace import HANDLE_NS
 from .._core._primitive import Primitive, Zero, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentTypeError
@@ -277,12 +276,3 @@ def view_as_complex(x: Any) -> EagerTensor:
         return bind(VIEW_AS_COMPLEX, x)
     except KERNEL_ERRORS as e:
         raise arg_error("view_as_complex", e) from None
-
-
-def _install() -> None:
-    # The handle-backed rule namespace defaults ``conj`` to the identity (real-only core);
-    # with complex support loaded it must really conjugate.
-    object.__setattr__(HANDLE_NS, "conj", conj)
-
-
-_install()

@@ -38,7 +38,7 @@ from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
-from .complex import CONJ, REAL, is_complex
+from .complex import CONJ, REAL, REAL_T, is_complex
 from .linalg import matmul
 
 Array = Any
@@ -425,8 +425,6 @@ def _eigh_jvp(ops: Any, t: Array, packed: Array) -> Array:
 
 
 def _real_t() -> Any:
-    from .complex import REAL_T
-
     return REAL_T
 
 

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from tenferro_storage import dtype as resolve
 from tenferro_storage.errors import DTypeError
 
 from .._core._dispatch import bind, bind1, bind2
@@ -733,8 +734,6 @@ def _src_dtype(x: Any) -> np.dtype[Any] | None:
 def _target_dtype(dtype: Any) -> np.dtype[Any]:
     """Any spelling of a supported dtype (``"float32"``, ``np.float32``, ``float``,
     ``np.dtype("f4")``, a storage ``DType``) as a numpy dtype; ``DTypeError`` otherwise."""
-    from tenferro_storage import dtype as resolve
-
     try:
         return resolve(dtype).numpy
     except DTypeError as e:

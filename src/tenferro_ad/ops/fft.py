@@ -31,6 +31,7 @@ from . import manip
 from . import shape as sh
 from ._util import axis as _axis
 from ._util import dtype_of, guard_module, shape_of
+from .elementwise import stop_gradient
 
 Array = Any
 
@@ -281,15 +282,11 @@ def ifftshift(x: Any, axes: Any = None) -> EagerTensor:
 
 def fftfreq(n: int, d: float = 1.0) -> EagerTensor:
     """Sample frequencies (a constant: one recorded TRANSFER of numpy's values)."""
-    from .elementwise import stop_gradient
-
     return stop_gradient(np.fft.fftfreq(n, d))
 
 
 def rfftfreq(n: int, d: float = 1.0) -> EagerTensor:
     """Non-negative sample frequencies (a constant)."""
-    from .elementwise import stop_gradient
-
     return stop_gradient(np.fft.rfftfreq(n, d))
 
 

@@ -15,7 +15,9 @@ from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import defbilinear, defprimitive
 from .._traced._batch_rules import defbatch, emit, expand_batched, shape_of
+from ..errors import ArgumentError
 from ._axes import KERNEL_ERRORS, arg_error
+from ._util import value_arg
 
 Array = Any
 
@@ -104,9 +106,6 @@ def _explain_matmul(x: Any, y: Any) -> None:
     """Raise the error naming ``'x'``/``'y'`` for operands ``np.matmul`` cannot take (numpy
     blames a core-dimension mismatch on one operand only, whichever it reads second).
     Returns when it finds nothing wrong. O(rank), metadata only."""
-    from ..errors import ArgumentError
-    from ._util import value_arg
-
     sx = value_arg("matmul", "x", x, imported=True)[0]
     sy = value_arg("matmul", "y", y, imported=True)[0]
     for s, nm in ((sx, "x"), (sy, "y")):

@@ -24,7 +24,7 @@ from tenferro_storage.errors import AllocationFailedError, DTypeError, TenferroE
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import defprimitive, nondifferentiable
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, AxisError
 from . import elementwise as ew
 from . import shape as sh
 from ._util import (
@@ -37,6 +37,7 @@ from ._util import (
     value_arg,
 )
 from ._util import axis as _axis
+from .reduce import sum as rsum
 
 Array = Any
 
@@ -190,8 +191,6 @@ def rollaxis(x: Any, axis: int, start: int = 0) -> EagerTensor:
     if start < 0:
         start += nd
     if not 0 <= start <= nd:
-        from ..errors import AxisError
-
         raise AxisError("rollaxis", start, nd + 1, "start")
     if a < start:
         start -= 1
@@ -685,8 +684,6 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTenso
     """``numpy.trace``: the sum of :func:`diagonal`.  Reached through ``tenferro_ad.trace(x,
     *args)``, so a refusal names ``offset``, ``axis1`` and ``axis2`` by position too
     (arguments 1, 2 and 3)."""
-    from .reduce import sum as rsum
-
     shape = _value("trace", x)
     k = _int("trace", "argument 1 ('offset')", offset)
     nd = len(shape)

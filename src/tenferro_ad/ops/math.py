@@ -29,6 +29,8 @@ from .._core._primitive import Primitive, defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, stored_value_arg, weak
+from .complex import complex as mkcomplex
+from .complex import imag, is_complex, real
 from .special import ERF, EXPIT
 
 Array = Any
@@ -508,9 +510,6 @@ def nan_to_num(
 ) -> EagerTensor:
     """Replace NaN and infinities by finite numbers (derived: ``where``); gradient 1 at
     finite entries and 0 at replaced ones (as JAX). A few allocations."""
-    from .complex import complex as mkcomplex
-    from .complex import imag, is_complex, real
-
     for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and not isinstance(v, int | float | np.integer | np.floating):
             raise ArgumentTypeError(

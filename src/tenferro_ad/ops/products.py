@@ -19,6 +19,7 @@ from . import shape as sh
 from ._einsum_path import tensordot_subscripts
 from ._util import axis as _axis
 from ._util import guard_module, shape_of, value_arg
+from .complex import conj, is_complex
 from .einsum import einsum
 
 __all__ = ["cross", "dot", "inner", "kron", "outer", "vdot"]
@@ -46,8 +47,6 @@ def dot(a: Any, b: Any) -> EagerTensor:
 def vdot(a: Any, b: Any) -> EagerTensor:
     """``numpy.vdot``: ``sum(conj(a) * b)`` over the flattened inputs.  O(size): a reshape
     of each input and one contraction.  Different sizes are refused first, naming both."""
-    from .complex import conj, is_complex
-
     sa, sb = _values("vdot", a, b)
     na, nb = math.prod(sa), math.prod(sb)
     if na != nb:

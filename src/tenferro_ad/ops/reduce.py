@@ -18,8 +18,10 @@ from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import defprimitive
 from .._traced._batch_rules import defbatch, leading
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError
 from ._axes import KERNEL_ERRORS, arg_error, axes_tuple
+from ._util import value_arg
+from .elementwise import DIV, _inexact
 
 Array = Any
 
@@ -63,8 +65,6 @@ def _log_softmax_impl(a: Array, *, axes: tuple[int, ...] = (0,)) -> Array:
     are the ufuncs' own (``np.max``/``np.sum`` without their Python wrappers) and the log
     and the last subtraction are written over the fresh sum and ``shifted`` (the same values
     in two allocations fewer).  An empty axis raises numpy's reduction error."""
-    from .elementwise import _inexact
-
     a = np.asarray(_inexact(a))
     # unguarded, as JAX's log_softmax
     shifted = np.subtract(a, np.maximum.reduce(a, axis=axes, keepdims=True))
@@ -248,7 +248,6 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
         for a in axes:
             n *= shape[a]
         s = bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
-        from .elementwise import DIV
 
         return bind(DIV, s, float(n))
     except KERNEL_ERRORS as e:
@@ -282,8 +281,6 @@ def _explain_x(op: str, x: Any) -> None:
     """On the error path of a reduction: raise the error naming ``'x'`` when it is not a
     value (a type, a ragged list, an unsupported dtype: :func:`~._util.value_arg`); return
     otherwise. O(1) for arrays."""
-    from ._util import value_arg
-
     value_arg(op, "x", x, imported=True)
 
 
@@ -294,9 +291,6 @@ def _explain_empty(
     differs): raise the error naming ``'x'`` when it is not a value
     (:func:`~._util.value_arg`) or is empty along a reduced axis (``{op} {why}``); return
     when neither explains the failure. O(ndim), metadata only."""
-    from ..errors import ArgumentError
-    from ._util import value_arg
-
     shape = value_arg(op, "x", x, imported=True)[0]
     try:
         axes = axes_tuple(op, axis, len(shape))

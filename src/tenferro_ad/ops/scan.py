@@ -28,12 +28,15 @@ from . import shape as sh
 from ._util import axes as _axes
 from ._util import axis as _axis
 from ._util import dtype_of, guard_module, shape_of, value_arg
+from .complex import conj, is_complex, real
+from .manip import flip, full_like
+from .math import isfinite, isnan
 
 Array = Any
 
 __all__ = [
     "all", "any", "argmax", "argmin", "argpartition", "argsort", "average", "cumprod", "cumsum",
-    "diff", "logsumexp", "median", "nanmean", "nansum", "norm", "partition", "sort", "std",
+    "diff", "logsumexp", "median", "nanmean", "nansum", "partition", "sort", "std",
     "take_along_axis", "var",
 ]
 
@@ -252,7 +255,6 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor
     with no_grad():
         idx = argsort(x, axis=axis)
         if descending:  # JAX's descending sort is the reversed ascending one (ties too)
-            from .manip import flip
 
             idx = flip(idx, axis)
     return take_along_axis(x, idx, axis)
@@ -274,8 +276,6 @@ def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
 
 
 def _abs2(x: Any) -> Any:
-    from .complex import conj, is_complex, real
-
     if is_complex(x):
         return real(ew.mul(x, conj(x)))
     return ew.mul(x, x)
@@ -346,26 +346,6 @@ def diff(
     return out
 
 
-def _vector_norm(x: Any, ord: Any, axis: Any, keepdims: bool) -> Any:
-    if ord is None or ord == 2:
-        return ew.sqrt(rd.sum(_abs2(x), axis=axis, keepdims=keepdims))
-    if ord == np.inf:
-        return rd.max(ew.abs(x), axis=axis, keepdims=keepdims)
-    if ord == -np.inf:
-        return rd.min(ew.abs(x), axis=axis, keepdims=keepdims)
-    if ord == 0:
-        nz = ew.astype(ew.not_equal(x, 0), _real_dtype(x))
-        return rd.sum(nz, axis=axis, keepdims=keepdims)
-    if ord == 1:
-        return rd.sum(ew.abs(x), axis=axis, keepdims=keepdims)
-    if isinstance(ord, str):
-        raise ArgumentError(
-            f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} is a matrix "
-            "norm, but the norm is taken over one axis (a vector norm)"
-        )
-    p = float(ord)
-    return ew.pow(rd.sum(ew.pow(ew.abs(x), p), axis=axis, keepdims=keepdims), 1.0 / p)
-
 
 def _shown(v: Any) -> str:
     """``repr`` of an int, ``None`` or a tuple/list of ints; the type's name otherwise (no
@@ -378,24 +358,6 @@ def _shown(v: Any) -> str:
     return type(v).__name__
 
 
-def _ord(ord: Any) -> Any:
-    """``norm``'s ``ord`` checked: ``None``, a real number (a 0-d numpy array is read) or
-    ``"fro"``/``"nuc"``; anything else raises naming the argument. O(1)."""
-    if isinstance(ord, np.ndarray) and ord.ndim == 0 and ord.dtype.kind in "iuf":
-        return ord.item()
-    if ord is None or (isinstance(ord, str) and ord in ("fro", "nuc")):
-        return ord
-    if isinstance(ord, int | float | np.integer | np.floating) and not isinstance(ord, bool):
-        return ord
-    if isinstance(ord, str):  # numpy: a ValueError ("Invalid norm order")
-        raise ArgumentError(
-            f"norm: ord={ord!r} is not a norm order; give None, a real number, 'fro' or 'nuc'"
-        )
-    raise ArgumentTypeError(
-        f"norm: argument 'ord' must be None, a real number, 'fro' or 'nuc', got "
-        f"{type(ord).__name__}"
-    )
-
 
 def _real_dtype(x: Any) -> Any:
     dt = dtype_of(x)
@@ -404,86 +366,6 @@ def _real_dtype(x: Any) -> Any:
     return dt if dt.kind == "f" else np.float64
 
 
-def _matrix_norm(x: Any, ord: Any, ax: tuple[int, int], keepdims: bool) -> Any:
-    r, c = ax
-    if ord is None or ord == "fro":
-        out = ew.sqrt(rd.sum(_abs2(x), axis=ax, keepdims=keepdims))
-        return out
-    if ord in (1, -1, np.inf, -np.inf):
-        sum_axis, pick_axis = (r, c) if ord in (1, -1) else (c, r)
-        s = rd.sum(ew.abs(x), axis=sum_axis, keepdims=True)
-        pick = rd.max if ord in (1, np.inf) else rd.min
-        out = pick(s, axis=pick_axis, keepdims=True)
-        if not keepdims:
-            keep = [n for i, n in enumerate(shape_of(out)) if i not in ax]
-            out = sh.reshape(out, tuple(keep))
-        return out
-    if ord in (2, -2, "nuc"):
-        from .. import linalg
-
-        nd = len(shape_of(x))
-        perm = [i for i in range(nd) if i not in ax] + [r, c]
-        xm = sh.transpose(x, tuple(perm))
-        s = linalg.svd(xm, full_matrices=False)[1] if _svd_takes_full() else linalg.svd(xm)[1]
-        if ord == "nuc":
-            out = rd.sum(s, axis=-1)
-        else:
-            out = (rd.max if ord == 2 else rd.min)(s, axis=-1)
-        if keepdims:
-            want = list(shape_of(x))
-            want[r] = 1
-            want[c] = 1
-            out = sh.reshape(out, tuple(want))
-        return out
-    raise ArgumentError(
-        f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} is not a matrix norm "
-        "(None, 'fro', 'nuc', 1, -1, 2, -2, inf, -inf), and the norm is taken over two axes"
-    )
-
-
-def _svd_takes_full() -> bool:
-    import inspect
-
-    from .. import linalg
-
-    return "full_matrices" in inspect.signature(linalg.svd).parameters
-
-
-def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    """``numpy.linalg.norm``: vector norms (``ord`` ``None``/2, 1, inf, -inf, 0, any p) and
-    matrix norms (``None``/"fro", 1, -1, inf, -inf, 2, -2, "nuc"; the last three through
-    the SVD).  ``axis=None`` with ``ord=None`` is the 2-norm of all entries. Derived; the
-    derivative of the 2-norm at zero is NaN, as in JAX.  ``x`` and ``ord`` are checked
-    first; an error names the argument (or the arguments that do not fit together)."""
-    shape = value_arg("norm", "x", x, imported=True)[0]
-    ord = _ord(ord)
-    nd = len(shape)
-    if axis is None:
-        if ord is None:
-            out = ew.sqrt(rd.sum(_abs2(x)))
-            if keepdims:
-                out = sh.reshape(out, (1,) * nd)
-            return out
-        if nd == 1:
-            axis = 0
-        elif nd == 2:
-            axis = (0, 1)
-        else:
-            raise ArgumentError(
-                f"norm: arguments 'x', 'ord' and 'axis' do not fit: ord={ord!r} needs a 1-D "
-                f"or 2-D 'x' (got shape {shape}) or an 'axis'"
-            )
-    if isinstance(axis, tuple | list):
-        if len(axis) == 1:
-            return _vector_norm(x, ord, _axis("norm", axis[0], nd), keepdims)
-        if len(axis) != 2:
-            raise ArgumentError(f"norm: argument 'axis' must have 1 or 2 entries, got {axis}")
-        a0, a1 = _axis("norm", axis[0], nd), _axis("norm", axis[1], nd)
-        if a0 == a1:
-            raise ArgumentError(f"norm: argument 'axis' repeats an axis: {axis}")
-        return _matrix_norm(x, ord, (a0, a1), keepdims)
-    return _vector_norm(x, ord, _axis("norm", axis, nd), keepdims)
-
 
 def logsumexp(
     a: Any, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False
@@ -491,8 +373,6 @@ def logsumexp(
     """``log(sum(b * exp(a)))`` over ``axis``, stable (JAX's ``logsumexp``): shifted by the
     stop-gradient max; with ``b``, entries where ``b == 0`` are skipped; a negative sum gives
     NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived."""
-    from .complex import is_complex
-
     shape = value_arg("logsumexp", "a", a, imported=True)[0]
     if b is not None:
         sb = value_arg("logsumexp", "b", b, imported=True)[0]
@@ -546,8 +426,6 @@ def _promote_pair(a: Any, b: Any) -> tuple[Any, Any]:
 
 
 def _isfinite(x: Any) -> Any:
-    from .math import isfinite
-
     return isfinite(x)
 
 
@@ -573,15 +451,11 @@ def all(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient)."""
-    from .math import isnan
-
     return rd.sum(ew.where(isnan(x), 0.0, x), axis=axis, keepdims=keepdims)
 
 
 def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Mean over the non-NaN entries (derived)."""
-    from .math import isnan
-
     with no_grad():
         n = rd.sum(ew.astype(ew.equal(isnan(x), False), _real_dtype(x)), axis=axis,
                    keepdims=keepdims)
@@ -603,7 +477,6 @@ def average(
         if returned:
             shape = shape_of(x)
             n = _count(shape, _axes("average", axis, len(shape)))
-            from .manip import full_like
 
             return out, full_like(out, float(n))
         return out

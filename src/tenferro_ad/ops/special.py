@@ -22,6 +22,7 @@ import scipy.special as sps
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defprimitive
+from ..errors import ArgumentError
 from ._util import guard_module, weak
 
 Array = Any
@@ -200,8 +201,6 @@ def polygamma(n: int, x: Any) -> EagerTensor:
     if isinstance(n, EagerTensor):
         n = int(n)
     if int(n) != n or n < 0:
-        from ..errors import ArgumentError
-
         raise ArgumentError(f"polygamma: argument 'n' must be a non-negative integer, got {n!r}")
     return bind(POLYGAMMA, x, n=int(n))
 

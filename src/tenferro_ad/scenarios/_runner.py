@@ -15,7 +15,9 @@ from typing import Any
 import attrs
 import numpy as np
 
+import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_storage import runtime as rt
 from tenferro_storage.ledger import (
     AllocationReason,
     CopyReason,
@@ -24,6 +26,9 @@ from tenferro_storage.ledger import (
     capture,
 )
 
+from .. import traced
+from .._traced._compile import compile_graph
+from .._traced._retained import split_halves
 from ._schema import Scenario, ScenarioError
 
 __all__ = [
@@ -118,7 +123,6 @@ def make_policy(scenario: Scenario) -> Any:
     """The checkpoint policy object the scenario asks for, or ``None`` without checkpointing."""
     if not scenario.checkpoint:
         return None
-    import tenferro_ad as ad
 
     if scenario.policy == "save_named":
         return ad.save_named(*scenario.policy_labels)
@@ -146,8 +150,6 @@ def _run_taped(
     program: Callable[..., Any],
     policy: Any,
 ) -> tuple[LedgerRecord, LedgerRecord, LedgerRecord, float, list[ts.Tensor[Any, Any] | None]]:
-    import tenferro_ad as ad
-
     inputs = make_inputs(scenario)
     wrt_index = [i for i, spec in enumerate(scenario.inputs) if spec.wrt]
     with capture() as total:
@@ -166,8 +168,6 @@ def _run_taped(
 
 
 def _run_untaped(scenario: Scenario, program: Callable[..., Any], policy: Any) -> LedgerRecord:
-    import tenferro_ad as ad
-
     inputs = make_inputs(scenario)
     with capture() as forward:
         tape = ad.Tape()
@@ -181,8 +181,6 @@ def _run_untaped(scenario: Scenario, program: Callable[..., Any], policy: Any) -
 
 
 def _submit(program: Any, group: ts.AllocationGroup, slots: Sequence[Any], what: str) -> Any:
-    from tenferro_storage import runtime as rt
-
     outcome = rt.submit(rt.host_engine(), program, rt.ExecutionInputs(group, slots)).wait()
     if not isinstance(outcome, rt.Completed):
         raise ScenarioError(f"traced scenario: the {what} program failed: {outcome!r}")
@@ -202,10 +200,6 @@ def _execute_traced(scenario: Scenario) -> Observation:
     descriptors of the execution's group, never shared owners.  The untaped baseline is
     the primal program compiled alone.  Tracing and compiling happen before the captures.
     """
-    from .. import traced
-    from .._traced._compile import compile_graph
-    from .._traced._retained import split_halves
-
     program = resolve_program(scenario)
     policy = make_policy(scenario)
     kwargs = scenario.kwargs

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...ops import elementwise as ew
-from ...ops._util import promote
 from . import gamma as _gamma
+from ._promote import promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "pdf", "sf"]
 

@@ -11,7 +11,8 @@ from ...ops import elementwise as ew
 from ...ops import reduce as rd
 from ...ops import shape as sh
 from ...ops import special as sp
-from ...ops._util import promote, shape_of
+from ...ops._util import shape_of
+from ._promote import promote
 
 __all__ = ["logpdf", "pdf"]
 

@@ -10,7 +10,7 @@ import numpy as np
 from ...ops import elementwise as ew
 from ...ops import math as m
 from ...ops import special as sp
-from ...ops._util import promote
+from ._promote import promote
 
 __all__ = ["cdf", "logcdf", "logpdf", "pdf", "sf"]
 

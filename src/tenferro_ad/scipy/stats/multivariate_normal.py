@@ -10,7 +10,8 @@ from ... import linalg
 from ...ops import elementwise as ew
 from ...ops import reduce as rd
 from ...ops import shape as sh
-from ...ops._util import promote, shape_of
+from ...ops._util import shape_of
+from ._promote import promote
 
 __all__ = ["logpdf", "pdf"]
 

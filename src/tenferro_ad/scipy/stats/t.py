@@ -7,7 +7,7 @@ from typing import Any
 
 from ...ops import elementwise as ew
 from ...ops import special as sp
-from ...ops._util import promote
+from ._promote import promote
 
 __all__ = ["logpdf", "pdf"]
 

@@ -27,8 +27,21 @@ import numpy as np
 
 from tenferro_storage.errors import TenferroError
 
-from .._core._handle import EagerTensor
-from ._util import dtype_arg
+from . import linalg as _ad_linalg
+from ._core._handle import EagerTensor
+from .ops import complex as cx
+from .ops import elementwise as ew
+from .ops import fft as F
+from .ops import manip as mp
+from .ops import math as m
+from .ops import products as pr
+from .ops import reduce as rd
+from .ops import scan as sc
+from .ops import shape as sh
+from .ops._util import dtype_arg
+from .ops.einsum import einsum, tensordot
+from .ops.linalg import matmul
+from .ops.norm import norm
 
 __all__ = ["HANDLED_FUNCTIONS", "HANDLED_UFUNCS", "NumpyFunctionError", "install"]
 
@@ -78,11 +91,9 @@ def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
     name = getattr(f, "__name__", "op")
 
     def g(*args: Any, dtype: Any = None, **kw: Any) -> Any:
-        from .elementwise import astype
-
         target = None if dtype is None else dtype_arg(name, dtype)
         r = f(*args, **kw)
-        return r if target is None else astype(r, target)
+        return r if target is None else ew.astype(r, target)
 
     return g
 
@@ -107,12 +118,10 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
                 raise NumpyFunctionError(f"{name}: argument {next(iter(kw))!r} is not supported")
         return impl(*inputs)
     if method in ("reduce", "accumulate"):
-        from . import reduce as rd
-        from . import scan
 
         table: dict[Any, Callable[..., Any]] = (
             {np.add: rd.sum, np.multiply: rd.prod, np.maximum: rd.max, np.minimum: rd.min}
-            if method == "reduce" else {np.add: scan.cumsum, np.multiply: scan.cumprod}
+            if method == "reduce" else {np.add: sc.cumsum, np.multiply: sc.cumprod}
         )
         impl = table.get(ufunc)
         if impl is None or len(inputs) != 1:
@@ -147,20 +156,6 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
 
 
 def _fill_tables() -> None:
-    import tenferro_ad as ad
-
-    from . import complex as cx
-    from . import elementwise as ew
-    from . import fft as F
-    from . import manip as mp
-    from . import math as m
-    from . import products as pr
-    from . import reduce as rd
-    from . import scan as sc
-    from . import shape as sh
-    from .einsum import einsum, tensordot
-    from .linalg import matmul
-
     HANDLED_UFUNCS.update({
         np.add: ew.add, np.subtract: ew.sub, np.multiply: ew.mul, np.true_divide: ew.div,
         np.negative: ew.neg, np.positive: lambda x: x, np.power: ew.pow,
@@ -217,7 +212,7 @@ def _fill_tables() -> None:
 
     def _linalg(name: str) -> Callable[..., Any]:
         def f(*a: Any, **k: Any) -> Any:
-            return getattr(ad.linalg, name)(*a, **k)
+            return getattr(_ad_linalg, name)(*a, **k)
 
         return f
 
@@ -231,7 +226,7 @@ def _fill_tables() -> None:
         np.argsort: lambda a, axis=-1, kind=None, stable=None: sc.argsort(a, axis),
         np.argmax: sc.argmax, np.argmin: sc.argmin, np.partition: sc.partition,
         np.argpartition: sc.argpartition, np.take_along_axis: sc.take_along_axis,
-        np.linalg.norm: sc.norm, np.any: sc.any, np.all: sc.all, np.nansum: sc.nansum,
+        np.linalg.norm: norm, np.any: sc.any, np.all: sc.all, np.nansum: sc.nansum,
         np.nanmean: sc.nanmean, np.average: sc.average, np.median: sc.median,
         np.reshape: _reshape, np.transpose: _transpose,
         np.swapaxes: sh.swapaxes, np.moveaxis: mp.moveaxis, np.rollaxis: mp.rollaxis,
@@ -269,15 +264,6 @@ def _fill_tables() -> None:
 
 
 def _methods() -> dict[str, Any]:
-    from . import complex as cx
-    from . import elementwise as ew
-    from . import manip as mp
-    from . import math as m
-    from . import products as pr
-    from . import reduce as rd
-    from . import scan as sc
-    from . import shape as sh
-
     def _squeeze(self: Any, axis: Any = None) -> Any:
         return mp.squeeze(self, axis)
 
@@ -298,7 +284,7 @@ def _methods() -> dict[str, Any]:
             r = f(self, axis=axis, keepdims=keepdims)
             if target is None:
                 return r
-            return ew.astype(r, target)
+            return ew.ew.astype(r, target)
 
         return method
 
