@@ -4,7 +4,7 @@ Both decorate a function written with tenferro ops and follow JAX's spelling::
 
     @ad.custom_vjp
     def f(x, y): ...
-    def f_fwd(x, y): return f(x, y), residuals      # any tuple/list/dict of values
+    def f_fwd(x, y): return f(x, y), residuals      # any pytree of values
     def f_bwd(res, g): return (gx, gy)              # one cotangent (or None) per argument
     f.defvjp(f_fwd, f_bwd)
 
@@ -20,6 +20,14 @@ for the result, whose VJP is ``bwd``.  The residuals are retained as that node's
 differentiated in reverse mode by transposing its JVP rule (which is linear in the
 tangents).  Outside any transform both simply call the function.  Every cotangent or
 tangent a user rule returns is checked against its argument's shape and dtype.
+
+Pytrees (``tenferro_ad.tree_util``, JAX's semantics): arguments and outputs may be any
+pytrees (tuples, lists, dicts, namedtuples, ``None``, registered nodes) of values; ``g``
+has the output's structure, ``bwd`` returns one cotangent pytree per argument (``None``
+for a whole argument or at a leaf position: zeros), and a JVP rule receives tangents in
+the arguments' structures.  A function with several output leaves appends one node per
+output leaf; the rule is linear in ``g``, so each node calls it with its own cotangent
+(zeros elsewhere) and the sweep sums the results.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._pytree import PyTreeDef, tree_flatten, tree_leaves
 
 from ._core._handle import EagerTensor, make_handle
 from ._core._namespace import HANDLE_NS
@@ -38,24 +47,45 @@ from ._core._primitive import Primitive, Zero
 from ._core._retention import AdValueRecord
 from ._core._state import STATE, no_grad
 from ._core._tape import TapeNode
-from ._functional import constant, tree_flatten, vjp
+from ._functional import constant, vjp
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
 
 class _NodeState:
-    """What one recorded custom node's rule needs: the user's rule and the residuals."""
+    """What one recorded custom node's rule needs: the user's rule and the residuals, the
+    arguments' structure (``in_tree``, of the argument tuple) and the output's
+    (``out_tree``; this node is output leaf ``out_index``, ``out_likes`` every output
+    leaf's value, for the zero cotangents of the others)."""
 
-    __slots__ = ("cache", "fn", "likes", "nargs", "res_ids", "res_tree")
+    __slots__ = (
+        "arg_trees", "cache", "fn", "in_tree", "likes", "nargs", "out_index", "out_likes",
+        "out_tree", "res_ids", "res_tree",
+    )
 
-    def __init__(self, fn: Any, nargs: int, res_tree: Callable[[list[Any]], Any], ids: list[int]):
+    def __init__(self, fn: Any, in_tree: PyTreeDef, res_tree: PyTreeDef, ids: list[int]):
         self.fn = fn
-        self.nargs = nargs
+        self.in_tree = in_tree
+        self.arg_trees = in_tree.children()  # each argument's structure
+        self.nargs = len(self.arg_trees)
         self.res_tree = res_tree
         self.res_ids = ids  # value id of each residual leaf on the tape (-1: untracked)
         self.cache: tuple[Any, list[Any]] | None = None
-        self.likes: list[np.ndarray[Any, Any]] = []  # each argument's value, for checks
+        self.likes: list[np.ndarray[Any, Any]] = []  # each argument leaf's value, for checks
+        self.out_tree: PyTreeDef | None = None
+        self.out_index = 0
+        self.out_likes: list[np.ndarray[Any, Any]] = []
+
+    def cotangent(self, g: Any) -> Any:
+        """The user rule's ``g``: the output's structure, ``g`` at this node's leaf and
+        zeros elsewhere (just ``g`` for a single output leaf). O(output leaves)."""
+        tree = self.out_tree
+        if tree is None or tree.num_leaves == 1:
+            return g if tree is None else tree.unflatten([g])
+        leaves = [_as_handle(np.zeros(a.shape, a.dtype)) for a in self.out_likes]
+        leaves[self.out_index] = g
+        return tree.unflatten(leaves)
 
 
 def _as_handle(g: Any) -> EagerTensor:
@@ -92,35 +122,52 @@ def _checked(ct: Any, like: np.ndarray[Any, Any], name: str, i: int) -> Any:
     return ct
 
 
+def _value_of(x: Any) -> np.ndarray[Any, Any]:
+    return x._r("custom").a if isinstance(x, EagerTensor) else np.asarray(x)
+
+
 def _record(
     prim: Primitive, fn: Any, args: tuple[Any, ...], out: Any, residuals: Any
-) -> EagerTensor:
-    """Append one custom node for ``out`` on the recording tape; returns the tracked handle."""
+) -> Any:
+    """Append the custom nodes for ``out`` (one per output leaf) on the recording tape;
+    returns ``out``'s structure of tracked handles."""
     tape = STATE.tape
     key = tape.key
-    if not isinstance(out, EagerTensor):
-        out = constant(out)
-    leaves, rebuild = tree_flatten(residuals)
-    res: list[Any] = []
-    ids: list[int] = []
-    for leaf in leaves:
-        if isinstance(leaf, EagerTensor):
-            rec = leaf._r(prim.name)
-            rec.count += 1
-            res.append(rec)
-            ids.append(leaf._id if leaf._tape is key else -1)
-        else:
-            res.append(leaf)
-            ids.append(-1)
-    node = TapeNode.__new__(TapeNode)
-    node.prim = prim
-    node.ids = [a._id if isinstance(a, EagerTensor) and a._tape is key else -1 for a in args]
-    node.params = {"state": _NodeState(fn, len(args), rebuild, ids)}
-    node.res = res
-    node.shapes = None
-    vid = len(tape.nodes)
-    tape.nodes.append(node)
-    return make_handle(out._r(prim.name), key, vid)
+    arg_leaves, in_tree = tree_flatten(args)
+    out_leaves, out_tree = tree_flatten(out)
+    out_leaves = [o if isinstance(o, EagerTensor) else constant(o) for o in out_leaves]
+    leaves, res_tree = tree_flatten(residuals)
+    ids_in = [
+        a._id if isinstance(a, EagerTensor) and a._tape is key else -1 for a in arg_leaves
+    ]
+    likes = [_value_of(a) for a in arg_leaves]
+    out_likes = [o._r(prim.name).a for o in out_leaves]
+    handles = []
+    for j, o in enumerate(out_leaves):
+        res: list[Any] = []
+        ids: list[int] = []
+        for leaf in leaves:
+            if isinstance(leaf, EagerTensor):
+                rec = leaf._r(prim.name)
+                rec.count += 1
+                res.append(rec)
+                ids.append(leaf._id if leaf._tape is key else -1)
+            else:
+                res.append(leaf)
+                ids.append(-1)
+        st = _NodeState(fn, in_tree, res_tree, ids)
+        st.likes = likes
+        st.out_tree, st.out_index, st.out_likes = out_tree, j, out_likes
+        node = TapeNode.__new__(TapeNode)
+        node.prim = prim
+        node.ids = ids_in
+        node.params = {"state": st}
+        node.res = res
+        node.shapes = None
+        vid = len(tape.nodes)
+        tape.nodes.append(node)
+        handles.append(make_handle(o._r(prim.name), key, vid))
+    return out_tree.unflatten(handles)
 
 
 def _residuals(st: _NodeState, res: tuple[Any, ...], handles: bool) -> Any:
@@ -134,7 +181,25 @@ def _residuals(st: _NodeState, res: tuple[Any, ...], handles: bool) -> Any:
             leaves.append(make_handle(r, key if tracked else None, rid if tracked else -1))
         else:
             leaves.append(r)
-    return st.res_tree(leaves)
+    return st.res_tree.unflatten(leaves)
+
+
+def _flat_cotangents(cts: Any, st: _NodeState, name: str) -> list[Any]:
+    """A user rule's cotangents (one pytree per argument, in its structure; ``None`` for a
+    whole argument or at a leaf position: zeros) as one entry per argument leaf. O(leaves)."""
+    flat: list[Any] = []
+    for i, (ct, tree) in enumerate(zip(cts, st.arg_trees, strict=True)):
+        if ct is None:
+            flat.extend([None] * tree.num_leaves)
+            continue
+        try:
+            flat.extend(tree.flatten_up_to(ct))
+        except ValueError as e:
+            raise ArgumentTypeError(
+                f"{name}: the cotangent for argument {i} must have the argument's structure "
+                f"{tree}: {e}"
+            ) from None
+    return flat
 
 
 def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:
@@ -192,19 +257,20 @@ class custom_vjp:
         residuals = _residuals(st, res, handles)
         assert self.bwd is not None
         if handles:
-            cts = self.bwd(residuals, _as_handle(g))
+            cts = self.bwd(residuals, st.cotangent(_as_handle(g)))
         else:
             with no_grad():
-                cts = self.bwd(residuals, _as_handle(g))
+                cts = self.bwd(residuals, st.cotangent(_as_handle(g)))
         name = self.prim.name
         if not isinstance(cts, tuple | list) or len(cts) != st.nargs:
             raise ArgumentTypeError(
                 f"{name}: bwd must return a tuple with one cotangent per argument "
                 f"({st.nargs}), got {type(cts).__name__}"
             )
+        flat = _flat_cotangents(cts, st, name)
         return [
             _to_ns(ops, None if ct is None else _checked(ct, like, name, i), like)
-            for i, (ct, like) in enumerate(zip(cts, st.likes, strict=True))
+            for i, (ct, like) in enumerate(zip(flat, st.likes, strict=True))
         ]
 
     def __call__(self, *args: Any) -> Any:
@@ -214,9 +280,7 @@ class custom_vjp:
                 f"{self.prim.name}: forward mode (jvp) of a custom_vjp function is not "
                 "defined (as in JAX); use custom_jvp, or reverse mode"
             )
-        tracked = tape is not None and any(
-            isinstance(a, EagerTensor) and a._tape is tape.key and a._id >= 0 for a in args
-        )
+        tracked = tape is not None and _tracked(args, tape.key)
         if not tracked or STATE.region is not None or self._in_fwd:
             return self.fun(*args)  # nothing to differentiate here (or a checkpoint body)
         if self.fwd is None:
@@ -230,18 +294,15 @@ class custom_vjp:
             self._in_fwd -= 1
         if not isinstance(res, tuple | list) or len(res) != 2:
             raise ArgumentTypeError(f"{self.prim.name}: fwd must return (out, residuals)")
-        h = _record(self.prim, self, args, res[0], res[1])
-        _likes(h, args)
-        return h
+        return _record(self.prim, self, args, res[0], res[1])
 
 
-def _likes(h: EagerTensor, args: tuple[Any, ...]) -> None:
-    """Remember each argument's value layout on the node (for checking user cotangents)."""
-    tape = STATE.tape
-    node = tape.nodes[h._id]
-    node.params["state"].likes = [
-        a._r("custom").a if isinstance(a, EagerTensor) else np.asarray(a) for a in args
-    ]
+def _tracked(args: tuple[Any, ...], key: Any) -> bool:
+    """Whether a leaf of ``args`` is a handle tracked on the tape ``key``. O(nodes)."""
+    for a in tree_leaves(args):
+        if isinstance(a, EagerTensor) and a._tape is key and a._id >= 0:
+            return True
+    return False
 
 
 class custom_jvp:
@@ -275,20 +336,21 @@ class custom_jvp:
         """Reverse mode: the transpose of the (linear) tangent map, by one nested vjp."""
         handles = ops is HANDLE_NS
         primals = _residuals(st, res, handles)
-        zeros = [np.zeros(like.shape, like.dtype) for like in st.likes]
+        zeros = st.in_tree.unflatten([np.zeros(like.shape, like.dtype) for like in st.likes])
 
         def tangent_map(*ts_: Any) -> Any:
             return self._tangent_out(primals, ts_)[1]
 
         if handles:
             _, fn = vjp(tangent_map, *zeros)
-            cts = fn(_as_handle(g))
+            cts = fn(st.cotangent(_as_handle(g)))
         else:
             with no_grad():
                 _, fn = vjp(tangent_map, *zeros)
-                cts = fn(g)
+                cts = fn(st.cotangent(g))
         fn.release()
-        return [_to_ns(ops, ct, like) for ct, like in zip(cts, st.likes, strict=True)]
+        flat = tree_leaves(cts)
+        return [_to_ns(ops, ct, like) for ct, like in zip(flat, st.likes, strict=True)]
 
     def __call__(self, *args: Any) -> Any:
         if self.rule is None:
@@ -297,37 +359,43 @@ class custom_jvp:
         if ctx is not None:
             return self._forward(ctx, args)
         tape = STATE.tape
-        tracked = tape is not None and any(
-            isinstance(a, EagerTensor) and a._tape is tape.key and a._id >= 0 for a in args
-        )
+        tracked = tape is not None and _tracked(args, tape.key)
         if not tracked or STATE.region is not None:
             return self.fun(*args)
         with no_grad():
             out = self.fun(*args)
-        h = _record(self.prim, self, args, out, list(args))
-        _likes(h, args)
-        return h
+        return _record(self.prim, self, args, out, list(args))
 
     def _forward(self, ctx: Any, args: tuple[Any, ...]) -> Any:
         """Inside a forward-mode context: the rule gives the output and its tangent."""
+        leaves, in_tree = tree_flatten(args)
         tans = [
-            ctx.tangents.get(a._rec) if isinstance(a, EagerTensor) else None for a in args
+            ctx.tangents.get(a._rec) if isinstance(a, EagerTensor) else None for a in leaves
         ]
         if all(t is None for t in tans):
             return self.fun(*args)
-        likes = [a._r("custom").a if isinstance(a, EagerTensor) else np.asarray(a) for a in args]
+        likes = [_value_of(a) for a in leaves]
         t_handles = [
             _as_handle(np.zeros(like.shape, like.dtype) if t is None else t)
             for t, like in zip(tans, likes, strict=True)
         ]
         STATE.jvp = None  # the rule's own ops are not pushed through this context
         try:
-            out, t_out = self._tangent_out(args, tuple(t_handles))
+            out, t_out = self._tangent_out(args, in_tree.unflatten(t_handles))
         finally:
             STATE.jvp = ctx
-        if not isinstance(out, EagerTensor):
-            out = constant(out)
-        t_arr = t_out._r(self.prim.name).a if isinstance(t_out, EagerTensor) else np.asarray(t_out)
-        _checked(t_arr, out._r(self.prim.name).a, self.prim.name, 0)
-        ctx.tangents[out._r(self.prim.name)] = t_arr
-        return out
+        name = self.prim.name
+        outs, out_tree = tree_flatten(out)
+        outs = [o if isinstance(o, EagerTensor) else constant(o) for o in outs]
+        try:
+            t_outs = out_tree.flatten_up_to(t_out)
+        except ValueError as e:
+            raise ArgumentTypeError(
+                f"{name}: the rule's tangent_out must have the output's structure {out_tree}: "
+                f"{e}"
+            ) from None
+        for i, (o, t) in enumerate(zip(outs, t_outs, strict=True)):
+            t_arr = t._r(name).a if isinstance(t, EagerTensor) else np.asarray(t)
+            _checked(t_arr, o._r(name).a, name, i)
+            ctx.tangents[o._r(name)] = t_arr
+        return out_tree.unflatten(outs)

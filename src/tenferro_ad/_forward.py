@@ -15,15 +15,16 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._pytree import PyTreeDef, tree_flatten
 
-from ._core._dispatch import constant_record
 from ._core._gradients import foreign_roots, own
 from ._core._handle import EagerTensor, make_handle
 from ._core._jvp import JvpContext
 from ._core._namespace import HANDLE_NS
-from ._core._retention import AdValueRecord, record_borrow, record_owner
+from ._core._retention import AdValueRecord, constant_record, record_borrow, record_owner
 from ._core._state import STATE, no_grad
 from ._core._tape import check_cotangent
+from ._core._tape import recording_on as _recording_on
 from ._functional import (
     _Call,
     _fresh_handle,
@@ -31,11 +32,9 @@ from ._functional import (
     _leaf_array,
     _output_leaves,
     _owner_of,
-    _recording_on,
     _tape_length,
     _zeros_handle,
     constant,
-    tree_flatten,
 )
 from ._traced._eval import eval_graph as _eval_graph
 from ._traced._trace import trace as _traced_trace
@@ -81,12 +80,8 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
     try:
         for k, (p, t) in enumerate(zip(primals, tangents, strict=True)):
             pl, rb = tree_flatten(p)
-            tl, _ = tree_flatten(t)
-            if len(pl) != len(tl):
-                raise ArgumentError(
-                    f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has "
-                    f"{len(pl)} leaves but its tangent has {len(tl)}"
-                )
+            tl, tt = tree_flatten(t)
+            _same_structure(k, len(pl), len(tl), rb, tt)
             hs = []
             for leaf, tan in zip(pl, tl, strict=True):
                 if isinstance(leaf, ts.Tensor | ts.TensorView | ts.TensorViewMut):
@@ -107,7 +102,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                 ctx.tangents[rec] = tarr
                 inputs_t.append(tarr)
                 hs.append(make_handle(rec, None, -1))
-            args.append(rb(hs))
+            args.append(rb.unflatten(hs))
         prev = STATE.jvp
         STATE.jvp = ctx
         try:
@@ -134,12 +129,27 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                 else:
                     values.append(ts.from_numpy(np.asarray(leaf)))
             del leaves, out
-            return rebuild(values), rebuild(tans)
+            return rebuild.unflatten(values), rebuild.unflatten(tans)
         finally:
             STATE.jvp = prev
     finally:
         for rec in borrowed:
             rec.container.release_borrow()
+
+
+def _same_structure(k: int, n: int, m: int, primal: PyTreeDef, tangent: PyTreeDef) -> None:
+    """Refuse tangent ``k`` unless it has its primal's pytree structure (as JAX). O(1) when
+    it does (the structures are compared by value)."""
+    if n != m:
+        raise ArgumentError(
+            f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has "
+            f"{n} leaves but its tangent has {m}"
+        )
+    if primal != tangent:
+        raise ArgumentError(
+            f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has the "
+            f"structure {primal} but its tangent {tangent}"
+        )
 
 
 def _checked_tangent(tan: Any, like: np.ndarray[Any, Any], k: int, nested: bool) -> Any:
@@ -175,13 +185,9 @@ def _jvp_nested(
         tans: list[Any] = []
         j = 0
         for k, t in enumerate(tangents):
-            tl, _ = tree_flatten(t)
+            tl, tt = tree_flatten(t)
             n = call.counts[k]
-            if len(tl) != n:
-                raise ArgumentError(
-                    f"jvp: arguments 'primals'[{k}] and 'tangents'[{k}] differ: the primal has "
-                    f"{n} leaves but its tangent has {len(tl)}"
-                )
+            _same_structure(k, n, len(tl), call.rebuild[k], tt)
             for tan in tl:
                 like = call.watched[j]._r("jvp").a
                 tans.append(_checked_tangent(tan, like, k, True))
@@ -225,7 +231,7 @@ def _jvp_nested(
             else _fresh_handle(jt[u._id], {id(t) for t in tans})
             for leaf, u in zip(leaves, us, strict=True)
         ]
-        return rebuild(list(leaves)), rebuild(outs_t)
+        return rebuild.unflatten(list(leaves)), rebuild.unflatten(outs_t)
     except BaseException:
         call.discard(n0)
         raise

@@ -35,17 +35,19 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._pytree import PyTreeDef, tree_flatten, tree_leaves
 from tenferro_storage.errors import TenferroError, shown
 
-from ._core._dispatch import _TRACERS, _argument_error, bind, constant_record
+from ._core._dispatch import _TRACERS, _argument_error, bind
 from ._core._gradients import foreign_roots, own
 from ._core._handle import EagerTensor, make_handle
 from ._core._namespace import HANDLE_NS, NUMPY_NS
 from ._core._nocopy import NoCopy
 from ._core._primitive import IDENTITY
-from ._core._retention import AdValueRecord, record_borrow, record_owner
+from ._core._retention import AdValueRecord, constant_record, record_borrow, record_owner
 from ._core._state import LOCAL, STATE
 from ._core._tape import Tape, check_cotangent
+from ._core._tape import recording_on as _recording_on
 from ._traced._eval import eval_graph as _eval_graph
 from ._traced._trace import trace as _traced_trace
 from ._traced._transform import value_and_grad as _graph_value_and_grad
@@ -55,57 +57,6 @@ from .errors import ArgumentError, ArgumentTypeError, IntoValueError
 Leaf = Any
 _read_array = ts.kernel.read_array
 _TENSOR = ts.Tensor
-_CONTAINERS = (tuple, list, dict)  # (a tuple of types: cheaper to test than a union)
-
-
-# -- pytrees (tuple / list / dict of leaves) -----------------------------------------------------
-def tree_flatten(tree: Any) -> tuple[list[Any], Callable[[list[Any]], Any]]:
-    """Leaves in order and a function rebuilding the structure from new leaves."""
-    if isinstance(tree, tuple | list):
-        kind = type(tree)
-        make = _sequence_maker(kind)
-        if not _has_containers(tree):  # one level (a params list): no closure per leaf
-            return list(tree), make
-        parts = [tree_flatten(t) for t in tree]
-        leaves = [leaf for p in parts for leaf in p[0]]
-
-        def rebuild(new: list[Any]) -> Any:
-            out, i = [], 0
-            for p in parts:
-                n = len(p[0])
-                out.append(p[1](new[i : i + n]))
-                i += n
-            return make(out)
-
-        return leaves, rebuild
-    if isinstance(tree, dict):
-        keys = list(tree)
-        vals, rb = tree_flatten([tree[k] for k in keys])
-        return vals, lambda new: dict(zip(keys, rb(new), strict=True))
-    return [tree], lambda new: new[0]
-
-
-def _has_containers(items: tuple[Any, ...] | list[Any]) -> bool:
-    """Whether a tuple or list holds a tuple, list or dict (a subclass counts).  Tests the
-    few distinct item types, not every item: O(n) in C plus O(distinct types)."""
-    if len(items) <= 8:
-        for x in items:
-            if isinstance(x, _CONTAINERS):
-                return True
-        return False
-    for t in set(map(type, items)):
-        if issubclass(t, _CONTAINERS):
-            return True
-    return False
-
-
-def _sequence_maker(kind: type) -> Callable[[list[Any]], Any]:
-    """Rebuild a list, a tuple or a namedtuple (by its fields, as JAX) from a list."""
-    if kind is list or kind is tuple:
-        return kind
-    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
-        return lambda items: kind(*items)
-    return tuple if issubclass(kind, tuple) else list
 
 
 class _Call(NoCopy):
@@ -137,7 +88,7 @@ class _Call(NoCopy):
         self.what = what
         self.borrowed: list[AdValueRecord] = []
         self.watched: list[EagerTensor] = []
-        self.rebuild: dict[int, Callable[[list[Any]], Any]] = {}
+        self.rebuild: dict[int, PyTreeDef] = {}
         self.counts: dict[int, int] = {}
         new_args = list(args)
         flat = {i: tree_flatten(args[i]) for i in argnums}
@@ -169,7 +120,7 @@ class _Call(NoCopy):
                 self.watched.extend(wrapped)
                 self.rebuild[i] = rb
                 self.counts[i] = len(wrapped)
-                new_args[i] = rb(wrapped)
+                new_args[i] = rb.unflatten(wrapped)
         except BaseException:  # e.g. a borrow refused: undo what was watched or borrowed
             self.watched = []
             for rec in self.borrowed:
@@ -264,37 +215,20 @@ class _Call(NoCopy):
         out, i = [], 0
         for k in self.order:
             n = self.counts[k]
-            out.append(self.rebuild[k](flat[i : i + n]))
+            out.append(self.rebuild[k].unflatten(flat[i : i + n]))
             i += n
         return out[0] if isinstance(argnums, int) else tuple(out)
 
 
 def _has_tracer(tree: Any) -> bool:
-    """Whether any leaf is a tracer of traced mode (registered with the binder).  Walks the
-    tuples, lists and dicts ``tree_flatten`` would open, without building the leaf list.
-    O(leaves)."""
-    return bool(_TRACERS) and _any_tracer(tree)
-
-
-def _any_tracer(tree: Any) -> bool:
-    if type(tree) in _TRACERS:
-        return True
-    if isinstance(tree, tuple | list):
-        if len(tree) > 8:  # a long params list: its few distinct leaf types, in C
-            types = set(map(type, tree))
-            if not _TRACERS.keys().isdisjoint(types):
-                return True
-            for t in types:
-                if issubclass(t, _CONTAINERS):
-                    break
-            else:
-                return False  # no nested containers
-        for x in tree:
-            if type(x) in _TRACERS or (isinstance(x, _CONTAINERS) and _any_tracer(x)):
-                return True
+    """Whether any leaf of the pytree ``tree`` is a tracer of traced mode (registered with
+    the binder). O(nodes); nothing when no tracer type is registered."""
+    if not _TRACERS:
         return False
-    if isinstance(tree, dict):
-        return any(_any_tracer(v) for v in tree.values())
+    tracers = _TRACERS
+    for leaf in tree_leaves(tree):
+        if type(leaf) in tracers:
+            return True
     return False
 
 
@@ -371,18 +305,6 @@ def _refuse_dtype(dt: np.dtype[Any], what: str, name: str) -> NoReturn:
 def _fresh_handle(h: EagerTensor, given: set[int]) -> EagerTensor:
     """A nested result is a new handle object, never a caller's seed handle itself."""
     return h.clone() if id(h) in given else h
-
-
-class _recording_on:
-    def __init__(self, tape: Tape) -> None:
-        self.tape = tape
-
-    def __enter__(self) -> None:
-        self.prev = (STATE.tape, STATE.key)
-        STATE.tape, STATE.key = self.tape, self.tape.key
-
-    def __exit__(self, *exc: object) -> None:
-        STATE.tape, STATE.key = self.prev
 
 
 def _zeros_handle(h: EagerTensor) -> EagerTensor:
@@ -599,14 +521,17 @@ def _ones_handle(out: EagerTensor) -> EagerTensor:
     return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
 
 
-def _output_leaves(out: Any, what: str) -> tuple[list[Any], Callable[[list[Any]], Any]]:
+def _output_leaves(out: Any, what: str) -> tuple[list[Any], PyTreeDef]:
+    """The leaves and structure of ``f``'s output (any pytree: ``None`` holds no leaf);
+    refuses a leaf that is not a value. O(nodes)."""
     leaves, rb = tree_flatten(out)
     for leaf in leaves:
         if not isinstance(leaf, EagerTensor | np.ndarray | float | int | complex | np.generic):
             raise ArgumentTypeError(
                 f"{what}: argument 'f': the function returned a {type(leaf).__name__} leaf; "
                 "outputs must be EagerTensors (or arrays/scalars, which do not depend on the "
-                "inputs), in tuples, lists or dicts"
+                "inputs), in a pytree (tuples, lists, dicts, namedtuples, None, registered "
+                "nodes)"
             )
     return leaves, rb
 
@@ -616,13 +541,19 @@ class VjpFunction(NoCopy):
     borrows of the primal owners) until it is released or garbage collected."""
 
     def __init__(
-        self, call: _Call, outs: list[Any], argnums: tuple[int, ...], what: str = "vjp_fn"
+        self,
+        call: _Call,
+        outs: list[Any],
+        argnums: tuple[int, ...],
+        what: str = "vjp_fn",
+        out_tree: PyTreeDef | None = None,
     ) -> None:
         self._call: _Call | None = None
         if type(call) is not _Call:
             raise ArgumentTypeError("VjpFunction: returned by vjp(), not constructed directly")
         self._call = call
         self._outs = outs
+        self._out_tree = out_tree
         self._argnums = argnums
         self._what = what
 
@@ -636,11 +567,22 @@ class VjpFunction(NoCopy):
         if call is None:
             raise ts.errors.ExpiredBorrowError(f"{what}: released; call vjp again")
         outs = self._outs
-        cts, _ = tree_flatten(cotangent)
+        if cotangent is None and outs:  # (an empty subtree: a missing cotangent, not a shape)
+            raise ArgumentTypeError(
+                f"{what}: the cotangent is None; pass one array per output value, in the "
+                "output's structure"
+            )
+        cts, ct_tree = tree_flatten(cotangent)
         if len(cts) != len(outs):
             raise ArgumentError(
                 f"{what}: the cotangent has {len(cts)} leaves but the output has {len(outs)}; "
                 "pass one cotangent per output value, in the output's structure"
+            )
+        if self._out_tree is not None and ct_tree != self._out_tree:
+            raise ArgumentError(  # as in JAX: the cotangent has the output's structure
+                f"{what}: the cotangent's structure {ct_tree} differs from the output's "
+                f"{self._out_tree}; pass one cotangent per output value, in the output's "
+                "structure"
             )
         seeds: dict[int, Any] = {}
         tape = call.tape
@@ -716,10 +658,10 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
             out, aux = res
         else:
             out, aux = res, None
-        outs, _ = _output_leaves(out, "vjp")
+        outs, out_tree = _output_leaves(out, "vjp")
     except BaseException:
         call.discard(n0)
         call.release()
         raise
-    fn = VjpFunction(call, outs, argnums)
+    fn = VjpFunction(call, outs, argnums, out_tree=out_tree)
     return (out, fn, aux) if has_aux else (out, fn)

@@ -284,7 +284,7 @@ def _methods() -> dict[str, Any]:
             r = f(self, axis=axis, keepdims=keepdims)
             if target is None:
                 return r
-            return ew.ew.astype(r, target)
+            return ew.astype(r, target)
 
         return method
 

@@ -12,21 +12,23 @@ forward-over-reverse (one forward-mode pass through the gradient).
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage._pytree import PyTreeDef, tree_flatten, tree_leaves
+from tenferro_storage.errors import TenferroError
 
 from ._core._handle import EagerTensor
 from ._core._state import STATE
 from ._forward import jvp
-from ._functional import _check_leaf, grad, tree_flatten, vjp
+from ._functional import _argnums as _nums  # one argnums check (duplicates refused)
+from ._functional import _check_leaf, constant, grad, vjp
+from ._traced._trace import Tracer, tracing
 from ._traced._trace import trace as trace_fn
-from .errors import ArgumentError, ArgumentTypeError
+from .errors import ArgumentTypeError
 from .ops import reshape, stack
 from .ops.manip import trace as matrix_trace
 
@@ -40,27 +42,6 @@ def _callable(f: Any, what: str) -> None:
         raise ArgumentTypeError(f"{what}: argument 'f' must be callable, got {type(f).__name__}")
 
 
-def _nums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
-    raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
-    try:
-        if not isinstance(raw, tuple | list):
-            raise TypeError
-        nums = tuple(int(operator.index(k)) for k in raw)
-    except TypeError:
-        raise ArgumentTypeError(
-            f"{what}: argument 'argnums' must be an int or a tuple of ints, got {shown(argnums)}"
-        ) from None
-    if not nums:
-        raise ArgumentError(f"{what}: argument 'argnums' is empty; name at least one argument")
-    for k in nums:
-        if not -nargs <= k < nargs:
-            raise ArgumentError(
-                f"{what}: argnums={argnums!r} names argument {k}, but the function was called with "
-                f"{nargs} positional argument(s)"
-            )
-    return tuple(k % nargs for k in nums)
-
-
 def _check_args(
     args: tuple[Any, ...], nums: tuple[int, ...], what: str, items: str = ""
 ) -> None:
@@ -68,8 +49,9 @@ def _check_args(
     array, owner, handle or float (the check ``grad`` makes); the error names ``what`` and
     the argument. O(leaves)."""
     for k in nums:
-        for leaf in tree_flatten(args[k])[0]:
-            _check_leaf(leaf, k, what, items)
+        for leaf in tree_leaves(args[k]):
+            if type(leaf) is not Tracer:  # (traced: the graph transform checks it)
+                _check_leaf(leaf, k, what, items)
 
 
 def _shape_dtype(
@@ -84,11 +66,18 @@ def _shape_dtype(
         rest = msg[len(what) + 1 :].lstrip() if msg.startswith(f"{what}:") else msg
         if argnum is not None and not rest.startswith(f"argument {argnum}"):
             rest = f"argument {argnum}: {rest}"
+        elif argnum is None and isinstance(e, ArgumentTypeError):  # a result of ``f``
+            rest = (
+                "argument 'f' must return arrays, owners, handles or floats (a pytree of "
+                f"them), got a {type(x).__name__} among its results"
+            )
         e.args = (f"{what}: {rest}", *e.args[1:])
         raise
 
 
 def _shape_dtype_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
+    if type(x) is Tracer:
+        return tuple(x.shape), x.dtype
     if isinstance(x, EagerTensor):
         a = x._r(what).a
         return tuple(a.shape), a.dtype
@@ -108,7 +97,7 @@ def _finish(parts: list[Any], shape: tuple[int, ...], what: str) -> Any:
     """Stack per-element results into one value of ``shape``: a handle inside another
     transform, a fresh owner at the top level."""
     h = reshape(stack(parts), shape)
-    if STATE.tape is not None or STATE.jvp is not None:
+    if isinstance(h, Tracer) or STATE.tape is not None or STATE.jvp is not None:
         return h
     try:
         return h.into_value()
@@ -126,14 +115,57 @@ def _basis(shape: tuple[int, ...], dt: np.dtype[Any]) -> list[np.ndarray[Any, An
     return out
 
 
+def _zeros(shape: tuple[int, ...], dt: np.dtype[Any]) -> Any:
+    """A zero Jacobian block (a zero-size argument or output): a handle inside another
+    transform, a fresh owner at the top level."""
+    z = np.zeros(shape, dt)
+    if tracing(()):
+        return z  # a literal of the trace
+    if STATE.tape is not None or STATE.jvp is not None:
+        return constant(z)
+    return ts.from_numpy(z)
+
+
+def _nest(
+    out_tree: PyTreeDef,
+    in_trees: list[PyTreeDef],
+    blocks: list[list[list[Any]]],
+    single: bool,
+) -> Any:
+    """JAX's Jacobian structure: the output's structure outside; inside each output leaf,
+    the differentiated argument's structure (``single``: one argnum) or a tuple of them.
+    ``blocks[i][a][j]``: the block of output leaf ``i`` and leaf ``j`` of argnum ``a``.
+    O(blocks)."""
+    per_out = []
+    for row in blocks:
+        trees = [t.unflatten(b) for t, b in zip(in_trees, row, strict=True)]
+        per_out.append(trees[0] if single else tuple(trees))
+    return out_tree.unflatten(per_out)
+
+
+def _leaf_shapes(
+    args: tuple[Any, ...], nums: tuple[int, ...], what: str
+) -> tuple[list[PyTreeDef], list[list[tuple[tuple[int, ...], np.dtype[Any]]]]]:
+    """Per differentiated argument: its structure and each leaf's shape and dtype."""
+    trees, shapes = [], []
+    for k in nums:
+        leaves, tree = tree_flatten(args[k])
+        trees.append(tree)
+        shapes.append([_shape_dtype(x, what, k) for x in leaves])
+    return trees, shapes
+
+
 def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The Jacobian of ``f`` by reverse mode: shape ``out.shape + arg.shape`` (a tuple of
-    them for a tuple ``argnums``).  One reverse sweep per output element."""
+    """The Jacobian of ``f`` by reverse mode, in JAX's structure: ``f``'s output pytree
+    outside, each differentiated argument's pytree inside (a tuple of them for a tuple
+    ``argnums``); each block has shape ``out_leaf.shape + arg_leaf.shape``.  One reverse
+    sweep per output element."""
     _callable(f, "jacrev")
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacrev")
         _check_args(args, nums, "jacrev")
+        in_trees, in_shapes = _leaf_shapes(args, nums, "jacrev")
 
         def g(*diff: Any) -> Any:
             full = list(args)
@@ -142,24 +174,29 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
             return f(*full)
 
         out, fn = vjp(g, *[args[k] for k in nums])
-        if not isinstance(out, EagerTensor | ts.Tensor | np.ndarray | float):
-            fn.release()
-            raise ArgumentTypeError(
-                "jacrev: argument 'f' must return a single array value (an EagerTensor, an "
-                f"owner, an array or a float), got {type(out).__name__}"
-            )
-        oshape, odt = _shape_dtype(out, "jacrev")
-        rows = [fn(e) for e in _basis(oshape, odt)]
-        fn.release()
-        res = []
-        for j, k in enumerate(nums):
-            ishape, _ = _shape_dtype(args[k], "jacrev", k)
-            parts = [r[j] for r in rows]
-            if not parts:
-                res.append(ts.zeros(oshape + ishape))
-                continue
-            res.append(_finish(parts, oshape + ishape, "jacrev"))
-        return res[0] if isinstance(argnums, int | np.integer) else tuple(res)
+        try:
+            outs, out_tree = tree_flatten(out)
+            oshapes = [_shape_dtype(o, "jacrev") for o in outs]
+            blocks: list[list[list[Any]]] = []
+            for i, (oshape, odt) in enumerate(oshapes):
+                rows = []
+                for e in _basis(oshape, odt):
+                    ct = [np.zeros(s, d) for s, d in oshapes]
+                    ct[i] = e
+                    rows.append([tree_leaves(r) for r in fn(out_tree.unflatten(ct))])
+                row_blocks = []
+                for a, shapes in enumerate(in_shapes):
+                    row_blocks.append([
+                        _finish([r[a][j] for r in rows], oshape + ishape, "jacrev")
+                        if rows else _zeros(oshape + ishape, np.result_type(odt, idt))
+                        for j, (ishape, idt) in enumerate(shapes)
+                    ])
+                blocks.append(row_blocks)
+        finally:
+            release = getattr(fn, "release", None)  # (traced: a plain pullback)
+            if release is not None:
+                release()
+        return _nest(out_tree, in_trees, blocks, isinstance(argnums, int | np.integer))
 
     return jac
 
@@ -168,48 +205,76 @@ jacobian = jacrev
 
 
 def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The Jacobian of ``f`` by forward mode: shape ``out.shape + arg.shape`` (a tuple of
-    them for a tuple ``argnums``).  One forward-mode pass per input element."""
+    """The Jacobian of ``f`` by forward mode, in JAX's structure (see :func:`jacrev`).
+    One forward-mode pass per input element (plus one when an input leaf is empty, for
+    the output's structure)."""
     _callable(f, "jacfwd")
 
     def jac(*args: Any) -> Any:
         nums = _nums(argnums, len(args), "jacfwd")
         _check_args(args, nums, "jacfwd")
-        # per argnum: the output's structure and one Jacobian per output leaf
-        res: list[tuple[Callable[[list[Any]], Any], list[Any]]] = []
-        for k in nums:
-            ishape, idt = _shape_dtype(args[k], "jacfwd", k)
+        in_trees, in_shapes = _leaf_shapes(args, nums, "jacfwd")
+        # cols[a][j]: the output tangent leaves, one list per basis element of leaf j
+        cols: list[list[list[list[Any]]]] = []
+        out_tree: PyTreeDef | None = None
+        for a, k in enumerate(nums):
 
             def g(d: Any, k: int = k) -> Any:
                 full = list(args)
                 full[k] = d
                 return f(*full)
 
-            cols = [jvp(g, (args[k],), (e,))[1] for e in _basis(ishape, idt)]
-            if not cols:
-                res.append((_single, [ts.zeros(ishape)]))
-                continue
-            # f may return a pytree (tuple/list/dict): one Jacobian per output leaf
-            flat = [tree_flatten(c) for c in cols]
-            jacs = []
-            for j, leaf in enumerate(flat[0][0]):
-                oshape, _ = _shape_dtype(leaf, "jacfwd")
-                h = stack([c[0][j] for c in flat], axis=-1)  # out.shape + (n_in,)
-                jacs.append(_finish([h], oshape + ishape, "jacfwd"))
-            res.append((flat[0][1], jacs))
-        if isinstance(argnums, int | np.integer):
-            return res[0][0](res[0][1])
-        # as in JAX: the output's structure outside, one entry per argnum inside
-        rebuild, first = res[0]
-        if any(len(r[1]) != len(first) for r in res):  # a zero-size argument: no structure
-            return tuple(r[0](r[1]) for r in res)
-        return rebuild([tuple(r[1][j] for r in res) for j in range(len(first))])
+            per_leaf = []
+            for j, (ishape, idt) in enumerate(in_shapes[a]):
+                runs = []
+                for e in _basis(ishape, idt):
+                    tan = [np.zeros(s, d) for s, d in in_shapes[a]]
+                    tan[j] = e
+                    leaves, out_tree = tree_flatten(
+                        jvp(g, (args[k],), (in_trees[a].unflatten(tan),))[1]
+                    )
+                    runs.append(leaves)
+                per_leaf.append(runs)
+            cols.append(per_leaf)
+        if out_tree is None or any(not runs for per in cols for runs in per):
+            # an empty input leaf: the output's structure and types from one pass
+            k = nums[0]
+            zero = [np.zeros(s, d) for s, d in in_shapes[0]]
+            probe_out = jvp(
+                lambda d: f(*[d if i == k else x for i, x in enumerate(args)]),
+                (args[k],),
+                (in_trees[0].unflatten(zero),),
+            )[1]
+            out_leaves, out_tree = tree_flatten(probe_out)
+            oshapes = [_shape_dtype(o, "jacfwd") for o in out_leaves]
+        else:
+            oshapes = [_shape_dtype(o, "jacfwd") for o in _first_outputs(cols)]
+        blocks: list[list[list[Any]]] = []
+        for i, (oshape, odt) in enumerate(oshapes):
+            row_blocks = []
+            for a, shapes in enumerate(in_shapes):
+                row = []
+                for j, (ishape, idt) in enumerate(shapes):
+                    runs = cols[a][j]
+                    if not runs:
+                        row.append(_zeros(oshape + ishape, np.result_type(odt, idt)))
+                        continue
+                    h = stack([r[i] for r in runs], axis=-1)  # out.shape + (n_in,)
+                    row.append(_finish([h], oshape + ishape, "jacfwd"))
+                row_blocks.append(row)
+            blocks.append(row_blocks)
+        return _nest(out_tree, in_trees, blocks, isinstance(argnums, int | np.integer))
 
     return jac
 
 
-def _single(new: list[Any]) -> Any:
-    return new[0]
+def _first_outputs(cols: list[list[list[list[Any]]]]) -> list[Any]:
+    """The output tangent leaves of the first forward pass."""
+    for per in cols:
+        for runs in per:
+            if runs:
+                return runs[0]
+    raise AssertionError("no forward pass ran")
 
 
 def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:

@@ -21,8 +21,7 @@ from . import _numpy_protocol, ops
 from ._checkpoint._region import bind_regions, tape_checkpoint
 from ._core._dispatch import bind, bind1, bind2, register_tracer
 from ._core._handle import EagerTensor
-from ._core._namespace import HANDLE_NS, _unbroadcast_axes
-from ._core._primitive import CastTarget, RealTarget
+from ._core._namespace import HANDLE_NS
 from ._core._tape import Tape
 from ._traced import _trace
 from ._traced._trace import CANONICAL, TRACE_NS, Tracer, fill_namespace
@@ -32,6 +31,7 @@ from .ops import elementwise as ew
 from .ops import linalg as la
 from .ops import shape as sh
 from .ops._axes import KERNEL_ERRORS, arg_error
+from .ops._util import unbroadcast
 from .ops.complex import conj, real
 from .ops.elementwise import (
     abs,
@@ -85,25 +85,14 @@ def install() -> None:
     register_tracer(Tracer, trace_bind)
     _fill_trace_namespace()
     _install_tracer_operators()
-    Tape.checkpoint = tape_checkpoint  # type: ignore[method-assign]
+    Tape.checkpoint = tape_checkpoint  # type: ignore[method-assign, assignment]  # (policy checked at run time)
     _trace.BIND_REGIONS = bind_regions
     _INSTALLED.append(True)
 
 
 # -- the handle-backed rule namespace and the Python operators of handles and owners ------------
 def _h_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
-    gs = tuple(g.shape)
-    if gs != tuple(shape):
-        g = reshape(sum(g, axis=_unbroadcast_axes(gs, tuple(shape))), tuple(shape))
-    if type(shape) is RealTarget and g.dtype.is_complex:
-        g = real(g)
-    elif type(shape) is CastTarget:
-        dt = shape.dtype
-        if g.dtype.is_complex and dt.kind != "c":
-            g = real(g)
-        if g._r("unbroadcast").a.dtype != dt:
-            g = astype(g, dt)
-    return g
+    return unbroadcast(g, shape, sum, reshape, real, astype)
 
 
 def _fill_handle_namespace() -> None:
@@ -209,15 +198,11 @@ def _emit(prim: Any, *args: Any, **params: Any) -> Any:
 
 
 def _traced_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
-    gs = tuple(g.shape)
-    if gs != tuple(shape):
-        axes = _unbroadcast_axes(gs, tuple(shape))
-        g = ops.sum(g, axis=axes)
-        if tuple(g.shape) != tuple(shape):  # kept axes of extent 1 (no identity reshape)
-            g = ops.reshape(g, tuple(shape))
-    if type(shape) is RealTarget and g.dtype.kind == "c":
-        g = _emit(cx.REAL, g)
-    return g
+    return unbroadcast(g, shape, ops.sum, ops.reshape, _traced_real, _traced_astype)
+
+
+def _traced_real(x: Any) -> Any:
+    return _emit(cx.REAL, x)
 
 
 def _traced_astype(x: Any, dtype: Any) -> Any:

@@ -30,6 +30,7 @@ from ._core._primitive import (
     deflinear,
     nondifferentiable,
 )
+from ._core._primitive import defpointwise as _defpointwise
 from ._core._primitive import defprimitive as _defprimitive
 from ._core._state import allocation_reason
 
@@ -40,6 +41,15 @@ def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
     shapes and dtypes in every backward (an ``ArgumentError`` naming the primitive and
     the argument), so a rule bug never becomes a silently wrong gradient."""
     p = _defprimitive(*args, **kwargs)
+    p.checked = True
+    return p
+
+
+def defpointwise(*args: Any, **kwargs: Any) -> Primitive:
+    """Create and register a user pointwise primitive whose VJP and JVP both come from one
+    tuple of partial derivatives (see :func:`tenferro_ad._core._primitive.defpointwise`),
+    its cotangents checked as :func:`defprimitive`'s are."""
+    p = _defpointwise(*args, **kwargs)
     p.checked = True
     return p
 
@@ -55,6 +65,7 @@ __all__ = [
     "bind",
     "defbilinear",
     "deflinear",
+    "defpointwise",
     "defprimitive",
     "nondifferentiable",
 ]

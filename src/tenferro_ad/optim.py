@@ -1,10 +1,12 @@
 """Optimizers that update uniquely owned parameters in place, atomically.
 
-``opt.step(params, grads)`` takes matching structures (list / tuple / dict, nested) of
-parameter owners (``Tensor``) and gradients.  A gradient is a ``Tensor`` owner, a
-``TensorView``, an ``EagerTensor`` handle, a numpy array, or ``None`` (skip that
-parameter); it is only read, never consumed.  A :class:`~tenferro_ad.Gradients` bundle is
-not a structure of gradients: pass ``[bundle.grad(h) for h in handles]``.
+``opt.step(params, grads)`` takes matching pytrees (``tenferro_ad.tree_util``: lists,
+tuples, dicts, namedtuples, registered dataclasses..., nested; ``None`` is an empty
+subtree) of parameter owners (``Tensor``) and gradients.  A gradient is a ``Tensor``
+owner, a ``TensorView``, an ``EagerTensor`` handle, a numpy array, or ``None`` at a
+parameter's position (skip that parameter); it is only read, never consumed.  A
+:class:`~tenferro_ad.Gradients` bundle is not a structure of gradients: pass
+``[bundle.grad(h) for h in handles]``.
 
 A step is all or nothing:
 
@@ -32,25 +34,13 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._pytree import keystr, tree_flatten_with_path
 
 from ._core._gradients import Gradients
 from ._core._handle import EagerTensor
 from .errors import ArgumentError, ArgumentTypeError
 
 __all__ = ["SGD", "Adam"]
-
-
-def _flatten(tree: Any, path: str, out: list[tuple[str, Any]]) -> Any:
-    """Append ``(path, leaf)`` pairs to ``out``; return the structure's signature."""
-    if isinstance(tree, dict):
-        keys = list(tree)
-        return ("dict", tuple(keys), tuple(_flatten(tree[k], f"{path}[{k!r}]", out) for k in keys))
-    if isinstance(tree, list | tuple):
-        kind = "list" if isinstance(tree, list) else "tuple"
-        items = tuple(_flatten(t, f"{path}[{i}]", out) for i, t in enumerate(tree))
-        return (kind, len(tree), items)
-    out.append((path, tree))
-    return None
 
 
 def _structure(params: Any, grads: Any) -> list[tuple[str, Any, Any]]:
@@ -61,17 +51,16 @@ def _structure(params: Any, grads: Any) -> list[tuple[str, Any, Any]]:
             "owners) to gradients; pass the gradients in the parameters' structure, e.g. "
             "[bundle.grad(h) for h in handles]"
         )
-    p: list[tuple[str, Any]] = []
-    g: list[tuple[str, Any]] = []
-    sp = _flatten(params, "params", p)
-    sg = _flatten(grads, "params", g)
-    if sp != sg:
+    pairs, tree = tree_flatten_with_path(params)
+    try:
+        g = tree.flatten_up_to(grads)  # a None gradient at a parameter's position: skipped
+    except ValueError as e:
         raise ArgumentError(
             f"step: the structure of 'grads' differs from the structure of 'params' "
-            f"({len(p)} parameter leaves, {len(g)} gradient leaves; every list/tuple length "
-            "and dict key must match)"
-        )
-    return [(path, a, b) for (path, a), (_, b) in zip(p, g, strict=True)]
+            f"({tree.num_leaves} parameter leaves; every node type, length and dict key must "
+            f"match): {e}"
+        ) from None
+    return [(f"params{keystr(path)}", a, b) for (path, a), b in zip(pairs, g, strict=True)]
 
 
 def _grad_array(path: str, g: Any) -> np.ndarray[Any, Any] | None:

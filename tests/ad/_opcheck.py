@@ -1,9 +1,11 @@
-"""One JAX cross-validation harness for the op-family suites (``test_ops_*.py``, fft, scipy).
+"""The eager JAX cross-validation checks run on the rows of the one op table
+(``tests/_opspecs.py``): its ``first`` and ``second`` modes, used by the family suites
+(``test_ops_*.py``, fft, scipy) and by ``test_jax_oracle.py`` for the core rows.
 
-An :class:`Op` row names our function, JAX's, the argument shapes, the input domain and
-the dtypes to run.  :func:`check_first_order` compares value, VJP (random cotangent) and
-JVP (random tangent) with ``jax.vjp``/``jax.jvp`` and checks that dtypes are preserved
-(float32 stays float32 in outputs, cotangents and tangents); :func:`check_second_order`
+An :class:`~tests._opspecs.Op` row names our function, JAX's, the argument shapes, the
+input domain and the dtypes to run.  :func:`check_first_order` compares value, VJP (random
+cotangent) and JVP (random tangent) with ``jax.vjp``/``jax.jvp`` and checks that dtypes are
+preserved (float32 stays float32 in outputs, cotangents and tangents); :func:`check_second_order`
 compares reverse-over-reverse (the gradient of ``<grad <f, ct>, v>``) on a random
 direction.  :func:`check_edges` compares elementwise values and derivatives at edge points
 (0, +-inf, NaN, domain ends), NaN-aware.
@@ -20,7 +22,6 @@ import contextlib
 import os
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import jax
@@ -29,28 +30,12 @@ import numpy as np
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tests._opspecs import Op, values
 
-Shapes = tuple[tuple[int, ...], ...]
-
-
-@dataclass(frozen=True)
-class Op:
-    """One row of an op table."""
-
-    name: str
-    ours: Callable[..., Any]
-    theirs: Callable[..., Any]
-    shapes: Sequence[Shapes] = (((2, 3),),)
-    domain: str | Callable[[np.random.Generator, tuple[int, ...]], np.ndarray] = "any"
-    dtypes: tuple[str, ...] = ("float32", "float64")
-    second: bool = True  # run the reverse-over-reverse check (float64)
-    rtol64: float = 1e-9
-    rtol32: float = 2e-4
-    kw: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def nargs(self) -> int:
-        return len(self.shapes[0])
+__all__ = [
+    "Op", "THOROUGH", "cases", "check_edges", "check_first_order", "check_forward_over_reverse",
+    "check_second_order", "close", "inputs", "oracle", "second_cases",
+]
 
 
 @contextlib.contextmanager
@@ -62,36 +47,14 @@ def oracle() -> Iterator[None]:
         yield
 
 
-def _domain_values(
-    rng: np.random.Generator, shape: tuple[int, ...], domain: Any
-) -> np.ndarray:
-    if callable(domain):
-        return np.asarray(domain(rng, shape))
-    if domain == "positive":
-        return rng.uniform(0.5, 2.0, shape)
-    if domain == "unit":  # strictly inside (-1, 1)
-        return rng.uniform(-0.9, 0.9, shape)
-    if domain == "prob":  # strictly inside (0, 1)
-        return rng.uniform(0.1, 0.9, shape)
-    if domain == "gt1":
-        return rng.uniform(1.2, 3.0, shape)
-    x = rng.uniform(-2.0, 2.0, shape)
-    if domain == "away":  # |x| >= 0.3 and away from integers/ties for rounding-like ops
-        x = np.where(np.abs(x) < 0.3, 0.3 * np.sign(x + 1e-12) + x, x)
-    if domain == "distinct":  # well separated values (sort, max ...)
-        n = int(np.prod(shape)) if shape else 1
-        x = (rng.permutation(n).reshape(shape) + rng.uniform(0.1, 0.4, shape)) * 0.7
-    return np.asarray(x)
-
-
 def inputs(op: Op, bucket: int, dtype: str) -> tuple[list[np.ndarray], np.random.Generator]:
     """Deterministic inputs for one (op, shape bucket, dtype)."""
     rng = np.random.default_rng(zlib.crc32(f"{op.name}/{bucket}".encode()))
     xs = []
     for s in op.shapes[bucket]:
-        x = _domain_values(rng, s, op.domain)
+        x = values(rng, s, op.domain)
         if dtype.startswith("complex"):
-            x = x + 1j * _domain_values(rng, s, op.domain) * 0.5
+            x = x + 1j * values(rng, s, op.domain) * 0.5
         xs.append(np.asarray(x).astype(dtype))
     return xs, rng
 
@@ -244,6 +207,8 @@ def cases(table: Sequence[Op]) -> list[Any]:
 
     out = []
     for op in table:
+        if "first" not in op.modes:
+            continue
         for b in _buckets(op):
             for dt in op.dtypes:
                 if b and not THOROUGH and dt != "float64" and "float64" in op.dtypes:
@@ -253,10 +218,11 @@ def cases(table: Sequence[Op]) -> list[Any]:
 
 
 def second_cases(table: Sequence[Op]) -> list[Any]:
-    """pytest params for the second-order check: one per op (bucket 0, float64)."""
+    """pytest params for the second-order checks: one per op that runs the ``second`` mode
+    (bucket 0, float64)."""
     import pytest
 
-    return [pytest.param(op, id=op.name) for op in table if op.second]
+    return [pytest.param(op, id=op.name) for op in table if "second" in op.modes]
 
 
 def check_forward_over_reverse(op: Op, bucket: int, dtype: str | None = None) -> None:

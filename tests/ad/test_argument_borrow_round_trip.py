@@ -217,14 +217,14 @@ def test_flattening_a_long_params_list_keeps_nested_structure(n: int) -> None:
     rebuilt with its type (the distinct-types test for long lists)."""
     from collections import namedtuple
 
-    from tenferro_ad._functional import tree_flatten
+    from tenferro_storage._pytree import tree_flatten
 
     pair = namedtuple("pair", "a b")
     flat_list = list(range(n))
-    leaves, rebuild = tree_flatten(flat_list)
-    assert leaves == flat_list and rebuild(leaves) == flat_list
+    leaves, tree = tree_flatten(flat_list)
+    assert leaves == flat_list and tree.unflatten(leaves) == flat_list
     nested = [*range(n - 1), pair(10, {"k": (11, [12])})]
-    leaves, rebuild = tree_flatten(nested)
+    leaves, tree = tree_flatten(nested)
     assert leaves == [*range(n - 1), 10, 11, 12]
-    again = rebuild(leaves)
+    again = tree.unflatten(leaves)
     assert again == nested and type(again[-1]) is pair and type(again[-1].b["k"]) is tuple

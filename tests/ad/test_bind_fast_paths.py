@@ -59,11 +59,13 @@ def _node_summary(tape: ad.Tape, h: Any) -> Any:
 
 def _run(fn: Callable[..., Any], prim: Primitive, kinds: list[str], dtype: Any,
          shapes: list[tuple[int, ...]]) -> tuple[Any, ...]:
-    """Run one call through ``fn`` on a fresh tape; what it observably did."""
+    """Run one call through ``fn`` on a fresh tape; what it observably did.  ``dtype``: one
+    for every argument, or a list of one per argument."""
+    dtypes = dtype if isinstance(dtype, list) else [dtype] * len(kinds)
     tape = ad.Tape()
     with tape:
-        pairs = enumerate(zip(kinds, shapes, strict=True))
-        args = [_value(k, tape, dtype, s, i) for i, (k, s) in pairs]
+        pairs = enumerate(zip(kinds, shapes, dtypes, strict=True))
+        args = [_value(k, tape, d, s, i) for i, (k, s, d) in pairs]
         with ledger.capture() as rec:
             try:
                 h = fn(prim, *args)
@@ -162,3 +164,94 @@ def test_a_value_used_twice_accumulates_both_cotangents(f: Any, want: Any) -> No
     x0 = np.linspace(-1.0, 1.0, 5)
     g = ad.grad(lambda x: ad.sum(f(x)))(x0)
     np.testing.assert_allclose(g.to_numpy(), want(x0))
+
+
+def _user(name: str, impl: Callable[..., Any], nargs: int, **kw: Any) -> Primitive:
+    """An unregistered primitive with VJP rules (``checked``: as ``ad.extend`` makes it)."""
+    checked = kw.pop("checked", False)
+    prim = Primitive(name, impl, nargs, **kw)
+    prim.checked = checked
+    prim.defvjp(*[(lambda ops, g, *res: g)] * nargs)
+    return prim
+
+
+@pytest.mark.parametrize("kind", ["tracked", "untracked", "owner"])
+def test_the_fast_paths_hand_views_and_user_primitives_to_bind(kind: str) -> None:
+    """A view primitive (``alias``: a descriptor alias, no allocation) and a user primitive
+    (``checked``: every argument's layout kept for the rule checks) go to ``bind``: the
+    same value, node, residual counts, ledger events and gradients."""
+    user1 = _user("test_fast_user1", lambda a: a * 2.0, 1, save_in=(0,), checked=True)
+    user2 = _user("test_fast_user2", np.multiply, 2, save_in=(0, 1), broadcasts=True,
+                  checked=True)
+    for prim in (E.STOP_GRADIENT, user1):
+        _same(_run(bind1, prim, [kind], np.float64, [(2, 3)]),
+              _run(bind, prim, [kind], np.float64, [(2, 3)]))
+    for other in ("tracked", "scalar", "owner"):
+        kinds, shapes = [kind, other], [(2, 3), (3,)]
+        _same(_run(bind2, user2, kinds, np.float64, shapes),
+              _run(bind, user2, kinds, np.float64, shapes))
+
+
+def _consumed(kind: str) -> Any:
+    if kind == "handle":  # a handle whose value was moved out
+        h = ad.sin(ad.constant(np.ones(3)))
+        h.into_value()
+        return h
+    owner = ts.from_numpy(np.ones(3))  # an owner moved into a tape
+    ad.Tape().watch(owner)
+    return owner
+
+
+@pytest.mark.parametrize("kind", ["handle", "owner"])
+def test_refused_arguments_raise_what_bind_raises(kind: str) -> None:
+    """A consumed handle or a moved owner, in either position: the fast paths raise
+    ``bind``'s error (same class, same message naming the op and the argument)."""
+    live = ad.constant(ts.from_numpy(np.full(3, 2.0)))
+
+    def outcome(fn: Callable[..., Any], *args: Any) -> tuple[type, str]:
+        with pytest.raises(Exception) as info:
+            fn(*args)
+        return type(info.value), str(info.value)
+
+    assert outcome(bind1, E.SIN, _consumed(kind)) == outcome(bind, E.SIN, _consumed(kind))
+    for pos in (0, 1):
+        def args(pos: int = pos) -> tuple[Any, ...]:
+            bad = _consumed(kind)
+            return (E.MUL, bad, live) if pos == 0 else (E.MUL, live, bad)
+
+        got, want = outcome(bind2, *args()), outcome(bind, *args())
+        assert got == want
+        assert f"argument {pos}" in want[1], want
+
+
+@pytest.mark.parametrize("kind", ["tracked", "untracked"])
+def test_a_kernel_returning_its_argument_is_materialized_by_every_path(kind: str) -> None:
+    """A kernel that hands back its input's memory: each path materializes it (one
+    recorded ``MATERIALIZE`` copy), never adopting a live value's buffer twice."""
+    first = _user("test_fast_passthrough", lambda a: a, 1)
+    first2 = _user("test_fast_first", lambda a, b: a, 2)
+    one = _run(bind1, first, [kind], np.float64, [(3,)])
+    _same(one, _run(bind, first, [kind], np.float64, [(3,)]))
+    assert any("MATERIALIZE" in e[1] or "MATERIALIZE" in e[0] for e in one[4]), one[4]
+    for other in ("tracked", "scalar", "owner"):
+        kinds = [kind, other]
+        _same(_run(bind2, first2, kinds, np.float64, [(3,), (3,)]),
+              _run(bind, first2, kinds, np.float64, [(3,), (3,)]))
+
+
+@pytest.mark.parametrize("prim", [E.ADD, E.MUL, L.MATMUL])
+@pytest.mark.parametrize(
+    "dtypes",
+    [[np.float32, np.float64], [np.float64, np.float32], [np.complex128, np.float64],
+     [np.float64, np.complex128], [np.int64, np.float64]],
+)
+@pytest.mark.parametrize("kinds", [["tracked", "tracked"], ["tracked", "owner"],
+                                   ["owner", "tracked"], ["tracked", "untracked"]])
+def test_mixed_dtypes_keep_the_cotangent_targets_bind_keeps(
+    prim: Primitive, dtypes: list[Any], kinds: list[str]
+) -> None:
+    """Arguments of different dtypes (promoted by the kernel): the node keeps the same
+    cotangent targets (each argument's dtype, cast back as in JAX) and the gradients
+    agree in value and dtype."""
+    shapes = [(2, 2), (2, 2)]
+    _same(_run(bind2, prim, kinds, dtypes, shapes), _run(bind, prim, kinds, dtypes, shapes))

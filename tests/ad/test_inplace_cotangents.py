@@ -1,7 +1,7 @@
 """Cotangents are written in place only where the sweep alone holds them.
 
 The reverse sweep adds a value's second cotangent into the first one's memory when nothing
-else refers to it (``_tape._accumulate``), and hands a node's cotangent to the rule it calls
+else refers to it (``_inplace._accumulate``), and hands a node's cotangent to the rule it calls
 last (``ops.donated``), whose helper ``elementwise.into_g`` may write its result over it
 when nothing else refers to it.  These tests build the programs where either would be wrong
 -- a cotangent passed through to two values by ``add``, a caller's cotangent array, a rule
@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend as ext
-from tenferro_ad._core import _tape
+from tenferro_ad._core import _inplace
 
 X = np.linspace(-1.3, 1.7, 6).reshape(2, 3)
 # where CPython's reference counts count every holder (the in-place writes are on)
@@ -158,11 +158,11 @@ class _InPlaceSpy:
 
 def test_plain_scratch_is_summed_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
     spy = _InPlaceSpy()
-    monkeypatch.setattr(_tape, "np", spy)
+    monkeypatch.setattr(_inplace, "np", spy)
     ad.grad(lambda x: ad.sum(ad.sin(x) * ad.cos(x) + ad.sin(x) * 2.0))(ts.from_numpy(X.copy()))
     monkeypatch.undo()
     if not _COUNTS_MEAN_HOLDERS:  # the optimization is off by design: nothing in place
-        assert _tape._SOLE_REFS == 0 and not any(spy.written)
+        assert _inplace._SOLE_REFS == 0 and not any(spy.written)
         return
     assert spy.written and all(spy.written)
 

@@ -14,6 +14,7 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tests._opspecs import table
 from tests.ad._opcheck import (
     Op,
     cases,
@@ -24,87 +25,7 @@ from tests.ad._opcheck import (
     second_cases,
 )
 
-U = (((2, 3),), ((),), ((4,),))
-B = (((2, 3), (2, 3)), ((2, 1), (1, 3)), ((), (3,)))
-F = ("float32", "float64")
-FC = ("float32", "float64", "complex64", "complex128")
-
-
-def _mod_domain(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    x = rng.uniform(0.6, 2.4, shape) * rng.choice([-1.0, 1.0], shape)
-    return np.asarray(x)
-
-
-def _round_domain(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-    return np.asarray(rng.integers(-5, 5, shape) + rng.uniform(0.1, 0.4, shape))
-
-
-TABLE = [
-    Op("tan", ad.tan, jnp.tan, U, "unit", FC),
-    Op("sinh", ad.sinh, jnp.sinh, U, "any", FC),
-    Op("cosh", ad.cosh, jnp.cosh, U, "any", FC),
-    Op("arcsin", ad.arcsin, jnp.arcsin, U, "unit", FC),
-    Op("arccos", ad.arccos, jnp.arccos, U, "unit", FC),
-    Op("arctan", ad.arctan, jnp.arctan, U, "any", FC),
-    Op("arcsinh", ad.arcsinh, jnp.arcsinh, U, "any", FC),
-    Op("arccosh", ad.arccosh, jnp.arccosh, U, "gt1", F),
-    Op("arctanh", ad.arctanh, jnp.arctanh, U, "unit", FC),
-    Op("arctan2", ad.arctan2, jnp.arctan2, B, "away", F),
-    Op("hypot", ad.hypot, jnp.hypot, B, "away", F),
-    Op("square", ad.square, jnp.square, U, "any", FC),
-    Op("reciprocal", ad.reciprocal, jnp.reciprocal, U, "away", FC),
-    Op("log2", ad.log2, jnp.log2, U, "positive", FC),
-    Op("log10", ad.log10, jnp.log10, U, "positive", FC),
-    Op("exp2", ad.exp2, jnp.exp2, U, "any", FC),
-    Op("cbrt", ad.cbrt, jnp.cbrt, U, "positive", F),
-    Op("logaddexp", ad.logaddexp, jnp.logaddexp, B, "any", F),
-    Op("logaddexp2", ad.logaddexp2, jnp.logaddexp2, B, "any", F),
-    Op("sinc", ad.sinc, jnp.sinc, U, "any", F),
-    Op("floor", lambda x: ad.floor(x) * x, lambda x: jnp.floor(x) * x, U, _round_domain, F),
-    Op("ceil", lambda x: ad.ceil(x) * x, lambda x: jnp.ceil(x) * x, U, _round_domain, F),
-    Op("round", lambda x: ad.round(x) + x, lambda x: jnp.round(x) + x, U, _round_domain, F),
-    Op("trunc", lambda x: ad.trunc(x) * x, lambda x: jnp.trunc(x) * x, U, _round_domain, F),
-    Op("mod", ad.mod, jnp.mod, B, _mod_domain, F),
-    Op("mod_op", lambda x, y: x % y, lambda x, y: x % y, B, _mod_domain, F),
-    Op("rmod_op", lambda x: 1.7 % x, lambda x: 1.7 % x, U, _mod_domain, F),
-    Op("fmod", ad.fmod, jnp.fmod, B, _mod_domain, F),
-    Op("fmax", ad.fmax, jnp.fmax, B, "any", F),
-    Op("fmin", ad.fmin, jnp.fmin, B, "any", F),
-    Op("nan_to_num", ad.nan_to_num, jnp.nan_to_num, U, "any", F),
-    Op("relu", ad.relu, jax.nn.relu, U, "away", F),
-    Op("leaky_relu", ad.leaky_relu, jax.nn.leaky_relu, U, "away", F),
-    Op("elu", ad.elu, jax.nn.elu, U, "away", F),
-    Op("sigmoid", ad.sigmoid, jax.nn.sigmoid, U, "any", F),
-    Op("arccosh_complex", ad.arccosh, jnp.arccosh, U, "any", ("complex64", "complex128")),
-    Op("softplus", ad.softplus, jax.nn.softplus, U, "any", F),
-    Op("log_sigmoid", ad.log_sigmoid, jax.nn.log_sigmoid, U, "any", F),
-    Op("silu", ad.silu, jax.nn.silu, U, "any", F),
-    Op("gelu", ad.gelu, jax.nn.gelu, U, "any", F),
-    Op("gelu_exact", lambda x: ad.gelu(x, approximate=False),
-       lambda x: jax.nn.gelu(x, approximate=False), U, "any", F),
-    Op("deg2rad", ad.deg2rad, jnp.deg2rad, U, "any", F),
-    Op("rad2deg", ad.rad2deg, jnp.rad2deg, U, "any", F),
-    # scipy.special kernels
-    Op("gammaln", ad.scipy.special.gammaln, jss.gammaln, U, "positive", F),
-    Op("digamma", ad.scipy.special.digamma, jss.digamma, U, "positive", F),
-    Op("polygamma2", lambda x: ad.scipy.special.polygamma(2, x),
-       lambda x: jss.polygamma(2, x), U, "positive", F),
-    Op("erf", ad.scipy.special.erf, jss.erf, U, "any", F),
-    Op("erfc", ad.scipy.special.erfc, jss.erfc, U, "any", F),
-    Op("erfinv", ad.scipy.special.erfinv, jss.erfinv, U, "unit", F),
-    Op("expit", ad.scipy.special.expit, jss.expit, U, "any", F),
-    Op("logit", ad.scipy.special.logit, jss.logit, U, "prob", F),
-    Op("xlogy", ad.scipy.special.xlogy, jss.xlogy, B, "positive", F),
-    Op("xlog1py", ad.scipy.special.xlog1py, jss.xlog1py, B, "positive", F),
-    Op("betaln", ad.scipy.special.betaln, jss.betaln, B, "positive", F),
-    Op("ndtr", ad.scipy.special.ndtr, jss.ndtr, U, "any", F),
-    Op("ndtri", ad.scipy.special.ndtri, jss.ndtri, U, "prob", F),
-    Op("log_ndtr", ad.scipy.special.log_ndtr, jss.log_ndtr, U, "any", F),
-    Op("gammainc_x", lambda x: ad.scipy.special.gammainc(1.7, x),
-       lambda x: jss.gammainc(1.7, x), U, "positive", F),
-    Op("gammaincc_x", lambda x: ad.scipy.special.gammaincc(1.7, x),
-       lambda x: jss.gammaincc(1.7, x), U, "positive", F),
-]
+TABLE = table("math")  # this family's rows of the one op table
 
 
 @pytest.mark.parametrize(("op", "bucket", "dtype"), cases(TABLE))

@@ -53,7 +53,8 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         r"^grad: argument 'f': the function returned a complex value",
     ),
     "vjp with a None primal": (
-        lambda: ad.vjp(_sum, None), TypeError, r"^vjp: argument 'primals'\[0\] is a NoneType",
+        # None is an empty subtree (as in JAX): the op inside refuses it, naming itself
+        lambda: ad.vjp(_sum, None), TypeError, r"^sum: argument 'x' must be an array",
     ),
     "vjp with a function as a primal": (
         lambda: ad.vjp(_sum, _x(), _sum), TypeError,
@@ -74,13 +75,14 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         "float32",
     ),
     "linearize with a None primal": (
-        lambda: ad.linearize(_sum, None), TypeError, r"^linearize: argument 'primals'\[0\]",
+        lambda: ad.linearize(_sum, None), TypeError, r"^sum: argument 'x' must be an array",
     ),
     "hvp with a str primal": (
         lambda: ad.hvp(_sum, ("a",), (1.0,)), TypeError, r"^hvp: argument 'primals'\[0\]",
     ),
-    "jacrev of a function returning a pair": (
-        lambda: ad.jacrev(_pair)(_x()), TypeError, r"^jacrev: argument 'f' must return a single",
+    "jacrev of a function returning an int among a pair": (
+        lambda: ad.jacrev(_pair)(_x()), TypeError,
+        r"^jacrev: argument 'f' must return arrays, owners, handles or floats .* int",
     ),
     "jacobian of an int array": (
         lambda: ad.jacobian(_sum)(np.ones(3, np.int64)), TypeError,
@@ -125,8 +127,8 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         lambda: ad.vmap(_sum)("a str"), TypeError, r"^vmap: argument 0: a str has no shape",
     ),
     "vmap of a tuple holding None": (
-        lambda: ad.vmap(_sum)((np.ones(2), None)), TypeError,
-        r"^vmap: argument 0 \(leaf 1\): a NoneType has no shape",
+        # None is an empty subtree (as in JAX): sum refuses the tuple it is given
+        lambda: ad.vmap(_sum)((np.ones(2), None)), TypeError, r"^sum: argument 'x' is a tuple",
     ),
     "vmap of an empty list": (
         lambda: ad.vmap(_sum)([]), ValueError, r"^vmap: argument 0 is an empty list",

@@ -10,7 +10,7 @@ the region's inputs, constants, and the values the :class:`CheckpointPolicy` sav
 failure while recording publishes nothing: :meth:`_Recorder.discard` drops every record
 it holds before the exception propagates.
 
-Also here, for :mod:`._checkpoint_replay` (attaching and replaying): the state a
+Also here, for :mod:`._replay` (attaching and replaying): the state a
 published ``checkpoint`` node carries (:class:`_NodeState`, :class:`_Cot`), the tape-node
 builder :func:`_node`, and the pure analyses of a stored subgraph that the backward
 replay plans with (:func:`_last_uses`, :func:`_segments`, :func:`_needed`).  This module
@@ -291,7 +291,7 @@ def _recording(rec: _Recorder) -> Iterator[None]:
 
 
 class _Cot:
-    """The per-sweep cotangent token of one checkpoint node (see :mod:`._checkpoint_replay`)."""
+    """The per-sweep cotangent token of one checkpoint node (see :mod:`._replay`)."""
 
     __slots__ = ("__weakref__", "result", "stash")
 

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from tenferro_storage._pytree import tree_flatten
+
 from .._core._dispatch import bind as eager_bind
 from .._core._handle import EagerTensor, make_handle
 from .._core._retention import AdValueRecord
@@ -74,20 +76,6 @@ def name(x: Any, label: str) -> Any:
 # -- the function form -------------------------------------------------------------------------
 
 
-def _flatten_outputs(
-    out: Any, operation: str
-) -> tuple[list[EagerTensor], Callable[[list[Any]], Any]]:
-    if isinstance(out, EagerTensor):
-        return [out], lambda xs: xs[0]
-    if isinstance(out, tuple | list) and all(isinstance(o, EagerTensor) for o in out):
-        kind = type(out)
-        return list(out), lambda xs: kind(xs)
-    raise CheckpointError(
-        f"{operation}: the region must return an EagerTensor or a tuple/list of them, got "
-        f"{type(out).__name__}"
-    )
-
-
 def _finish(rec: _Recorder, outs: list[EagerTensor]) -> list[EagerTensor]:
     """Turn the region's result handles into outputs published on the tape."""
     g = rec.graph
@@ -125,10 +113,12 @@ def checkpoint(
     tape retains only the boundary — the arguments (and any outside handle ``f``
     uses) plus the values ``policy`` saves — as descriptor records.  Backward
     recomputes the interior (allocations carry ``CHECKPOINT_RECOMPUTE_OUTPUT``).
-    ``f`` returns an ``EagerTensor`` or a tuple/list of them.  Arguments that are not
-    handles are passed through unchanged.  Forward cost: ``f`` plus O(ops) bookkeeping;
-    backward cost: one extra forward of the interior.  Raises :class:`CheckpointError`
-    when ``f`` returns something else; an exception from ``f`` propagates after every
+    ``f`` returns a pytree of ``EagerTensor`` values (tuples, lists, dicts, namedtuples,
+    ``None``, registered nodes: ``tenferro_ad.tree_util``); the arguments are pytrees too,
+    every handle leaf a region input, other leaves passed through unchanged.  Forward
+    cost: ``f`` plus O(ops) bookkeeping; backward cost: one extra forward of the
+    interior.  Raises :class:`CheckpointError` when ``f`` returns something else (a
+    leaf that is not a handle); an exception from ``f`` propagates after every
     recorded boundary record is released (nothing is published).
     """
     if not callable(f):
@@ -143,31 +133,41 @@ def checkpoint(
 
     @functools.wraps(f)
     def region_call(*args: Any) -> Any:
-        if tracing(args):  # traced code: a graph-level region (_trace.trace_region)
+        leaves, in_tree = tree_flatten(args)
+        if tracing(leaves):  # traced code: a graph-level region (_trace.trace_region)
             return trace_region(f, policy, label, args)
         if STATE.tape is None and STATE.region is None:
             return f(*args)  # nothing records: a plain call
-        inputs = [a.clone() for a in args if isinstance(a, EagerTensor)]
+        operation = f"checkpoint({label})"
+        inputs = [a.clone() for a in leaves if isinstance(a, EagerTensor)]
         rec = _Recorder(policy, inputs, track=False, label=label)
         local: list[Any] = []
         k = 0
-        for a in args:
+        for a in leaves:
             if isinstance(a, EagerTensor):
-                local.append(make_handle(a._r(f"checkpoint({label})"), rec.input_key, k))
+                local.append(make_handle(a._r(operation), rec.input_key, k))
                 k += 1
             else:
                 local.append(a)
         try:
             with _recording(rec):
-                out = f(*local)
+                out = f(*in_tree.unflatten(local))
             del local
-            outs, rebuild = _flatten_outputs(out, f"checkpoint({label})")
+            outs, out_tree = tree_flatten(out)
             del out
-            published = _finish(rec, outs)
+            handles = [o for o in outs if isinstance(o, EagerTensor)]
+            if len(handles) != len(outs):
+                bad = next(o for o in outs if not isinstance(o, EagerTensor))
+                raise CheckpointError(
+                    f"{operation}: the region must return a pytree (tuples, lists, dicts, "
+                    "namedtuples, None, registered nodes) of EagerTensors, got a "
+                    f"{type(bad).__name__} leaf in {out_tree}"
+                )
+            published = _finish(rec, handles)
         except BaseException:
             rec.discard()
             raise
-        return rebuild(published)
+        return out_tree.unflatten(published)
 
     return region_call
 

@@ -21,7 +21,7 @@ values are then recomputed as well) so the gradient can be differentiated again.
 Attaching and replaying are mutually recursive, which is why they share this module.
 
 Multi-output plumbing: an output node's VJP stashes its cotangent in a per-sweep token
-(:class:`._checkpoint_graph._Cot`) and passes the token to the ``checkpoint`` node, which
+(:class:`._graph._Cot`) and passes the token to the ``checkpoint`` node, which
 the sweep reaches after every output (smaller value id); the token dies with the sweep's
 reference to it.
 """
@@ -36,11 +36,11 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from .._core._dispatch import arg_targets, bind, constant_record
+from .._core._dispatch import arg_targets, bind
 from .._core._handle import EagerTensor, make_handle
 from .._core._namespace import HANDLE_NS, NUMPY_NS
 from .._core._primitive import IDENTITY, NONDIFF, Primitive, Zero
-from .._core._retention import AdValueRecord
+from .._core._retention import AdValueRecord, constant_record
 from .._core._state import STATE, allocation_reason
 from .._core._tape import Tape
 from ..errors import CheckpointError

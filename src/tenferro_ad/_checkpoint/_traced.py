@@ -1,6 +1,6 @@
 """Checkpoint regions in traced mode: tracing them, differentiating them, binding them.
 
-``ad.checkpoint(f, policy=...)`` called on traced values (``_checkpoint.py`` routes here)
+``ad.checkpoint(f, policy=...)`` called on traced values (``_region.py`` routes here)
 does not change the forward program: every equation ``f`` emits is annotated with a new
 :class:`~._graph.Region` (nested in the current one; ``ad.name`` on a traced value labels
 its equation for ``save_named``).  The region is a graph-level construct the other

@@ -238,6 +238,55 @@ def defbilinear(prim: Primitive, vjp_lhs: Rule, vjp_rhs: Rule) -> Primitive:
     return prim.defvjp(vjp_lhs, vjp_rhs).defjvp(jvp_x, jvp_y)
 
 
+def defpointwise(
+    name: str,
+    impl: Callable[..., Any],
+    nargs: int,
+    partials: tuple[Rule | _NonDiff | None, ...],
+    *,
+    save_in: tuple[int, ...] | None = None,
+    save_out: bool = False,
+    **kw: Any,
+) -> Primitive:
+    """Create a pointwise primitive whose VJP *and* JVP come from one tuple of partial
+    derivatives: ``partials[i](ops, *residuals, **params)`` is ``d out / d arg_i``
+    (elementwise, output-shaped or broadcastable to it), and the rules are
+
+        vjp_i(ops, g, *residuals, **params) = ops.mul(g, partials[i](...))
+        jvp_i(ops, t, *residuals, **params) = ops.mul(t, partials[i](...))
+
+    (the core adds the per-argument JVP contributions, ``sum_i t_i * d_i``, and with
+    ``broadcasts=True`` sums each cotangent back to its argument's shape, keeping the real
+    part for a real argument).  Complex values follow JAX's convention for holomorphic
+    functions, as the hand-written rules do: the cotangent is ``g * d``, *not*
+    ``g * conj(d)`` (``jax.vjp(jnp.sin, z)[1](g) == g * cos(z)``).  ``None`` leaves a rule
+    missing (:class:`MissingRuleError`), :data:`NONDIFF` marks an argument that is never
+    differentiated.  ``save_in`` defaults to every argument (``()`` with ``save_out=True``
+    for partials written in the output, as ``exp``'s); other keywords go to
+    :func:`defprimitive`.  O(nargs) at definition; each rule costs the partial and one
+    ``mul``."""
+    rules = tuple(_times_partial(d) for d in partials)
+    if save_in is None:
+        save_in = () if save_out else tuple(range(nargs))
+    return defprimitive(
+        name, impl, nargs, save_in=save_in, save_out=save_out, vjp=rules, jvp=rules, **kw
+    )
+
+
+def _times_partial(d: Rule | _NonDiff | None) -> Rule | _NonDiff | None:
+    """The rule ``(ops, g, *res, **params) -> g * d(ops, *res, **params)`` (one function
+    serves as VJP and JVP: both multiply by the partial)."""
+    if d is None or isinstance(d, _NonDiff):
+        return d
+    partial: Rule = d
+
+    def rule(ops: Any, g: Any, *res: Any, **params: Any) -> Any:
+        return ops.mul(g, partial(ops, *res, **params))
+
+    rule.__name__ = rule.__qualname__ = f"times_{getattr(partial, '__name__', 'partial')}"
+    return rule
+
+
 def nondifferentiable(prim: Primitive) -> Primitive:
     """Mark every argument of ``prim`` non-differentiable (comparisons, sign, argmax...):
     its outputs carry no gradient; nothing is saved."""

@@ -34,7 +34,7 @@ class Fields:
     key: object | None
     reason: AllocationReason
     jvp: Any
-    region: Any  # the checkpoint region recording ops (_checkpoint.py)
+    region: Any  # the checkpoint region recording ops (_checkpoint/_region.py)
 
     def __init__(self) -> None:
         self.tape = None

@@ -30,8 +30,6 @@ boundary records and whose VJP replays the region under a sub-tape inside
 from __future__ import annotations
 
 import itertools
-import sys
-import sysconfig
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -40,13 +38,16 @@ import numpy as np
 
 import tenferro_storage as ts
 
-from ..errors import ArgumentError, ArgumentTypeError, BackwardError, MissingRuleError, TapeError
+from ..errors import ArgumentTypeError, BackwardError, MissingRuleError, TapeError
+from ._cotangents import check_cotangent, check_rule_output
+from ._cotangents import seed as _seed
 from ._gradients import Gradients, foreign_roots
 from ._handle import EagerTensor, make_handle
+from ._inplace import DONATED_REFS, _accumulate
 from ._namespace import HANDLE_NS, NUMPY_NS
 from ._nocopy import NoCopy
 from ._primitive import NONDIFF, Primitive, Zero
-from ._retention import AdValueRecord, constant_record, move_owner, record_borrow, record_owner
+from ._retention import AdValueRecord, constant_record, move_owner, record_owner
 from ._state import LOCAL, STATE
 
 
@@ -254,19 +255,18 @@ class Tape(NoCopy):
         ``release``: drop each node's residuals as soon as its rules ran (or raised), as
         PyTorch frees saved tensors -- only for a private tape that nothing differentiates
         again (a checkpoint segment's replay): a failure leaves such a tape unusable; a
-        ``loss`` dict is then consumed too, so each cotangent dies once used."""
+        ``loss`` dict is then consumed too, so each cotangent dies once used.
+
+        The steps: :func:`_start` (the cotangent table), then per value from the top down:
+        pop its cotangent, refuse a node whose residuals are gone (:meth:`_spent`), call
+        the rules -- the *common node* (one argument, no parameters, nothing to reduce:
+        most nodes) inline here, every other node in :func:`_general_node` -- and add each
+        cotangent to its argument's entry (:func:`_accumulate` when one is there)."""
         nodes = self.nodes
         lo = min(wrt) if wrt else 0
         want = set(wrt)
-        cts: dict[int, Any]
-        if isinstance(loss, dict):
-            cts = loss if release else dict(loss)  # released: the caller's dict is spent
-            top = max(cts) if cts else -1
-        else:
-            cts = {loss: seed}
-            top = loss
+        cts, top = _start(loss, seed, release)
         out: dict[int, Any] = {}
-        key = self.key
         add = ns.add
         for vid in range(top, lo - 1, -1):
             g = cts.pop(vid, None)
@@ -279,26 +279,17 @@ class Tape(NoCopy):
                 continue
             res = node.res
             if res is None:  # (a failed call's entry has no residuals either)
-                if node is _FAILED:
-                    raise BackwardError(
-                        f"Tape.backward: value {vid} of {self.name} was computed inside a call "
-                        "that raised (its recording was discarded); it has no gradient"
-                    )
-                raise BackwardError(
-                    "Tape.backward: the residuals were released by an earlier backward; pass "
-                    "keep=True to the first backward to differentiate the tape again"
-                )
+                raise self._spent(node, vid)
             prim = node.prim
             ids = node.ids
-            params = node.params
             try:
                 if (
                     len(ids) == 1
                     and node.shapes is None
-                    and not params
+                    and not node.params
                     and not create_graph
                     and not prim.variadic
-                ):  # the common node: one argument, no parameters, nothing to reduce
+                ):  # the common node, called here: no frame of its own (it is most nodes)
                     in_id = ids[0]
                     if in_id >= lo:
                         rule = prim.vjps[0]
@@ -334,55 +325,32 @@ class Tape(NoCopy):
                                 prev = cts.get(in_id)
                                 cts[in_id] = ct if prev is None else _accumulate(add, prev, ct)
                     continue
-                args: Sequence[Any]
-                if create_graph:
-                    args = _residual_handles(node, vid, key)
-                else:  # (a tuple: the calls below pass it on without converting it)
-                    args = tuple([r.a if type(r) is AdValueRecord else r for r in res])
-                vjps = prim.vjps
-                variadic = prim.variadic
-                shapes = node.shapes
-                last = len(ids) - 1
-                for i, in_id in enumerate(ids):
-                    if in_id < lo:
-                        continue
-                    rule = vjps[0] if variadic else vjps[i]
-                    if rule is None:
-                        raise MissingRuleError(prim.name, "vjp", i)
-                    if rule is NONDIFF:
-                        continue
-                    if i == last and not prim.checked:  # the last rule that reads ``g``
-                        ct = prev = None
-                        ns.donated = g
-                    if variadic:
-                        ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
-                    elif params:
-                        ct = rule(ns, g, *args, **params)  # type: ignore[operator]
-                    elif len(args) == 2:  # a binary op's residuals, passed as the fast path
-                        # does (no argument tuple: a donated ``g`` gets no extra holder)
-                        ct = rule(ns, g, args[0], args[1])  # type: ignore[operator]
-                    else:
-                        ct = rule(ns, g, *args)  # type: ignore[operator]
-                    if type(ct) is Zero:
-                        continue
-                    if shapes is not None:
-                        target = shapes[i]
-                        if prim.checked:
-                            _check_rule_output(prim, i, ct, target, g)
-                        # (an argument of the output's shape and dtype needs no reduction)
-                        if type(ct) is not np.ndarray or type(target) is not tuple or (
-                            ct.shape != target
-                        ):
-                            ct = ns.unbroadcast(ct, target)
-                    prev = cts.get(in_id)
-                    cts[in_id] = ct if prev is None else _accumulate(add, prev, ct)
+                # handed over in the table: the general step pops it, so that its frame,
+                # not this one, is the sweep's one holder of a donated ``g`` (``ct``/``prev``
+                # of an earlier node may be ``g`` itself: dropped too)
+                cts[vid] = g
+                g = ct = prev = None
+                _general_node(node, vid, res, cts, lo, ns, self.key, create_graph)
             finally:
                 ns.donated = None
                 if release:
                     node.res = None
                     _give_back(res)
-                    args = res = None  # type: ignore[assignment]  # nothing outlives the node
+                    res = None  # nothing outlives the node
         return out
+
+    def _spent(self, node: TapeNode, vid: int) -> BackwardError:
+        """The error for a needed node without residuals: its call raised, or an earlier
+        backward released them."""
+        if node is _FAILED:
+            return BackwardError(
+                f"Tape.backward: value {vid} of {self.name} was computed inside a call "
+                "that raised (its recording was discarded); it has no gradient"
+            )
+        return BackwardError(
+            "Tape.backward: the residuals were released by an earlier backward; pass "
+            "keep=True to the first backward to differentiate the tape again"
+        )
 
     def backward(
         self,
@@ -420,7 +388,7 @@ class Tape(NoCopy):
         if create_graph:
             seed = _seed(loss_a, cotangent, True)
             foreign = {id(seed)}
-            with _recording(self):
+            with recording_on(self):
                 cts = self.sweep(lid, seed, wids, HANDLE_NS, True)
         else:
             seed = _seed(loss_a, cotangent, False)
@@ -435,90 +403,81 @@ class Tape(NoCopy):
         return Gradients._build(self.key, wids, cts, create_graph, foreign)
 
 
-def _accumulate(add: Any, prev: Any, ct: Any) -> Any:
-    """``prev + ct``: a value's cotangents summed (``add``: the namespace's).
-
-    Written into ``prev`` when the sweep alone holds it -- a rule's fresh scratch that owns
-    its writable memory, has ``ct``'s shape and dtype, and that nothing else refers to (no
-    other value's cotangent entry, no residual, no caller, no view of it) -- as numpy elides
-    its temporaries and PyTorch's engine accumulates a buffer it alone holds.  That saves
-    the allocation and, for arrays above malloc's mmap threshold, the page faults of a fresh
-    result.  Anything else gets a new array."""
-    if (
-        _SOLE_REFS
-        and type(prev) is np.ndarray
-        and type(ct) is np.ndarray
-        and prev.base is None
-        and prev.dtype == ct.dtype
-        and prev.shape == ct.shape
-        and prev.flags.writeable
-        and sys.getrefcount(prev) <= _SOLE_REFS
-    ):
-        return np.add(prev, ct, out=prev)
-    return add(prev, ct)
+def _start(
+    loss: int | dict[int, Any], seed: Any, release: bool
+) -> tuple[dict[int, Any], int]:
+    """The sweep's cotangent table and its top value id: ``{loss: seed}``, or a copy of a
+    ``loss`` dict (the dict itself when ``release``: the caller's dict is spent)."""
+    if isinstance(loss, dict):
+        cts = loss if release else dict(loss)
+        return cts, (max(cts) if cts else -1)
+    return {loss: seed}, loss
 
 
-def _calibrate_sole_refs() -> int:
-    """``sys.getrefcount`` of a cotangent inside ``_accumulate`` when only the sweep's dict
-    entry and local hold it (counted at import, as the sweep calls it), or 0 -- no in-place
-    accumulation -- where reference counts do not mean that: not CPython, a CPython whose
-    stack may hold borrowed references (3.14 on) or whose counts are split between threads
-    (the free-threaded build), or a count that does not grow with an extra holder."""
-    if (
-        sys.implementation.name != "cpython"
-        or sys.version_info >= (3, 14)
-        or sysconfig.get_config_var("Py_GIL_DISABLED")
-    ):
-        return 0
-
-    def probe(cts: dict[int, Any], extra: list[Any]) -> int:
-        prev = cts.get(0)
-        return _count(prev)
-
-    def _count(prev: Any) -> int:
-        return sys.getrefcount(prev)
-
-    alone = probe({0: np.zeros(1)}, [])
-    a = np.zeros(1)
-    held = probe({0: a}, [a])
-    return alone if held == alone + 2 else 0  # (``a`` and the list: two more holders)
-
-
-_SOLE_REFS: int = _calibrate_sole_refs()
-
-
-def _calibrate_donated_refs() -> int:
-    """``sys.getrefcount`` of a donated cotangent inside a rule's helper (a rule that calls
-    the helper directly, as ``elementwise.into_g``'s callers do) when only the sweep holds it:
-    its local, the namespace's ``donated`` token, the rule's and the helper's arguments.  0
-    (never written in place) where counts do not mean that (see ``_calibrate_sole_refs``)."""
-    if not _SOLE_REFS:
-        return 0
-
-    class _NS:
-        donated: Any = None
-
-    def helper(ops: Any, g: Any) -> int:
-        return sys.getrefcount(g) if ops.donated is g else -1
-
-    def rule(ops: Any, g: Any, x: Any) -> int:
-        return helper(ops, g)
-
-    def sweep_like(cts: dict[int, Any], ns: Any) -> int:
-        g = cts.pop(0)
-        ns.donated = g
-        try:
-            return rule(ns, g, None)
-        finally:
-            ns.donated = None
-
-    alone = sweep_like({0: np.zeros(1)}, _NS())
-    a = np.zeros(1)
-    held = sweep_like({0: a}, _NS())
-    return alone if held == alone + 1 else 0
-
-
-DONATED_REFS: int = _calibrate_donated_refs()
+def _general_node(
+    node: TapeNode,
+    vid: int,
+    res: list[Any],
+    cts: dict[int, Any],
+    lo: int,
+    ns: Any,
+    key: object,
+    create_graph: bool,
+) -> None:
+    """The general node call of the sweep: each needed argument's rule (with parameters,
+    ``argnum`` for a variadic primitive, residual handles in a recorded backward), its
+    cotangent checked (user rules) and reduced to the argument's target, and added to the
+    argument's entry.  Pops the node's cotangent ``cts[vid]`` itself, so the last rule that
+    reads it may write it in place (donated)."""
+    g = cts.pop(vid)
+    prim = node.prim
+    ids = node.ids
+    params = node.params
+    args: Sequence[Any]
+    if create_graph:
+        args = _residual_handles(node, vid, key)
+    else:  # (a tuple: the calls below pass it on without converting it)
+        args = tuple([r.a if type(r) is AdValueRecord else r for r in res])
+    vjps = prim.vjps
+    variadic = prim.variadic
+    shapes = node.shapes
+    last = len(ids) - 1
+    try:
+        for i, in_id in enumerate(ids):
+            if in_id < lo:
+                continue
+            rule = vjps[0] if variadic else vjps[i]
+            if rule is None:
+                raise MissingRuleError(prim.name, "vjp", i)
+            if rule is NONDIFF:
+                continue
+            if i == last and not prim.checked:  # the last rule that reads ``g``
+                ct = prev = None
+                ns.donated = g
+            if variadic:
+                ct = rule(ns, g, *args, argnum=i, **params)  # type: ignore[operator]
+            elif params:
+                ct = rule(ns, g, *args, **params)  # type: ignore[operator]
+            elif len(args) == 2:  # a binary op's residuals, passed as the fast path
+                # does (no argument tuple: a donated ``g`` gets no extra holder)
+                ct = rule(ns, g, args[0], args[1])  # type: ignore[operator]
+            else:
+                ct = rule(ns, g, *args)  # type: ignore[operator]
+            if type(ct) is Zero:
+                continue
+            if shapes is not None:
+                target = shapes[i]
+                if prim.checked:
+                    check_rule_output(prim, i, ct, target, g)
+                # (an argument of the output's shape and dtype needs no reduction)
+                if type(ct) is not np.ndarray or type(target) is not tuple or (
+                    ct.shape != target
+                ):
+                    ct = ns.unbroadcast(ct, target)
+            prev = cts.get(in_id)
+            cts[in_id] = ct if prev is None else _accumulate(ns.add, prev, ct)
+    finally:
+        args = None  # type: ignore[assignment]  # nothing outlives the node on a raise
 
 
 def _give_back(res: list[Any]) -> None:
@@ -527,28 +486,6 @@ def _give_back(res: list[Any]) -> None:
     for r in res:
         if type(r) is AdValueRecord:
             r.count -= 1
-
-
-def _check_rule_output(prim: Primitive, i: int, ct: Any, target: Any, g: Any) -> None:
-    """A user rule's cotangent must fit its argument (or the output, for a broadcasting
-    primitive) in shape, and be floating/complex like it: never a silent wrong gradient."""
-    shape = tuple(np.shape(ct))
-    want = tuple(target)
-    if shape != want and not (prim.broadcasts and shape == tuple(np.shape(g))):
-        raise ArgumentError(
-            f"{prim.name}: the VJP rule for argument {i} returned a cotangent of shape "
-            f"{shape}; the argument has shape {want}"
-        )
-    dt = getattr(ct, "dtype", None)
-    want_dt = getattr(target, "dtype", None)
-    if dt is not None and want_dt is not None and (
-        dt.kind not in "fc" or (dt.kind == "c" and want_dt.kind != "c") or
-        (dt.kind == want_dt.kind and dt.itemsize != want_dt.itemsize)
-    ):
-        raise ArgumentTypeError(
-            f"{prim.name}: the VJP rule for argument {i} returned a {dt} cotangent; the "
-            f"argument is {want_dt}"
-        )
 
 
 def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
@@ -570,8 +507,9 @@ def _residual_handles(node: TapeNode, vid: int, key: object) -> list[Any]:
     return out
 
 
-class _recording:
-    """Temporarily make ``tape`` the recording tape (for ``create_graph``)."""
+class recording_on:
+    """Temporarily make ``tape`` the recording tape (``create_graph``, and the functional
+    API's nested sweeps): ``with recording_on(tape): ...`` restores the previous one."""
 
     def __init__(self, tape: Tape) -> None:
         self.tape = tape
@@ -584,69 +522,13 @@ class _recording:
         STATE.tape, STATE.key = self.prev
 
 
-def check_cotangent(ct: Any, like: np.ndarray[Any, Any], what: str, k: int, nested: bool) -> Any:
-    """Check one user cotangent/tangent against its value: same shape, same dtype.
-
-    Returns the kernel array (``nested=False``: an owner's or handle's array is borrowed for
-    the call, a numpy array is read in place) or a handle (``nested=True``: a numpy array
-    is imported with a recorded ``TRANSFER``, an owner is borrowed).  Raises
-    ``ArgumentError``/``ArgumentTypeError`` naming ``what`` and entry ``k``; nothing
-    changes.
-    """
-    shape, dt = like.shape, like.dtype
-    if ct is None:
-        raise ArgumentTypeError(f"{what}: entry {k} is None; pass an array of shape {shape}")
-    owner = isinstance(ct, ts.Tensor | ts.TensorView | ts.TensorViewMut)
-    if isinstance(ct, EagerTensor):
-        a = ct._r(what).a
-    elif owner:
-        a = ts.kernel.read_array(ct)
-    elif isinstance(ct, int | float | complex) and not isinstance(ct, bool):
-        if isinstance(ct, complex) and dt.kind != "c":
-            raise ArgumentTypeError(f"{what}: entry {k} is complex but the value is {dt.name}")
-        a = np.full(shape, ct, dt)
-    elif isinstance(ct, np.ndarray | np.generic | list | tuple):
-        a = np.asarray(ct)
-    else:
-        raise ArgumentTypeError(
-            f"{what}: entry {k} is a {type(ct).__name__}; pass a numpy array, an owner or an "
-            "EagerTensor"
-        )
-    if a.shape != shape:
-        raise ArgumentError(
-            f"{what}: entry {k} has shape {a.shape}, but the value it pairs with has shape "
-            f"{shape}"
-        )
-    if a.dtype != dt:
-        raise ArgumentTypeError(
-            f"{what}: entry {k} has dtype {a.dtype.name}, but the value it pairs with has "
-            f"dtype {dt.name} (as in JAX, they must match; convert with astype)"
-        )
-    if not nested:
-        return a
-    if isinstance(ct, EagerTensor):
-        return ct
-    if owner:
-        return make_handle(record_borrow(ct, "cotangent", f"{what}: entry {k}"), None, -1)
-    if isinstance(ct, int | float | complex):  # a fresh value made here, not a copy
-        t = ts.kernel.adopt_output(a, STATE.reason, "seed")
-        return make_handle(record_owner(t, ts.kernel.read_array(t), "seed"), None, -1)
-    return make_handle(constant_record(a, what), None, -1)
-
-
-def _seed(loss_a: Any, cotangent: Any, create_graph: bool) -> Any:
-    """The backward seed: ones by default, else the caller's cotangent, checked first."""
-    if cotangent is None:
-        if not create_graph:
-            return np.ones(loss_a.shape, loss_a.dtype)
-        cotangent = 1.0
-    return check_cotangent(cotangent, loss_a, "Tape.backward (cotangent)", 0, create_graph)
-
-
 def current_tape() -> Tape | None:
     """The tape that records new ops now (``None`` outside tapes or under ``no_grad``)."""
     t: Tape | None = STATE.tape
     return t
 
 
-__all__ = ["RetainedEntry", "Tape", "TapeError", "TapeNode", "current_tape"]
+__all__ = [
+    "DONATED_REFS", "RetainedEntry", "Tape", "TapeError", "TapeNode", "check_cotangent",
+    "current_tape", "recording_on",
+]

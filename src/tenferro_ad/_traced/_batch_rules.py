@@ -2,8 +2,9 @@
 
 Each primitive's batching rule is registered next to its JVP/VJP rules, in the op's rule
 file (``ops/<family>.py``), with :func:`defbatch`; ``vmap`` (``_batching.py``) looks the
-rules up here by primitive name.  A primitive without a rule is batched by
-:func:`loop_fallback`.
+rules up here by the :class:`Primitive` object itself (as its VJP/JVP rules hang on it), so
+two primitives that share a name never share a rule.  A primitive without a rule is batched
+by :func:`loop_fallback`.
 
 Rule signature: ``rule(args, batched, size, **params) -> (out, out_batched)`` where
 ``batched[i]`` says whether ``args[i]`` carries the batch on axis 0 (scalars never do),
@@ -23,13 +24,13 @@ from .._core._primitive import REGISTRY, Primitive
 from ._trace import TRACE_NS
 
 BatchRule = Callable[..., tuple[Any, bool]]
-RULES: dict[str, BatchRule] = {}
+RULES: dict[Primitive, BatchRule] = {}  # keyed by the primitive object (identity)
 
 
 def defbatch(prim: Primitive, rule: BatchRule) -> Primitive:
     """Register ``rule`` as the batching rule of ``prim`` (replacing any earlier one).
     Returns ``prim``, so it composes with ``defprimitive``. O(1)."""
-    RULES[prim.name] = rule
+    RULES[prim] = rule
     return prim
 
 

@@ -11,7 +11,7 @@ stack (correct, slower: ``B`` equations plus a concatenate).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,7 +23,7 @@ from .._core._primitive import IDENTITY
 from ..errors import ArgumentError, ArgumentTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
-from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten
+from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten, tree_unflatten
 from ._trace import Builder, Tracer, aval_of, swap_note, trace_flat
 
 
@@ -48,12 +48,13 @@ def _move_from_front(a: Any, axis: int) -> Any:
 def vmap_graph(
     graph: Graph,
     size: int,
-    in_axes: int | Sequence[int | None] | None = 0,
-    out_axes: int | None = 0,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
 ) -> Graph:
     """The batched graph of ``graph`` for a batch of ``size``: each argument gains a batch
     axis at its ``in_axes`` entry (``None``: not batched; an int applies to every leaf of
-    that argument) and every output has it at ``out_axes`` (``None``: outputs must not
+    that argument, a pytree prefix of it to each of its subtrees) and every output has it
+    at ``out_axes`` (likewise a prefix of the output; ``None``: that output must not
     depend on the batch).  Same structure as ``graph``.  Cost: one rule per batched
     equation (the loop fallback: ``size`` equations plus a concatenate)."""
     leaf_axes = leaf_in_axes(graph.in_tree, in_axes)
@@ -79,7 +80,7 @@ def vmap_graph(
                 if not any(flags):
                     env[e.out] = (b.emit(e.prim, vals, dict(e.params)), False)
                     continue
-                rule = RULES.get(e.prim.name)
+                rule = RULES.get(e.prim)
                 if rule is None:
                     env[e.out] = (loop_fallback(e.prim, vals, flags, size, dict(e.params)), True)
                 else:
@@ -87,24 +88,28 @@ def vmap_graph(
         finally:
             swap_note(prev)
         outs = []
-        for a in graph.outvars:
+        out_leaf_axes = _prefix_axes(out_axes, graph.out_tree, "out_axes", "the output")
+        for a, oax in zip(graph.outvars, out_leaf_axes, strict=True):
             x, bt = env[a] if isinstance(a, Var) else (_lit(b, a), False)
-            if out_axes is None:
+            if oax is None:
                 if bt:
-                    raise ArgumentError("vmap: out_axes=None but an output depends on the batch")
+                    raise ArgumentError(
+                        "vmap: argument 'out_axes': an output at an out_axes entry of None "
+                        "depends on the batch"
+                    )
                 outs.append(x)
                 continue
             if not bt:
                 x = broadcast_batch(x if type(x) is Tracer else Tracer(b, b.atom(x, "vmap")),
                                     size)
-            outs.append(_move_from_front(x, _check_axis(out_axes, len(a.shape) + 1, "out_axes")))
+            outs.append(_move_from_front(x, _check_axis(oax, len(a.shape) + 1, "out_axes")))
         return dce(b.finish(outs, graph.in_tree, graph.out_tree))
 
 
 def vmap(
     f: Callable[..., Any],
-    in_axes: int | Sequence[int | None] | None = 0,
-    out_axes: int | None = 0,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
 ) -> Callable[..., Any]:
     """``vmap(f)(*args)``: ``f`` mapped over a batch axis of its arguments, vectorized.
 
@@ -160,22 +165,52 @@ def vmap(
     return batched
 
 
-def leaf_in_axes(tree: TreeDef, in_axes: int | Sequence[int | None] | None) -> list[int | None]:
-    """``in_axes`` (one entry for all arguments, or one per argument) expanded per leaf."""
-    kids = tree.children
-    per_arg = list(in_axes) if isinstance(in_axes, Sequence) else [in_axes] * len(kids)
-    if len(per_arg) != len(kids):
+def leaf_in_axes(tree: TreeDef, in_axes: Any) -> list[int | None]:
+    """``in_axes`` expanded per leaf of the arguments ``tree`` (a tuple of the positional
+    arguments), as JAX does: an int or ``None`` applies to every leaf; a tuple (or list)
+    has one entry per argument, each an int, ``None`` or a pytree prefix of that argument
+    (its int/``None`` leaves apply to the subtrees they stand for). O(nodes)."""
+    kids = tree.children()
+    if isinstance(in_axes, list):  # (JAX accepts a list for the per-argument tuple)
+        in_axes = tuple(in_axes)
+    if not isinstance(in_axes, tuple):
+        return _prefix_axes(in_axes, tree, "in_axes", "the arguments")
+    if len(in_axes) != len(kids):
         raise ArgumentError(
-            f"vmap: argument 'in_axes': in_axes has {len(per_arg)} entries for {len(kids)} "
+            f"vmap: argument 'in_axes': in_axes has {len(in_axes)} entries for {len(kids)} "
             "arguments"
         )
     out: list[int | None] = []
-    for k, ax in zip(kids, per_arg, strict=True):
-        if ax is not None and not isinstance(ax, int | np.integer):
+    for k, (kid, ax) in enumerate(zip(kids, in_axes, strict=True)):
+        out.extend(_prefix_axes(ax, kid, "in_axes", f"argument {k}"))
+    return out
+
+
+def _is_none(x: object) -> bool:
+    return x is None
+
+
+def _prefix_axes(axes: Any, tree: TreeDef, what: str, of: str) -> list[int | None]:
+    """One axis per leaf of ``tree`` from ``axes``, a pytree prefix of it whose leaves are
+    ints or ``None`` (``None`` is an axis here, not an empty subtree). O(nodes)."""
+    if axes is None or _is_axis(axes):
+        return [axes] * tree.num_leaves
+    leaves, prefix = tree_flatten(axes, is_leaf=_is_none)
+    for ax in leaves:
+        if ax is not None and not _is_axis(ax):
             raise ArgumentTypeError(
-                f"vmap: argument 'in_axes': an entry must be an int or None, got {shown(ax)}"
+                f"vmap: argument {what!r}: an entry must be an int or None, got {shown(ax)}"
             )
-        out.extend([ax] * k.num_leaves)
+    try:
+        subtrees = prefix.flatten_up_to(tree_unflatten(tree, [0] * tree.num_leaves))
+    except ValueError as e:
+        raise ArgumentError(
+            f"vmap: argument {what!r}: {what} {prefix} is not a pytree prefix of {of} "
+            f"{tree}: {str(e).splitlines()[0].partition(' does not have ')[2]}"
+        ) from None
+    out: list[int | None] = []
+    for ax, sub in zip(leaves, subtrees, strict=True):
+        out.extend([ax] * len(tree_flatten(sub)[0]))
     return out
 
 
@@ -184,30 +219,29 @@ def _is_axis(ax: object) -> bool:
 
 
 def _check_axes_arguments(in_axes: object, out_axes: object) -> None:
-    """Refuse, when ``vmap`` is called, an ``in_axes`` that is not an int, ``None`` or a
-    tuple/list of them, and an ``out_axes`` that is not an int or ``None``. O(len(in_axes))."""
-    if not (
-        in_axes is None
-        or _is_axis(in_axes)
-        or (isinstance(in_axes, tuple | list) and all(a is None or _is_axis(a) for a in in_axes))
-    ):
-        raise ArgumentTypeError(
-            "vmap: argument 'in_axes' must be an int, None, or a tuple/list of ints and Nones "
-            f"(one per argument), got {shown(in_axes)}"
-        )
-    if not (out_axes is None or _is_axis(out_axes)):
-        raise ArgumentTypeError(
-            f"vmap: argument 'out_axes' must be an int or None, got {shown(out_axes)}"
-        )
+    """Refuse, when ``vmap`` is called, an ``in_axes`` or ``out_axes`` whose leaves are not
+    ints or ``None`` (a pytree of them; its fit to the arguments is checked per call).
+    O(len(in_axes))."""
+    for what, axes in (("in_axes", in_axes), ("out_axes", out_axes)):
+        try:
+            leaves = tree_flatten(axes, is_leaf=_is_none)[0]
+        except (TypeError, ValueError):
+            leaves = [axes]
+        if not all(a is None or _is_axis(a) for a in leaves):
+            raise ArgumentTypeError(
+                f"vmap: argument {what!r} must be an int, None, or a pytree of ints and "
+                f"Nones (a prefix of the {'arguments' if what == 'in_axes' else 'output'}), "
+                f"got {shown(axes)}"
+            )
 
 
 def _argument_of(tree: TreeDef, leaf: int) -> str:
     """Which positional argument holds leaf ``leaf``, for a message: ``argument k``, or
     ``argument k (leaf j)`` inside a tuple/list/dict argument. O(arguments)."""
     start = 0
-    for k, kid in enumerate(tree.children):
+    for k, kid in enumerate(tree.children()):
         if leaf < start + kid.num_leaves:
-            inner = "" if kid.kind == "leaf" else f" (leaf {leaf - start})"
+            inner = "" if not kid.children() else f" (leaf {leaf - start})"
             return f"argument {k}{inner}"
         start += kid.num_leaves
     return f"argument leaf {leaf}"
@@ -243,7 +277,7 @@ def _unbatched(
                 f"{_argument_of(tree, first[0])} and {_argument_of(tree, i)} disagree on the "
                 f"batch size: {first[1]} and {n} along their argument 'in_axes' entries"
             )
-    empty = [k for k, kid in enumerate(tree.children) if kid.num_leaves == 0]
+    empty = [k for k, kid in enumerate(tree.children()) if kid.num_leaves == 0]
     if empty:
         k = empty[0]
         return (

@@ -21,10 +21,11 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._pytree import tree_flatten, tree_unflatten
 
 from .._core._handle import EagerTensor
 from .._core._state import STATE
-from ._graph import Graph, Lit, Var, last_uses, tree_flatten, tree_unflatten, type_str
+from ._graph import Graph, Lit, Var, last_uses, type_str
 from ._trace import Tracer, run_bound
 
 _SCALARS = (bool, int, float, complex, np.generic)
@@ -124,8 +125,8 @@ def eval_graph(graph: Graph, *args: Any) -> Any:
     if tree != graph.in_tree:
         raise TypeError(
             "eval_graph: the arguments' structure differs from the one the graph was traced "
-            f"with ({tree.num_leaves} leaves in a {tree.kind}, expected "
-            f"{graph.in_tree.num_leaves} in a {graph.in_tree.kind})"
+            f"with ({tree.num_leaves} leaves, {tree}; expected "
+            f"{graph.in_tree.num_leaves}, {graph.in_tree})"
         )
     if any(type(x) is Tracer or isinstance(x, EagerTensor) for x in leaves):
         outs: list[Any] = run_bound(graph, leaves)

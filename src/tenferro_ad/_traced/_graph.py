@@ -4,8 +4,9 @@ A :class:`Graph` is a jaxpr-like program: typed input variables, a sequence of
 single-output :class:`Eqn` equations over :class:`~tenferro_ad._core._primitive.Primitive`
 objects with their static parameters, and outputs (variables or literals).  Nothing in it
 owns storage or refers to a tape; array literals are read-only numpy snapshots taken at
-trace time.  Argument and result structure (tuples, lists, dicts of leaves) is kept as
-:class:`TreeDef` values, so a graph can be evaluated and transformed on pytrees.
+trace time.  Argument and result structure (any pytree: tuples, lists, dicts, namedtuples,
+``None``, registered nodes) is kept as :class:`TreeDef` values (``tenferro_ad.tree_util``'s
+``PyTreeDef``), so a graph can be evaluated and transformed on pytrees.
 
 This module knows no ops: it sees primitives only through ``prim.name`` and ``prim.impl``
 (abstract evaluation runs ``impl`` on stride-0 probe arrays, see :func:`abstract_eval`).
@@ -20,6 +21,10 @@ from typing import Any
 import attrs
 import numpy as np
 
+from tenferro_storage._pytree import PyTreeDef, tree_structure
+from tenferro_storage._pytree import tree_flatten as tree_flatten
+from tenferro_storage._pytree import tree_unflatten as tree_unflatten
+from tenferro_storage._pytree import treedef_tuple as treedef_tuple
 from tenferro_storage.errors import TenferroError
 
 from .._core._primitive import Primitive
@@ -172,54 +177,14 @@ class Eqn:
     note: Note | None = attrs.field(default=None, kw_only=True)
 
 
-# -- pytree structure
-@attrs.frozen
-class TreeDef:
-    """The structure of a pytree: ``kind`` is ``"leaf"``, ``"tuple"``, ``"list"`` or ``"dict"``;
-    ``keys`` (dict keys, in order) and ``children``.  Hashable; ``num_leaves`` is O(1)."""
-
-    kind: str
-    children: tuple[TreeDef, ...] = ()
-    keys: tuple[Any, ...] = ()
-    num_leaves: int = attrs.field(init=False)
-
-    @num_leaves.default
-    def _count(self) -> int:
-        return 1 if self.kind == "leaf" else sum(c.num_leaves for c in self.children)
+# -- pytree structure: the one pytree of tenferro (``tenferro_storage._pytree``), JAX's
+# semantics; ``TreeDef`` is its ``PyTreeDef`` under the name traced mode always used.
+TreeDef = PyTreeDef
 
 
-LEAF = TreeDef("leaf")
-
-
-def tree_flatten(tree: Any) -> tuple[list[Any], TreeDef]:
-    """Leaves (depth first, dict keys in insertion order) and the structure."""
-    leaves: list[Any] = []
-
-    def walk(t: Any) -> TreeDef:
-        if isinstance(t, tuple | list):
-            return TreeDef(type(t).__name__, tuple(walk(c) for c in t))
-        if isinstance(t, dict):
-            keys = tuple(t)
-            return TreeDef("dict", tuple(walk(t[k]) for k in keys), keys)
-        leaves.append(t)
-        return LEAF
-
-    return leaves, walk(tree)
-
-
-def tree_unflatten(tree: TreeDef, leaves: Sequence[Any]) -> Any:
-    """Rebuild the structure ``tree`` from ``leaves`` (the inverse of :func:`tree_flatten`)."""
-    it = iter(leaves)
-
-    def build(t: TreeDef) -> Any:
-        if t.kind == "leaf":
-            return next(it)
-        kids = [build(c) for c in t.children]
-        if t.kind == "dict":
-            return dict(zip(t.keys, kids, strict=True))
-        return tuple(kids) if t.kind == "tuple" else kids
-
-    return build(tree)
+def flat_tree(n: int) -> TreeDef:
+    """The structure of a flat tuple of ``n`` leaves. O(1) for small ``n`` (interned)."""
+    return tree_structure((0,) * n)
 
 
 # -- the graph

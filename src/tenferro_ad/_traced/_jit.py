@@ -47,13 +47,14 @@ import numpy as np
 
 import tenferro_storage as ts
 from tenferro_storage import runtime as rt
+from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import TenferroError, shown
 from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
 from ..errors import ArgumentTypeError, DonationError
 from ._compile import compile_graph
-from ._graph import Graph, TreeDef, tree_flatten, tree_unflatten
+from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
 from ._trace import Tracer, aval_of, run_bound, trace_flat
 
@@ -164,7 +165,7 @@ def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...]) -> tuple[int, ...]:
     """The leaf indices of the donated positional arguments. O(leaves)."""
     if not argnums:
         return ()
-    kids = tree.children
+    kids = tree.children()
     starts = [0]
     for k in kids:
         starts.append(starts[-1] + k.num_leaves)

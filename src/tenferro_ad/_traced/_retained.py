@@ -19,7 +19,7 @@ from typing import Any
 import attrs
 import numpy as np
 
-from ._graph import LEAF, Eqn, Graph, Lit, TreeDef, Var, _Names
+from ._graph import Eqn, Graph, Lit, TreeDef, Var, _Names, flat_tree
 
 __all__ = ["Halves", "ProgramRetainedEntry", "retained", "split_halves"]
 
@@ -155,7 +155,7 @@ class Halves:
 
 
 def _flat(n: int) -> TreeDef:
-    return TreeDef("tuple", (LEAF,) * n)
+    return flat_tree(n)
 
 
 def split_halves(graph: Graph) -> Halves:

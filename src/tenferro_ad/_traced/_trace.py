@@ -413,15 +413,16 @@ def fill_namespace(table: dict[str, Callable[..., Any]]) -> None:
 
 # -- running a graph by binding its equations (handles record on tapes; tracers inline)
 BIND_REGIONS: Callable[[Graph, Sequence[Any]], list[Any]] | None = None
-"""Binds a graph with checkpoint regions on handles; installed by ``_traced_checkpoint``."""
+"""Binds a graph with checkpoint regions on handles (``_checkpoint._region.bind_regions``,
+installed by ``tenferro_ad._wiring``)."""
 
 
 def run_bound(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
     """Evaluate ``graph`` on ``leaves`` by binding each equation (``_dispatch.bind``): on
     handles the ops record on the current tape, on tracers they are inlined into the
     current trace. Intermediates are dropped at their last use.  On handles, a graph with
-    checkpoint regions is bound by :data:`BIND_REGIONS` (``_traced_checkpoint``: each
-    region runs as an eager checkpoint)."""
+    checkpoint regions is bound by :data:`BIND_REGIONS` (``_checkpoint._region.bind_regions``:
+    each region runs as an eager checkpoint)."""
     if not any(type(x) is Tracer for x in leaves) and any(
         e.note is not None and e.note.region is not None for e in graph.eqns
     ):

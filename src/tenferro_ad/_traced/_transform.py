@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._core._primitive import NONDIFF, RealTarget, Zero
-from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, type_str
+from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, treedef_tuple, type_str
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
 
 _BACKWARD = Note(backward=True)
@@ -205,7 +205,7 @@ def _pull(
 
 
 def _leaf_range(tree: TreeDef, argnum: int) -> range:
-    kids = tree.children
+    kids = tree.children()
     if not 0 <= argnum < len(kids):
         raise IndexError(f"argnums: argument {argnum} out of range (the graph has {len(kids)})")
     start = sum(k.num_leaves for k in kids[:argnum])
@@ -264,9 +264,9 @@ def jvp(graph: Graph) -> Graph:
             tans.get(a) if isinstance(a, Var) and a in tans else zeros_like(b, a.shape, a.dtype)
             for a in graph.outvars
         ]
-        kids = graph.in_tree.children
-        in_tree = TreeDef("tuple", kids + kids)
-        out_tree = TreeDef("tuple", (graph.out_tree, graph.out_tree))
+        kids = graph.in_tree.children()
+        in_tree = treedef_tuple(kids + kids)
+        out_tree = treedef_tuple((graph.out_tree, graph.out_tree))
         return dce(b.finish(outs + touts, in_tree, out_tree))
 
 
@@ -307,8 +307,8 @@ def vjp(graph: Graph) -> Graph:
     ``cotangent`` has the structure and types of the outputs; the argument cotangents
     have the arguments' structure (a tuple of them).  Unreached arguments get zeros."""
     b, outs, cts = _reverse(graph, range(len(graph.invars)), "input")
-    in_tree = TreeDef("tuple", (*graph.in_tree.children, graph.out_tree))
-    out_tree = TreeDef("tuple", (graph.out_tree, graph.in_tree))
+    in_tree = treedef_tuple((*graph.in_tree.children(), graph.out_tree))
+    out_tree = treedef_tuple((graph.out_tree, graph.in_tree))
     with b.active():
         return dce(b.finish(outs + cts, in_tree, out_tree))
 
@@ -337,9 +337,9 @@ def _grad_parts(
                 "or complex inputs can be differentiated (pass another argnums)"
             )
     b, outs, grads = _reverse(graph, wrt, "ones")
-    kids = graph.in_tree.children
-    gtree = kids[nums[0]] if isinstance(argnums, int) else TreeDef(
-        "tuple", tuple(kids[n] for n in nums)
+    kids = graph.in_tree.children()
+    gtree = kids[nums[0]] if isinstance(argnums, int) else treedef_tuple(
+        [kids[n] for n in nums]
     )
     return b, outs, grads, gtree
 
@@ -359,5 +359,5 @@ def value_and_grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
     """Like :func:`grad`, returning ``(value, grads)`` from one forward pass."""
     b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad")
     with b.active():
-        return dce(b.finish(outs + grads, graph.in_tree, TreeDef("tuple", (graph.out_tree,
-                                                                          gtree))))
+        return dce(b.finish(outs + grads, graph.in_tree, treedef_tuple((graph.out_tree,
+                                                                       gtree))))

@@ -10,10 +10,10 @@ All are O(ndim) and allocate nothing.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import re
-import sys
-from types import FrameType
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -99,22 +99,44 @@ def _name_broadcast_operands(msg: str) -> str:
     return f"{msg[: m.start()]}arguments {which}: {msg[m.start():]}"
 
 
-def _consumed_parameter(frame: FrameType) -> str | None:
-    """The name of the parameter of the op running in ``frame`` that holds a consumed owner:
-    the inner read that found it (``x.shape``) cannot know which argument it was.  Runs only
-    on the error path; O(number of parameters)."""
-    code = frame.f_code
-    for name in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
-        if getattr(frame.f_locals.get(name), "_moved_by", None) is not None:
+def consumed_parameter(
+    fn: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+) -> str | None:
+    """The name of the first parameter of ``fn`` (the op that failed) bound to a consumed
+    owner in the call ``fn(*args, **kwargs)``: the inner read that found it (``x.shape``)
+    cannot know which argument it was.  Read from ``fn``'s signature and the call's own
+    arguments (no frame inspection); ``*args``/``**kwargs`` parameters are not searched.
+    Runs only on the error path; O(number of parameters)."""
+    if fn is None:
+        return None
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **(kwargs or {}))
+    except (TypeError, ValueError):
+        return None
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL or kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        if getattr(value, "_moved_by", None) is not None:
             return name
     return None
 
 
-def arg_error(operation: str, e: BaseException) -> BaseException:
+def arg_error(
+    operation: str,
+    e: BaseException,
+    fn: Callable[..., Any] | None = None,
+    args: tuple[Any, ...] = (),
+    kwargs: dict[str, Any] | None = None,
+) -> BaseException:
     """The project error to raise for ``e`` escaping ``operation``: a project error as it is
-    (its message prefixed with ``operation`` when it came from a layer below);
-    numpy's ``ValueError``/``IndexError`` as ``ArgumentError`` and ``TypeError`` as
-    ``ArgumentTypeError``, both naming the op and keeping numpy's words.  O(1)."""
+    (its message prefixed with ``operation`` when it came from a layer below; a consumed
+    owner's read names the parameter of ``fn`` the call ``fn(*args, **kwargs)`` bound it
+    to, see :func:`consumed_parameter`); numpy's ``ValueError``/``IndexError`` as
+    ``ArgumentError`` and ``TypeError`` as ``ArgumentTypeError``, both naming the op and
+    keeping numpy's words.  Ops are named by :func:`~._util.op`, which calls this on the
+    error path only.  O(1) (O(parameters) for a consumed owner)."""
     if isinstance(e, TenferroError):
         # an error from a layer below (importing an argument, reading a consumed owner)
         # gets the op's name in front, so the message says which call failed
@@ -123,7 +145,7 @@ def arg_error(operation: str, e: BaseException) -> BaseException:
             msg = _name_broadcast_operands(msg)
             rest = msg.removeprefix(f"{operation}: ")
             consumed = (
-                _consumed_parameter(sys._getframe(1))
+                consumed_parameter(fn, args, kwargs)
                 if isinstance(e, UseAfterMoveError) and not rest.startswith("argument")
                 else None
             )

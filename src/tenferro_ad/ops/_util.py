@@ -9,7 +9,7 @@ import inspect
 import operator
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 from numpy.exceptions import AxisError as _NumpyAxisError
@@ -17,9 +17,12 @@ from numpy.exceptions import AxisError as _NumpyAxisError
 from tenferro_storage import Tensor, TensorView, TensorViewMut
 from tenferro_storage.errors import DTypeError, TenferroError, UseAfterMoveError, shown
 
+from .._core._dispatch import bind1, bind2
 from .._core._handle import EagerTensor
+from .._core._namespace import _unbroadcast_axes
+from .._core._primitive import CastTarget, RealTarget
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
-from ._axes import _name_broadcast_operands
+from ._axes import KERNEL_ERRORS, _name_broadcast_operands, arg_error
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -348,59 +351,222 @@ def _with_argument(
     return f"{op}: {rest}" if name is None else f"{op}: argument {name!r}: {rest}"
 
 
-def guarded(
-    op: str, fn: Callable[..., Any], passthrough: tuple[type[BaseException], ...] = ()
-) -> Callable[..., Any]:
-    """``fn`` with its argument errors made the package's: an exception from a layer below
-    (numpy, scipy, the storage kernel) that does not say which operation failed is raised
-    again as :class:`~tenferro_ad.errors.ArgumentTypeError` (a ``TypeError``) or
-    :class:`~tenferro_ad.errors.ArgumentError` (a ``ValueError``) whose message starts with
-    ``op``; the original is the ``__cause__``.  Errors already naming the op pass through.
-    A message that names no argument gets ``"argument '<name>': "`` after the op when
-    :func:`culprit` singles out the argument the call failed on.  Ops record nothing before
-    they fail, so nothing changes.  ``passthrough`` classes are re-raised unchanged.  Cost:
-    one call frame (the argument search runs only after a failure)."""
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
+
+def op(
+    name: str,
+    *,
+    explain: Callable[[str, dict[str, Any]], None] | None = None,
+    locate: bool = False,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> Callable[[_F], _F]:
+    """Decorator: the one way an op function is named in the errors escaping it.
+
+    ``@op("sum")`` makes ``fn``'s escaping numpy errors and the project's errors from the
+    layers below the project's, named ``name``, exactly as :func:`~._axes.arg_error` words
+    them (``"sum: the arguments do not fit together: ..."``; a consumed owner's read names
+    the parameter it was passed as, found from ``fn``'s signature and the call's arguments,
+    no frame inspection).  ``explain(name, arguments)`` runs first on the error path with
+    the call's bound arguments (defaults applied), to raise a better-worded error (naming
+    ``'x'``...) when it can.  A call that does not fit ``fn``'s signature raises Python's
+    own ``TypeError`` unchanged.  ``locate=True``: the wording of the numpy-coverage
+    families (math, special, scan, manip, products, fft, einsum): the original message after
+    ``"name: "``, with ``"argument '<name>': "`` when :func:`culprit` singles the argument
+    out, the original as ``__cause__`` (see :func:`guarded`).  ``passthrough`` classes
+    escape unchanged.  Ops record nothing before they fail, so a refused call changes
+    nothing.  Cost: one call frame; the signature is read only after a failure.  The
+    hottest ops (``add``, ``mul``, ``sin``...) are built by :func:`bind_op` instead, which
+    has no wrapper frame."""
+
+    def deco(fn: _F) -> _F:
+        if locate:
+            @functools.wraps(fn)
+            def located(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return fn(*args, **kwargs)
+                except passthrough:
+                    raise
+                except _LOCATED as e:
+                    again = _located_error(name, e, fn, args, kwargs)
+                    raise again from again.__cause__
+
+            return cast(_F, located)
+
+        @functools.wraps(fn)
+        def named(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except passthrough:
+                raise
+            except KERNEL_ERRORS as e:
+                raise _named_error(name, e, fn, args, kwargs, explain) from None
+
+        return cast(_F, named)
+
+    return deco
+
+
+def _named_error(
+    name: str,
+    e: BaseException,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    explain: Callable[[str, dict[str, Any]], None] | None,
+) -> BaseException:
+    """The error path of :func:`op`: ``e`` itself when the call did not fit ``fn``'s
+    signature; else ``explain``'s error, or :func:`~._axes.arg_error`'s."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError:
+        return e  # the call itself was malformed: Python's own TypeError
+    if explain is not None:
+        bound.apply_defaults()
         try:
-            return fn(*args, **kwargs)
-        except passthrough:
-            raise
-        except TenferroError as e:
-            msg = _name_broadcast_operands(str(e))
-            if msg != str(e) and e.args:
-                e.args = (msg, *e.args[1:])
-            named = msg.split(":", 1)[0].strip() == op
-            rest = msg.split(":", 1)[1].lstrip() if named else msg
-            if named and (isinstance(e, _NumpyAxisError) or _names_its_argument(rest)):
-                raise
-            text = _with_argument(op, msg, fn, args, kwargs, isinstance(e, TypeError))
-            if named and text == msg:
-                raise
-            try:  # the same class, named: e.g. UseAfterMoveError("exp2: read_array: ...")
-                again: Exception = type(e)(text)
-            except Exception:
-                if not isinstance(e, TypeError | ValueError):
-                    raise e from None
-                again = (ArgumentTypeError if isinstance(e, TypeError) else ArgumentError)(
-                    text
-                )
-            raise again from e
-        except _FOREIGN as e:
-            text = _with_argument(
-                op, str(e), fn, args, kwargs, isinstance(e, TypeError | AttributeError)
-            )
-            if isinstance(e, TypeError | AttributeError):
-                raise ArgumentTypeError(text) from e
-            raise ArgumentError(text) from e
+            explain(name, bound.arguments)
+        except KERNEL_ERRORS as better:
+            return better
+    return arg_error(name, e, fn, args, kwargs)
 
-    return wrapped
+
+def bind_op(
+    name: str,
+    prim: Any,
+    nargs: int,
+    doc: str,
+    module: str,
+    *,
+    explain: Callable[[str, dict[str, Any]], None] | None = None,
+) -> Callable[..., EagerTensor]:
+    """The public function ``name(x)`` (``nargs=1``: ``bind1(prim, x)``) or ``name(x, y)``
+    (``nargs=2``: ``bind2(prim, x, y)``), its errors named as :func:`op` names them.
+
+    Built here rather than decorated: these ops (``add``, ``mul``, ``sin``, ``exp``...) are
+    the per-op overhead of every eager program, and a wrapper frame costs a Python call on
+    each of them; a ``try`` costs nothing until something is raised, so the conversion
+    lives in this one function's ``except`` instead of a decorator's.  ``module``: the
+    building module's ``__name__``; ``explain`` as for :func:`op`.  O(1)."""
+    if nargs == 1:
+        def unary(x: Any) -> EagerTensor:
+            try:
+                return bind1(prim, x)
+            except KERNEL_ERRORS as e:
+                raise _named_error(name, e, unary, (x,), {}, explain) from None
+
+        f: Callable[..., EagerTensor] = unary
+    else:
+        def binary(x: Any, y: Any) -> EagerTensor:
+            try:
+                return bind2(prim, x, y)
+            except KERNEL_ERRORS as e:
+                raise _named_error(name, e, binary, (x, y), {}, explain) from None
+
+        f = binary
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    f.__module__ = module  # the building module's __name__, for help() and pickling
+    return f
+
+
+def _located_error(
+    op: str, e: BaseException, fn: Callable[..., Any], args: Any, kwargs: Any
+) -> BaseException:
+    """The error path of ``@op(name, locate=True)``: the exception to raise (its
+    ``__cause__`` set: ``e`` for a new one), ``e`` itself when it already names the op."""
+    if isinstance(e, TenferroError):
+        msg = _name_broadcast_operands(str(e))
+        if msg != str(e) and e.args:
+            e.args = (msg, *e.args[1:])
+        named = msg.split(":", 1)[0].strip() == op
+        rest = msg.split(":", 1)[1].lstrip() if named else msg
+        if named and (isinstance(e, _NumpyAxisError) or _names_its_argument(rest)):
+            return e
+        text = _with_argument(op, msg, fn, args, kwargs, isinstance(e, TypeError))
+        if named and text == msg:
+            return e
+        try:  # the same class, named: e.g. UseAfterMoveError("exp2: read_array: ...")
+            again: BaseException = type(e)(text)
+        except Exception:
+            if not isinstance(e, TypeError | ValueError):
+                e.__cause__ = None
+                return e
+            again = (ArgumentTypeError if isinstance(e, TypeError) else ArgumentError)(text)
+        again.__cause__ = e
+        return again
+    text = _with_argument(op, str(e), fn, args, kwargs, isinstance(e, TypeError | AttributeError))
+    again = (ArgumentTypeError if isinstance(e, TypeError | AttributeError) else ArgumentError)(
+        text
+    )
+    again.__cause__ = e
+    return again
+
+
+_LOCATED = (TenferroError, *_FOREIGN)
+
+
+def guarded(
+    op_name: str, fn: Callable[..., Any], passthrough: tuple[type[BaseException], ...] = ()
+) -> Callable[..., Any]:
+    """``fn`` named ``op_name`` by :func:`op` with ``locate=True``: an exception from a
+    layer below (numpy, scipy, the storage kernel) that does not say which operation failed
+    is raised again as :class:`~tenferro_ad.errors.ArgumentTypeError` (a ``TypeError``) or
+    :class:`~tenferro_ad.errors.ArgumentError` (a ``ValueError``) whose message starts with
+    the op; the original is the ``__cause__``.  Errors already naming the op pass through.
+    A message that names no argument gets ``"argument '<name>': "`` after the op when
+    :func:`culprit` singles out the argument the call failed on.  ``passthrough`` classes
+    are re-raised unchanged.  Cost: one call frame."""
+    return op(op_name, locate=True, passthrough=passthrough)(fn)
 
 
 def guard_module(namespace: dict[str, Any], names: Any) -> None:
-    """Replace each public function ``names`` of a module namespace by :func:`guarded`."""
+    """Name each public function ``names`` of a module namespace with :func:`op`
+    (``locate=True``): one loop over the decorator, so a family's functions need no
+    decorator line each."""
     for n in names:
         f = namespace.get(n)
         if inspect.isfunction(f) and not hasattr(f, "__wrapped__"):
-            namespace[n] = guarded(n, f)
+            namespace[n] = op(n, locate=True)(f)
+
+
+def unbroadcast(
+    g: Any,
+    shape: tuple[int, ...],
+    sum: Callable[..., Any],
+    reshape: Callable[[Any, tuple[int, ...]], Any],
+    real: Callable[[Any], Any],
+    astype: Callable[[Any, Any], Any],
+) -> Any:
+    """The cotangent ``g`` of a broadcast value summed back to its argument's ``shape``, for
+    any rule namespace (the handle-backed and the tracing one pass their own ``sum(x,
+    axis=)``, ``reshape(x, shape)``, ``real(x)`` and ``astype(x, dtype)``; the numpy one is
+    ``_core._namespace._NumpyNS.unbroadcast``).  Broadcast axes are summed (and kept axes of
+    extent 1 restored by one reshape, none when the sum already has the shape); a
+    :class:`~tenferro_ad._core._primitive.RealTarget` keeps the real part of a complex
+    cotangent (a real argument met a complex value, as JAX); a
+    :class:`~tenferro_ad._core._primitive.CastTarget` also casts to the argument's dtype.
+    O(size of ``g``) when it reduces; metadata reads otherwise."""
+    gs = tuple(g.shape)
+    target = tuple(shape)
+    if gs != target:
+        g = sum(g, axis=_unbroadcast_axes(gs, target))
+        if tuple(g.shape) != target:  # kept axes of extent 1 (no identity reshape)
+            g = reshape(g, target)
+    kind = type(shape)
+    if kind is RealTarget:
+        if _np_dtype(g).kind == "c":
+            g = real(g)
+    elif kind is CastTarget:
+        dt = shape.dtype  # type: ignore[attr-defined]
+        if _np_dtype(g).kind == "c" and np.dtype(dt).kind != "c":
+            g = real(g)
+        if _np_dtype(g) != dt:
+            g = astype(g, dt)
+    return g
+
+
+def _np_dtype(x: Any) -> np.dtype[Any]:
+    """The numpy dtype of a handle (its storage ``DType``'s) or a tracer. O(1)."""
+    d = x.dtype
+    dt: np.dtype[Any] = np.dtype(getattr(d, "numpy", d))
+    return dt

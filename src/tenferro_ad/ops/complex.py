@@ -32,8 +32,7 @@ from .._core._primitive import Primitive, Zero, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentTypeError
 from . import elementwise
-from ._axes import KERNEL_ERRORS, arg_error
-from ._util import stored_value_arg
+from ._util import op, stored_value_arg
 from .shape import value_of
 
 Array = Any
@@ -206,73 +205,59 @@ VIEW_AS_COMPLEX.defjvp(lambda ops, t: ops.apply(VIEW_AS_COMPLEX, t))
 
 
 # -- public functions ----------------------------------------------------------------------------
+@op("conj")
 def conj(x: Any) -> EagerTensor:
     """Complex conjugate: one allocation; linear, saves nothing.  Of a real value: the
     value itself, as a metadata alias (no allocation, no copy)."""
-    try:
-        if value_of("conj", x)[1].kind != "c":
-            return bind(elementwise.SAME, x)
-        return bind(CONJ, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("conj", e) from None
+    if value_of("conj", x)[1].kind != "c":
+        return bind(elementwise.SAME, x)
+    return bind(CONJ, x)
 
 
+@op("real")
 def real(x: Any) -> EagerTensor:
     """Real part: one allocation.  Of a real value: the value itself, as a metadata alias
     (no allocation, no copy)."""
-    try:
-        if value_of("real", x)[1].kind != "c":
-            return bind(elementwise.SAME, x)
-        return bind(REAL, x, src_complex=True)
-    except KERNEL_ERRORS as e:
-        raise arg_error("real", e) from None
+    if value_of("real", x)[1].kind != "c":
+        return bind(elementwise.SAME, x)
+    return bind(REAL, x, src_complex=True)
 
 
+@op("imag")
 def imag(x: Any) -> EagerTensor:
     """Imaginary part (zeros for real input, with a zero gradient). One allocation."""
-    try:
-        return bind(IMAG, x, src_complex=value_of("imag", x)[1].kind == "c")
-    except KERNEL_ERRORS as e:
-        raise arg_error("imag", e) from None
+    return bind(IMAG, x, src_complex=value_of("imag", x)[1].kind == "c")
 
 
+@op("complex")
 def complex(re: Any, im: Any) -> EagerTensor:
     """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
-    try:
-        stored_value_arg("complex", "re", re)
-        stored_value_arg("complex", "im", im)
-        return bind(REAL_T, re) - bind(IMAG_T, im)
-    except KERNEL_ERRORS as e:
-        raise arg_error("complex", e) from None
+    stored_value_arg("complex", "re", re)
+    stored_value_arg("complex", "im", im)
+    return bind(REAL_T, re) - bind(IMAG_T, im)
 
 
+@op("angle")
 def angle(z: Any) -> EagerTensor:
     """Argument of ``z`` in radians (``numpy.angle``); gradient ``-i ct conj(z)/|z|^2``
     (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``."""
-    try:
-        return bind(ANGLE, z)
-    except KERNEL_ERRORS as e:
-        raise arg_error("angle", e) from None
+    return bind(ANGLE, z)
 
 
+@op("view_as_real")
 def view_as_real(z: Any) -> EagerTensor:
     """The complex value ``z`` seen as real with a trailing axis of 2 (re, im).
 
     Metadata-only: no allocation, no copy (the storage kernel's sealed complex<->real
     reinterpretation).  Differentiable: the cotangent maps back as ``g0 - 1j*g1``.
     """
-    try:
-        return bind(VIEW_AS_REAL, z)
-    except KERNEL_ERRORS as e:
-        raise arg_error("view_as_real", e) from None
+    return bind(VIEW_AS_REAL, z)
 
 
+@op("view_as_complex")
 def view_as_complex(x: Any) -> EagerTensor:
     """The real value ``x`` (trailing axis of 2, unit stride) seen as complex. Zero-copy.
 
     Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
     """
-    try:
-        return bind(VIEW_AS_COMPLEX, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("view_as_complex", e) from None
+    return bind(VIEW_AS_COMPLEX, x)

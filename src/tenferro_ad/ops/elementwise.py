@@ -24,7 +24,7 @@ import numpy as np
 from tenferro_storage import dtype as resolve
 from tenferro_storage.errors import DTypeError
 
-from .._core._dispatch import bind, bind1, bind2
+from .._core._dispatch import bind, bind1
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import (
@@ -32,14 +32,14 @@ from .._core._primitive import (
     Zero,
     defbilinear,
     deflinear,
+    defpointwise,
     defprimitive,
     nondifferentiable,
 )
 from .._core._tape import DONATED_REFS as _DONATED_REFS
 from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError
-from ._axes import KERNEL_ERRORS, arg_error
-from ._util import value_arg
+from ._util import bind_op, op, value_arg
 
 Array = Any
 
@@ -137,12 +137,12 @@ def _div_dy(ops: Any, g: Array, x: Array, y: Array) -> Array:
     return ops.neg(ops.div(gx, yy))
 
 
-def _pow_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
+def _pow_dx(ops: Any, x: Array, y: Array, out: Array) -> Array:
     # JAX: y * x**(y - 1) (so d/dx x**0 at x = 0 is 0 * inf = nan, as JAX).  A Python-scalar
     # y stays a Python scalar (weakly typed): ``ops.sub(2.0, 1)`` would be a float64 numpy
     # scalar and turn a float32 gradient into float64.
     ym1 = y - 1 if isinstance(y, _PY_SCALARS) else ops.sub(y, 1)
-    return ops.mul(g, ops.mul(y, ops.apply(POW, x, ym1)))
+    return ops.mul(y, ops.apply(POW, x, ym1))
 
 
 def _log_or_zero(ops: Any, x: Array) -> Array:
@@ -172,15 +172,14 @@ def _pow_impl(x: Any, y: Any) -> Any:
     return out
 
 
-POW = defprimitive(
+POW = defpointwise(
     "pow",
     _pow_impl,
     2,
+    (_pow_dx, lambda ops, x, y, out: ops.mul(out, _log_or_zero(ops, x))),
     broadcasts=True,
     save_in=(0, 1),
     save_out=True,
-    vjp=(_pow_dx, lambda ops, g, x, y, out: ops.mul(g, ops.mul(out, _log_or_zero(ops, x)))),
-    jvp=(_pow_dx, lambda ops, t, x, y, out: ops.mul(t, ops.mul(out, _log_or_zero(ops, x)))),
 )
 defbatch(POW, elementwise("pow"))
 
@@ -212,13 +211,8 @@ LOG1P = defprimitive(
     jvp=(lambda ops, t, x: ops.div(t, ops.add(x, 1.0)),),
 )
 defbatch(LOG1P, leading("log1p"))
-EXPM1 = defprimitive(
-    "expm1",
-    _float_only(np.expm1),
-    1,
-    save_out=True,
-    vjp=(lambda ops, g, out: ops.mul(g, ops.add(out, 1.0)),),
-    jvp=(lambda ops, t, out: ops.mul(t, ops.add(out, 1.0)),),
+EXPM1 = defpointwise(
+    "expm1", _float_only(np.expm1), 1, (lambda ops, out: ops.add(out, 1.0),), save_out=True
 )
 defbatch(EXPM1, leading("expm1"))
 
@@ -321,14 +315,7 @@ SQRT = defprimitive(
     jvp=(lambda ops, t, out: ops.div(t, ops.mul(out, 2.0)),),
 )
 defbatch(SQRT, leading("sqrt"))
-ABS = defprimitive(
-    "abs",
-    np.abs,
-    1,
-    save_in=(0,),
-    vjp=(lambda ops, g, x: ops.mul(g, ops.sign(x)),),
-    jvp=(lambda ops, t, x: ops.mul(t, ops.sign(x)),),
-)
+ABS = defpointwise("abs", np.abs, 1, (lambda ops, x: ops.sign(x),))
 defbatch(ABS, leading("abs"))
 SIGN = nondifferentiable(defprimitive("sign", np.sign, 1))
 defbatch(SIGN, leading("sign"))
@@ -462,158 +449,139 @@ defbatch(STOP_GRADIENT, leading("stop_gradient"))
 
 
 # -- public functions ---
-def add(x: Any, y: Any) -> EagerTensor:
-    """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy."""
-    try:
-        return bind2(ADD, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("add", e) from None
+add = bind_op(
+    "add", ADD, 2,
+    """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy.""",
+    __name__,
+)
 
 
-def sub(x: Any, y: Any) -> EagerTensor:
-    """``x - y`` (broadcasting). One allocation; no copy."""
-    try:
-        return bind2(SUB, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("sub", e) from None
+sub = bind_op(
+    "sub", SUB, 2,
+    """``x - y`` (broadcasting). One allocation; no copy.""",
+    __name__,
+)
 
 
-def mul(x: Any, y: Any) -> EagerTensor:
-    """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked."""
-    try:
-        return bind2(MUL, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("mul", e) from None
+mul = bind_op(
+    "mul", MUL, 2,
+    """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked.""",
+    __name__,
+)
 
 
-def div(x: Any, y: Any) -> EagerTensor:
-    """``x / y`` (broadcasting). One allocation; retains both inputs when tracked."""
-    try:
-        return bind2(DIV, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("div", e) from None
+div = bind_op(
+    "div", DIV, 2,
+    """``x / y`` (broadcasting). One allocation; retains both inputs when tracked.""",
+    __name__,
+)
 
 
-def neg(x: Any) -> EagerTensor:
-    """``-x``. One allocation; retains nothing."""
-    try:
-        return bind1(NEG, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("neg", e) from None
+neg = bind_op(
+    "neg", NEG, 1,
+    """``-x``. One allocation; retains nothing.""",
+    __name__,
+)
 
 
-def pow(x: Any, y: Any) -> EagerTensor:
-    """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output."""
-    try:
-        return bind2(POW, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("pow", e) from None
+pow = bind_op(
+    "pow", POW, 2,
+    """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output.""",
+    __name__,
+)
 
 
-def exp(x: Any) -> EagerTensor:
-    """``e**x``. One allocation; retains the output."""
-    try:
-        return bind1(EXP, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("exp", e) from None
+exp = bind_op(
+    "exp", EXP, 1,
+    """``e**x``. One allocation; retains the output.""",
+    __name__,
+)
 
 
-def log(x: Any) -> EagerTensor:
-    """Natural log. One allocation; retains the input."""
-    try:
-        return bind1(LOG, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("log", e) from None
+log = bind_op(
+    "log", LOG, 1,
+    """Natural log. One allocation; retains the input.""",
+    __name__,
+)
 
 
-def log1p(x: Any) -> EagerTensor:
-    """``log(1 + x)``. One allocation; retains the input."""
-    try:
-        return bind1(LOG1P, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("log1p", e) from None
+log1p = bind_op(
+    "log1p", LOG1P, 1,
+    """``log(1 + x)``. One allocation; retains the input.""",
+    __name__,
+)
 
 
-def expm1(x: Any) -> EagerTensor:
-    """``exp(x) - 1``. One allocation; retains the output."""
-    try:
-        return bind1(EXPM1, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("expm1", e) from None
+expm1 = bind_op(
+    "expm1", EXPM1, 1,
+    """``exp(x) - 1``. One allocation; retains the output.""",
+    __name__,
+)
 
 
-def sin(x: Any) -> EagerTensor:
-    """Sine. One allocation; retains the input."""
-    try:
-        return bind1(SIN, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("sin", e) from None
+sin = bind_op(
+    "sin", SIN, 1,
+    """Sine. One allocation; retains the input.""",
+    __name__,
+)
 
 
-def cos(x: Any) -> EagerTensor:
-    """Cosine. One allocation; retains the input."""
-    try:
-        return bind1(COS, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("cos", e) from None
+cos = bind_op(
+    "cos", COS, 1,
+    """Cosine. One allocation; retains the input.""",
+    __name__,
+)
 
 
-def tanh(x: Any) -> EagerTensor:
-    """Hyperbolic tangent. One allocation; retains the output."""
-    try:
-        return bind1(TANH, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("tanh", e) from None
+tanh = bind_op(
+    "tanh", TANH, 1,
+    """Hyperbolic tangent. One allocation; retains the output.""",
+    __name__,
+)
 
 
-def sqrt(x: Any) -> EagerTensor:
-    """Square root. One allocation; retains the output."""
-    try:
-        return bind1(SQRT, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("sqrt", e) from None
+sqrt = bind_op(
+    "sqrt", SQRT, 1,
+    """Square root. One allocation; retains the output.""",
+    __name__,
+)
 
 
-def abs(x: Any) -> EagerTensor:
-    """Absolute value. One allocation; retains the input."""
-    try:
-        return bind1(ABS, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("abs", e) from None
+abs = bind_op(
+    "abs", ABS, 1,
+    """Absolute value. One allocation; retains the input.""",
+    __name__,
+)
 
 
-def sign(x: Any) -> EagerTensor:
-    """Sign (non-differentiable: zero gradient). One allocation."""
-    try:
-        return bind1(SIGN, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("sign", e) from None
+sign = bind_op(
+    "sign", SIGN, 1,
+    """Sign (non-differentiable: zero gradient). One allocation.""",
+    __name__,
+)
 
 
-def maximum(x: Any, y: Any) -> EagerTensor:
-    """Elementwise maximum; ties split the gradient evenly. One allocation."""
-    try:
-        return bind2(MAXIMUM, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("maximum", e) from None
+maximum = bind_op(
+    "maximum", MAXIMUM, 2,
+    """Elementwise maximum; ties split the gradient evenly. One allocation.""",
+    __name__,
+)
 
 
-def minimum(x: Any, y: Any) -> EagerTensor:
-    """Elementwise minimum; ties split the gradient evenly. One allocation."""
-    try:
-        return bind2(MINIMUM, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("minimum", e) from None
+minimum = bind_op(
+    "minimum", MINIMUM, 2,
+    """Elementwise minimum; ties split the gradient evenly. One allocation.""",
+    __name__,
+)
 
 
+@op("where")
 def where(cond: Any, x: Any, y: Any) -> EagerTensor:
     """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation."""
-    try:
-        return bind(WHERE, cond, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("where", e) from None
+    return bind(WHERE, cond, x, y)
 
 
+@op("clip")
 def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     """``minimum(maximum(x, lo), hi)`` (derived; the same gradient JAX's clip has).  A
     bound that is ``None`` is not applied (numpy's); with both ``None`` the value comes back
@@ -629,15 +597,12 @@ def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
                 shapes.append((nm, sb))
     if len(shapes) > 1:
         _clip_broadcast(shapes)
-    try:
-        out = x
-        if lo is not None:
-            out = maximum(out, lo)
-        if hi is not None:
-            out = minimum(out, hi)
-        return out if out is not x else bind(SAME, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("clip", e) from None
+    out = x
+    if lo is not None:
+        out = maximum(out, lo)
+    if hi is not None:
+        out = minimum(out, hi)
+    return out if out is not x else bind(SAME, x)
 
 
 def _clip_broadcast(shapes: list[tuple[str, tuple[int, ...]]]) -> None:
@@ -655,68 +620,60 @@ def _clip_broadcast(shapes: list[tuple[str, tuple[int, ...]]]) -> None:
             ) from None
 
 
-def less(x: Any, y: Any) -> EagerTensor:
-    """``x < y`` as a boolean constant (non-differentiable)."""
-    try:
-        return bind2(LT, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("less", e) from None
+less = bind_op(
+    "less", LT, 2,
+    """``x < y`` as a boolean constant (non-differentiable).""",
+    __name__,
+)
 
 
-def less_equal(x: Any, y: Any) -> EagerTensor:
-    """``x <= y`` (non-differentiable)."""
-    try:
-        return bind2(LE, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("less_equal", e) from None
+less_equal = bind_op(
+    "less_equal", LE, 2,
+    """``x <= y`` (non-differentiable).""",
+    __name__,
+)
 
 
-def greater(x: Any, y: Any) -> EagerTensor:
-    """``x > y`` (non-differentiable)."""
-    try:
-        return bind2(GT, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("greater", e) from None
+greater = bind_op(
+    "greater", GT, 2,
+    """``x > y`` (non-differentiable).""",
+    __name__,
+)
 
 
-def greater_equal(x: Any, y: Any) -> EagerTensor:
-    """``x >= y`` (non-differentiable)."""
-    try:
-        return bind2(GE, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("greater_equal", e) from None
+greater_equal = bind_op(
+    "greater_equal", GE, 2,
+    """``x >= y`` (non-differentiable).""",
+    __name__,
+)
 
 
-def equal(x: Any, y: Any) -> EagerTensor:
-    """``x == y`` (non-differentiable)."""
-    try:
-        return bind2(EQ, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("equal", e) from None
+equal = bind_op(
+    "equal", EQ, 2,
+    """``x == y`` (non-differentiable).""",
+    __name__,
+)
 
 
-def not_equal(x: Any, y: Any) -> EagerTensor:
-    """``x != y`` (non-differentiable)."""
-    try:
-        return bind2(NE, x, y)
-    except KERNEL_ERRORS as e:
-        raise arg_error("not_equal", e) from None
+not_equal = bind_op(
+    "not_equal", NE, 2,
+    """``x != y`` (non-differentiable).""",
+    __name__,
+)
 
 
+@op("astype")
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
     gradient.  To the same dtype: the value itself, as a metadata alias (no allocation, no
     copy)."""
-    try:
-        src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
-        if src is None:
-            src = value_arg("astype", "x", x, imported=True)[1]
-        target = _target_dtype(dtype)
-        if np.dtype(target) == src:
-            return bind1(SAME, x)
-        return bind(ASTYPE, x, dtype=target, src=src)
-    except KERNEL_ERRORS as e:
-        raise arg_error("astype", e) from None
+    src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
+    if src is None:
+        src = value_arg("astype", "x", x, imported=True)[1]
+    target = _target_dtype(dtype)
+    if np.dtype(target) == src:
+        return bind1(SAME, x)
+    return bind(ASTYPE, x, dtype=target, src=src)
 
 
 def _src_dtype(x: Any) -> np.dtype[Any] | None:
@@ -740,9 +697,8 @@ def _target_dtype(dtype: Any) -> np.dtype[Any]:
         raise DTypeError(f"astype: argument 'dtype': {e}") from None
 
 
-def stop_gradient(x: Any) -> EagerTensor:
-    """The same value with no gradient: a metadata-only alias (no allocation, no copy)."""
-    try:
-        return bind1(STOP_GRADIENT, x)
-    except KERNEL_ERRORS as e:
-        raise arg_error("stop_gradient", e) from None
+stop_gradient = bind_op(
+    "stop_gradient", STOP_GRADIENT, 1,
+    """The same value with no gradient: a metadata-only alias (no allocation, no copy).""",
+    __name__,
+)

@@ -10,14 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from .._core._dispatch import bind2
-from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import defbilinear, defprimitive
 from .._traced._batch_rules import defbatch, emit, expand_batched, shape_of
 from ..errors import ArgumentError
-from ._axes import KERNEL_ERRORS, arg_error
-from ._util import value_arg
+from ._util import bind_op, value_arg
 
 Array = Any
 
@@ -91,15 +88,19 @@ def _batch_matmul(args: list[Any], batched: list[bool], size: int) -> tuple[Any,
 defbatch(MATMUL, _batch_matmul)
 
 
-def matmul(x: Any, y: Any) -> EagerTensor:
+def _explain_operands(op_name: str, a: dict[str, Any]) -> None:
+    """``explain`` hook of ``matmul`` (see :func:`~._util.op`)."""
+    _explain_matmul(a["x"], a["y"])
+
+
+matmul = bind_op(
+    "matmul", MATMUL, 2,
     """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked.
     A refusal names the argument: the operands are checked (type, rank, core and batch
-    dimensions) only after the kernel refused, so the common call pays nothing for it."""
-    try:
-        return bind2(MATMUL, x, y)
-    except KERNEL_ERRORS as e:
-        _explain_matmul(x, y)
-        raise arg_error("matmul", e) from None
+    dimensions) only after the kernel refused, so the common call pays nothing for it.""",
+    __name__,
+    explain=_explain_operands,
+)
 
 
 def _explain_matmul(x: Any, y: Any) -> None:

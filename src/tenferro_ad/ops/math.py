@@ -25,7 +25,7 @@ from tenferro_storage.errors import shown
 
 from .._core._dispatch import bind, bind1
 from .._core._handle import EagerTensor
-from .._core._primitive import Primitive, defprimitive, nondifferentiable
+from .._core._primitive import Primitive, defpointwise, defprimitive, nondifferentiable
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, stored_value_arg, weak
@@ -55,18 +55,7 @@ def _unary(
     """A unary primitive whose VJP and JVP both multiply by ``d(ops, x)`` (``d(ops, out)``
     with ``out=True``).  Holomorphic rules: no conjugation (JAX's convention).  Bool and
     integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16)."""
-    kernel = ew._float_only(kernel)
-    if out:
-        return defprimitive(
-            name, kernel, 1, save_out=True,
-            vjp=(lambda ops, g, o: ops.mul(g, d(ops, o)),),
-            jvp=(lambda ops, t, o: ops.mul(t, d(ops, o)),),
-        )
-    return defprimitive(
-        name, kernel, 1, save_in=(0,),
-        vjp=(lambda ops, g, x: ops.mul(g, d(ops, x)),),
-        jvp=(lambda ops, t, x: ops.mul(t, d(ops, x)),),
-    )
+    return defpointwise(name, ew._float_only(kernel), 1, (d,), save_out=out)
 
 
 def _sq(ops: Any, x: Array) -> Array:
@@ -112,22 +101,16 @@ ARCTAN2 = defprimitive(
 )
 
 
-def _hypot_dx(ops: Any, g: Array, x: Array, y: Array, out: Array) -> Array:
+def _hypot_d(ops: Any, x: Array, out: Array) -> Array:
     # x / hypot; at the origin JAX's formulation (max/min with split ties) gives 1/2
     zero = ops.eq(out, 0.0)
-    return ops.mul(g, ops.where(zero, 0.5, ops.div(x, ops.where(zero, 1.0, out))))
+    return ops.where(zero, 0.5, ops.div(x, ops.where(zero, 1.0, out)))
 
 
-HYPOT = defprimitive(
-    "hypot", np.hypot, 2, broadcasts=True, save_in=(0, 1), save_out=True,
-    vjp=(
-        lambda ops, g, x, y, out: _hypot_dx(ops, g, x, y, out),
-        lambda ops, g, x, y, out: _hypot_dx(ops, g, y, x, out),
-    ),
-    jvp=(
-        lambda ops, t, x, y, out: _hypot_dx(ops, t, x, y, out),
-        lambda ops, t, x, y, out: _hypot_dx(ops, t, y, x, out),
-    ),
+HYPOT = defpointwise(
+    "hypot", np.hypot, 2,
+    (lambda ops, x, y, out: _hypot_d(ops, x, out), lambda ops, x, y, out: _hypot_d(ops, y, out)),
+    broadcasts=True, save_in=(0, 1), save_out=True,
 )
 
 # -- logarithms and exponentials in other bases ---
@@ -142,36 +125,30 @@ def _no_inf(ops: Any, x: Array) -> Array:
     return ops.where(ops.eq(x, math.inf), 0.0, x)
 
 
-def _lae_d(ops: Any, g: Array, x: Array, out: Array, base2: bool) -> Array:
+def _lae_d(ops: Any, x: Array, out: Array, base2: bool) -> Array:
     e = ops.sub(_no_inf(ops, x), _no_inf(ops, out))
-    return ops.mul(g, ops.apply(EXP2, e) if base2 else ops.exp(e))
+    return ops.apply(EXP2, e) if base2 else ops.exp(e)
 
 
 ISNAN = nondifferentiable(defprimitive("isnan", np.isnan, 1))
 ISINF = nondifferentiable(defprimitive("isinf", np.isinf, 1))
 ISFINITE = nondifferentiable(defprimitive("isfinite", np.isfinite, 1))
 
-LOGADDEXP = defprimitive(
-    "logaddexp", np.logaddexp, 2, broadcasts=True, save_in=(0, 1), save_out=True,
-    vjp=(
-        lambda ops, g, x, y, out: _lae_d(ops, g, x, out, False),
-        lambda ops, g, x, y, out: _lae_d(ops, g, y, out, False),
+LOGADDEXP = defpointwise(
+    "logaddexp", np.logaddexp, 2,
+    (
+        lambda ops, x, y, out: _lae_d(ops, x, out, False),
+        lambda ops, x, y, out: _lae_d(ops, y, out, False),
     ),
-    jvp=(
-        lambda ops, t, x, y, out: _lae_d(ops, t, x, out, False),
-        lambda ops, t, x, y, out: _lae_d(ops, t, y, out, False),
-    ),
+    broadcasts=True, save_in=(0, 1), save_out=True,
 )
-LOGADDEXP2 = defprimitive(
-    "logaddexp2", np.logaddexp2, 2, broadcasts=True, save_in=(0, 1), save_out=True,
-    vjp=(
-        lambda ops, g, x, y, out: _lae_d(ops, g, x, out, True),
-        lambda ops, g, x, y, out: _lae_d(ops, g, y, out, True),
+LOGADDEXP2 = defpointwise(
+    "logaddexp2", np.logaddexp2, 2,
+    (
+        lambda ops, x, y, out: _lae_d(ops, x, out, True),
+        lambda ops, x, y, out: _lae_d(ops, y, out, True),
     ),
-    jvp=(
-        lambda ops, t, x, y, out: _lae_d(ops, t, x, out, True),
-        lambda ops, t, x, y, out: _lae_d(ops, t, y, out, True),
-    ),
+    broadcasts=True, save_in=(0, 1), save_out=True,
 )
 
 

@@ -19,8 +19,8 @@ from .._core._namespace import NUMPY_NS
 from .._core._primitive import defprimitive
 from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentError, ArgumentTypeError
-from ._axes import KERNEL_ERRORS, arg_error, axes_tuple
-from ._util import value_arg
+from ._axes import KERNEL_ERRORS, axes_tuple
+from ._util import op, value_arg
 from .elementwise import DIV, _inexact
 
 Array = Any
@@ -226,55 +226,53 @@ def _shape_of(x: Any) -> tuple[int, ...]:
     return tuple(np.shape(x) if shape is None else shape)
 
 
+def _explain_value(op_name: str, a: dict[str, Any]) -> None:
+    """``explain`` hook of ``sum``/``mean``/``prod`` (see :func:`~._util.op`)."""
+    _explain_x(op_name, a["x"])
+
+
+def _explain_reduced(op_name: str, a: dict[str, Any]) -> None:
+    """``explain`` hook of ``max``/``min`` (see :func:`~._util.op`)."""
+    _explain_empty(op_name, a["x"], a["axis"])
+
+
+@op("sum", explain=_explain_value)
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum over ``axis`` (int, tuple or ``None`` for all). One allocation; retains nothing.
 
     Raises :class:`~tenferro_ad.errors.AxisError` for an axis outside ``[-ndim, ndim)``."""
-    try:
-        shape = _shape_of(x)
-        axes = _axes("sum", axis, len(shape), keepdims)
-        return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
-    except KERNEL_ERRORS as e:
-        _explain_x("sum", x)
-        raise arg_error("sum", e) from None
+    shape = _shape_of(x)
+    axes = _axes("sum", axis, len(shape), keepdims)
+    return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
 
 
+@op("mean", explain=_explain_value)
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Mean over ``axis`` (derived: ``sum / n``). Two allocations."""
-    try:
-        shape = _shape_of(x)
-        axes = _axes("mean", axis, len(shape), keepdims)
-        n = 1
-        for a in axes:
-            n *= shape[a]
-        s = bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
+    shape = _shape_of(x)
+    axes = _axes("mean", axis, len(shape), keepdims)
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    s = bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
 
-        return bind(DIV, s, float(n))
-    except KERNEL_ERRORS as e:
-        _explain_x("mean", x)
-        raise arg_error("mean", e) from None
+    return bind(DIV, s, float(n))
 
 
+@op("max", explain=_explain_reduced)
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Maximum over ``axis``; ties share the gradient. Retains the input and the output.
     One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
-    try:
-        axes = _axes("max", axis, len(_shape_of(x)), keepdims)
-        return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
-    except KERNEL_ERRORS as e:
-        _explain_empty("max", x, axis)
-        raise arg_error("max", e) from None
+    axes = _axes("max", axis, len(_shape_of(x)), keepdims)
+    return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
 
 
+@op("min", explain=_explain_reduced)
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Minimum over ``axis``; ties share the gradient. Retains the input and the output.
     One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
-    try:
-        axes = _axes("min", axis, len(_shape_of(x)), keepdims)
-        return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
-    except KERNEL_ERRORS as e:
-        _explain_empty("min", x, axis)
-        raise arg_error("min", e) from None
+    axes = _axes("min", axis, len(_shape_of(x)), keepdims)
+    return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
 
 
 def _explain_x(op: str, x: Any) -> None:
@@ -304,11 +302,8 @@ def _explain_empty(
         ) from None
 
 
+@op("prod", explain=_explain_value)
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
-    try:
-        axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
-        return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
-    except KERNEL_ERRORS as e:
-        _explain_x("prod", x)
-        raise arg_error("prod", e) from None
+    axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
+    return bind(PROD, x, axes=axes, keepdims=bool(keepdims))

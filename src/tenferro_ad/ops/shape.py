@@ -33,8 +33,8 @@ from .._traced._batch_rules import (
     shape_of,
 )
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
-from ._axes import KERNEL_ERRORS, arg_error, axis_index, permutation
-from ._util import stored_value_arg
+from ._axes import KERNEL_ERRORS, axis_index, permutation
+from ._util import op, stored_value_arg
 
 Array = Any
 
@@ -151,50 +151,48 @@ RESHAPE_COPY = defprimitive(
 defbatch(RESHAPE_COPY, leading("reshape_copy", prefix=("shape", "src")))
 
 
+@op("reshape")
 def reshape(x: Any, *shape: Any) -> EagerTensor:
     """Reshape.  A metadata-only alias (no allocation, no copy) of a contiguous value; a
     strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write)."""
-    try:
-        if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
-            shape = _shape_arg("reshape", shape[0])
-        else:
-            shape = _shape_arg("reshape", shape)
-        src = value_of("reshape", x)[0]
-        n = 1
-        for s in src:
-            n *= s
-        if shape.count(-1) > 1 or any(s < -1 for s in shape):
-            raise ArgumentError(
-                f"reshape: argument 'shape' {shape} may hold one -1 and otherwise non-negative "
-                "extents"
-            )
-        known = 1
-        for s in shape:
-            if s != -1:
-                known *= s
-        if -1 in shape:
-            if known == 0 or n % known:
-                raise ArgumentError(
-                    f"reshape: cannot reshape argument 'x' of shape {src} ({n} elements) into "
-                    f"argument 'shape' {shape}"
-                )
-            shape = tuple(n // known if s == -1 else s for s in shape)
-        elif known != n:
+    if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
+        shape = _shape_arg("reshape", shape[0])
+    else:
+        shape = _shape_arg("reshape", shape)
+    src = value_of("reshape", x)[0]
+    n = 1
+    for s in src:
+        n *= s
+    if shape.count(-1) > 1 or any(s < -1 for s in shape):
+        raise ArgumentError(
+            f"reshape: argument 'shape' {shape} may hold one -1 and otherwise non-negative "
+            "extents"
+        )
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if -1 in shape:
+        if known == 0 or n % known:
             raise ArgumentError(
                 f"reshape: cannot reshape argument 'x' of shape {src} ({n} elements) into "
-                f"argument 'shape' {shape} "
-                f"({known} elements)"
+                f"argument 'shape' {shape}"
             )
-        if isinstance(x, EagerTensor):
-            contiguous = x._r("reshape").a.flags.c_contiguous
-        elif isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):  # borrowed: a view
-            contiguous = ts.kernel.read_array(x).flags.c_contiguous
-        else:
-            contiguous = False
-        prim = RESHAPE if contiguous else RESHAPE_COPY
-        return bind(prim, x, shape=tuple(shape), src=src)
-    except KERNEL_ERRORS as e:
-        raise arg_error("reshape", e) from None
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    elif known != n:
+        raise ArgumentError(
+            f"reshape: cannot reshape argument 'x' of shape {src} ({n} elements) into "
+            f"argument 'shape' {shape} "
+            f"({known} elements)"
+        )
+    if isinstance(x, EagerTensor):
+        contiguous = x._r("reshape").a.flags.c_contiguous
+    elif isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):  # borrowed: a view
+        contiguous = ts.kernel.read_array(x).flags.c_contiguous
+    else:
+        contiguous = False
+    prim = RESHAPE if contiguous else RESHAPE_COPY
+    return bind(prim, x, shape=tuple(shape), src=src)
 
 # -- transpose ---
 def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
@@ -223,29 +221,25 @@ def _batch_transpose(
 defbatch(TRANSPOSE, _batch_transpose)
 
 
+@op("transpose")
 def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
-    try:
-        nd = len(value_of("transpose", x)[0])
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
-            axes = () if axes[0] is None else tuple(axes[0])
-        ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
-        return bind(TRANSPOSE, x, axes=ax)
-    except KERNEL_ERRORS as e:
-        raise arg_error("transpose", e) from None
+    nd = len(value_of("transpose", x)[0])
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+        axes = () if axes[0] is None else tuple(axes[0])
+    ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
+    return bind(TRANSPOSE, x, axes=ax)
 
 
+@op("swapaxes")
 def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
     """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
-    try:
-        nd = len(value_of("swapaxes", x)[0])
-        i = axis_index("swapaxes", a, nd, "a")
-        j = axis_index("swapaxes", b, nd, "b")
-        ax = list(range(nd))
-        ax[i], ax[j] = ax[j], ax[i]
-        return bind(TRANSPOSE, x, axes=tuple(ax))
-    except KERNEL_ERRORS as e:
-        raise arg_error("swapaxes", e) from None
+    nd = len(value_of("swapaxes", x)[0])
+    i = axis_index("swapaxes", a, nd, "a")
+    j = axis_index("swapaxes", b, nd, "b")
+    ax = list(range(nd))
+    ax[i], ax[j] = ax[j], ax[i]
+    return bind(TRANSPOSE, x, axes=tuple(ax))
 
 # -- broadcast_to ---
 BROADCAST_TO = defprimitive(
@@ -268,26 +262,24 @@ def _batch_broadcast_to(
 defbatch(BROADCAST_TO, _batch_broadcast_to)
 
 
+@op("broadcast_to")
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
     ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
-    try:
-        src = value_of("broadcast_to", x)[0]
-        target = _shape_arg("broadcast_to", shape)
-        if any(n < 0 for n in target):
-            raise ArgumentError(
-                f"broadcast_to: argument 'shape' {target} holds a negative extent"
-            )
-        if len(target) < len(src) or any(
-            a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
-        ):
-            raise ArgumentError(
-                f"broadcast_to: argument 'x' of shape {src} cannot be broadcast to argument "
-                f"'shape' {target}"
-            )
-        return bind(BROADCAST_TO, x, shape=target, src=src)
-    except KERNEL_ERRORS as e:
-        raise arg_error("broadcast_to", e) from None
+    src = value_of("broadcast_to", x)[0]
+    target = _shape_arg("broadcast_to", shape)
+    if any(n < 0 for n in target):
+        raise ArgumentError(
+            f"broadcast_to: argument 'shape' {target} holds a negative extent"
+        )
+    if len(target) < len(src) or any(
+        a != 1 and a != b for a, b in zip(src[::-1], target[::-1], strict=False)
+    ):
+        raise ArgumentError(
+            f"broadcast_to: argument 'x' of shape {src} cannot be broadcast to argument "
+            f"'shape' {target}"
+        )
+    return bind(BROADCAST_TO, x, shape=target, src=src)
 
 # -- basic slicing (alias) and its linear transpose (pad into zeros) ---
 def _slice_pad_impl(g: Array, *, key: Any, shape: tuple[int, ...]) -> Array:
@@ -416,17 +408,15 @@ def _freeze_key(key: Any, operation: str = "getitem") -> Any:
     return tuple(out) if isinstance(key, tuple) else out[0]
 
 
+@op("getitem")
 def getitem(x: Any, key: Any) -> EagerTensor:
     """``x[key]``.  Basic indices (ints, slices, ``...``, ``None``) give a metadata alias (no
     allocation, no copy; VJP pads into zeros).  Integer-array indices gather into a fresh
     output (VJP: scatter-add, so repeated indices accumulate)."""
-    try:
-        shape = value_of("getitem", x)[0]
-        if _is_basic(key):
-            return _indexed("getitem", SLICE, x, key, shape)
-        return _indexed("getitem", GATHER, x, _freeze_key(key), shape)
-    except KERNEL_ERRORS as e:
-        raise arg_error("getitem", e) from None
+    shape = value_of("getitem", x)[0]
+    if _is_basic(key):
+        return _indexed("getitem", SLICE, x, key, shape)
+    return _indexed("getitem", GATHER, x, _freeze_key(key), shape)
 
 
 def _indexed(op: str, prim: Any, x: Any, key: Any, shape: tuple[int, ...]) -> EagerTensor:
@@ -444,29 +434,23 @@ def _indexed(op: str, prim: Any, x: Any, key: Any, shape: tuple[int, ...]) -> Ea
     return bind(prim, x, key=key, shape=shape)
 
 
+@op("gather")
 def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
-    try:
-        shape = value_of("gather", x)[0]
-        return _indexed("gather", GATHER, x, _freeze_key(key, "gather"), shape)
-    except KERNEL_ERRORS as e:
-        raise arg_error("gather", e) from None
+    shape = value_of("gather", x)[0]
+    return _indexed("gather", GATHER, x, _freeze_key(key, "gather"), shape)
 
 
+@op("slice_pad")
 def slice_pad(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Zeros of ``shape`` with ``g`` written at basic index ``key`` (the transpose of slicing)."""
-    try:
-        return bind(SLICE_PAD, g, key=key, shape=tuple(shape))
-    except KERNEL_ERRORS as e:
-        raise arg_error("slice_pad", e) from None
+    return bind(SLICE_PAD, g, key=key, shape=tuple(shape))
 
 
+@op("scatter_add")
 def scatter_add(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Zeros of ``shape`` with ``g`` added at index ``key`` (repeats accumulate)."""
-    try:
-        return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
-    except KERNEL_ERRORS as e:
-        raise arg_error("scatter_add", e) from None
+    return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
 
 # -- concatenate / stack ---
 def _concat_impl(*arrays: Array, axis: int, sizes: tuple[int, ...]) -> Array:
@@ -513,29 +497,27 @@ def _batch_concatenate(
 defbatch(CONCATENATE, _batch_concatenate)
 
 
+@op("concatenate")
 def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
     """Join values along ``axis``. One allocation (a kernel write of the joined values)."""
-    try:
-        xs = _values_arg("concatenate", xs)
-        shapes = [_item_shape("concatenate", x, i) for i, x in enumerate(xs)]
-        nd = len(shapes[0])
-        if nd == 0:
+    xs = _values_arg("concatenate", xs)
+    shapes = [_item_shape("concatenate", x, i) for i, x in enumerate(xs)]
+    nd = len(shapes[0])
+    if nd == 0:
+        raise ArgumentError(
+            "concatenate: argument 'xs' holds 0-d values, which have no axis to join along "
+            "(use stack)"
+        )
+    ax = axis_index("concatenate", axis, nd)
+    for i, s in enumerate(shapes):
+        if len(s) != nd or any(
+            a != b for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != ax
+        ):
             raise ArgumentError(
-                "concatenate: argument 'xs' holds 0-d values, which have no axis to join along "
-                "(use stack)"
+                f"concatenate: argument 'xs'[{i}] has shape {s}, which does not fit "
+                f"'xs'[0]'s shape {shapes[0]} outside axis {ax}"
             )
-        ax = axis_index("concatenate", axis, nd)
-        for i, s in enumerate(shapes):
-            if len(s) != nd or any(
-                a != b for k, (a, b) in enumerate(zip(s, shapes[0], strict=True)) if k != ax
-            ):
-                raise ArgumentError(
-                    f"concatenate: argument 'xs'[{i}] has shape {s}, which does not fit "
-                    f"'xs'[0]'s shape {shapes[0]} outside axis {ax}"
-                )
-        return bind(CONCATENATE, *xs, axis=ax, sizes=tuple(s[ax] for s in shapes))
-    except KERNEL_ERRORS as e:
-        raise arg_error("concatenate", e) from None
+    return bind(CONCATENATE, *xs, axis=ax, sizes=tuple(s[ax] for s in shapes))
 
 
 def _values_arg(operation: str, xs: Any) -> list[Any]:
@@ -549,36 +531,32 @@ def _values_arg(operation: str, xs: Any) -> list[Any]:
     return list(xs)
 
 
+@op("expand_dims")
 def expand_dims(x: Any, axis: Any) -> EagerTensor:
     """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result, as
     numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range."""
-    try:
-        shape = list(value_of("expand_dims", x)[0])
-        axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
-        nd = len(shape) + len(axes)
-        pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
-        if len(set(pos)) != len(pos):
-            raise ArgumentError(f"expand_dims: argument 'axis' {axis!r} repeats an axis")
-        for p in pos:
-            shape.insert(p, 1)
-        return reshape(x, tuple(shape))
-    except KERNEL_ERRORS as e:
-        raise arg_error("expand_dims", e) from None
+    shape = list(value_of("expand_dims", x)[0])
+    axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
+    nd = len(shape) + len(axes)
+    pos = sorted(axis_index("expand_dims", a, nd) for a in axes)
+    if len(set(pos)) != len(pos):
+        raise ArgumentError(f"expand_dims: argument 'axis' {axis!r} repeats an axis")
+    for p in pos:
+        shape.insert(p, 1)
+    return reshape(x, tuple(shape))
 
 
+@op("stack")
 def stack(xs: Any, axis: int = 0) -> EagerTensor:
     """Stack values of one shape along a new ``axis`` (derived: expand_dims + concatenate).
     ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range."""
-    try:
-        xs = _values_arg("stack", xs)
-        shapes = [_item_shape("stack", x, i) for i, x in enumerate(xs)]
-        ax = axis_index("stack", axis, len(shapes[0]) + 1)
-        for i, s in enumerate(shapes):
-            if s != shapes[0]:
-                raise ArgumentError(
-                    f"stack: argument 'xs'[{i}] has shape {s}, 'xs'[0] has {shapes[0]}; stacked "
-                    "values must have one shape"
-                )
-        return concatenate([expand_dims(x, ax) for x in xs], axis=ax)
-    except KERNEL_ERRORS as e:
-        raise arg_error("stack", e) from None
+    xs = _values_arg("stack", xs)
+    shapes = [_item_shape("stack", x, i) for i, x in enumerate(xs)]
+    ax = axis_index("stack", axis, len(shapes[0]) + 1)
+    for i, s in enumerate(shapes):
+        if s != shapes[0]:
+            raise ArgumentError(
+                f"stack: argument 'xs'[{i}] has shape {s}, 'xs'[0] has {shapes[0]}; stacked "
+                "values must have one shape"
+            )
+    return concatenate([expand_dims(x, ax) for x in xs], axis=ax)

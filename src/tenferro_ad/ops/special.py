@@ -21,7 +21,7 @@ import scipy.special as sps
 
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
-from .._core._primitive import Primitive, defprimitive
+from .._core._primitive import Primitive, defpointwise, defprimitive
 from ..errors import ArgumentError
 from ._util import guard_module, weak
 
@@ -56,17 +56,7 @@ def _keep(f: Callable[..., Any]) -> Callable[..., Array]:
 def _unary(name: str, kernel: Callable[..., Any], d: Callable[..., Array], *, out: bool = False
            ) -> Primitive:
     """A unary primitive with derivative factor ``d(ops, x_or_out)`` (VJP = JVP = mul)."""
-    if out:
-        return defprimitive(
-            name, _keep(kernel), 1, save_out=True,
-            vjp=(lambda ops, g, o: ops.mul(g, d(ops, o)),),
-            jvp=(lambda ops, t, o: ops.mul(t, d(ops, o)),),
-        )
-    return defprimitive(
-        name, _keep(kernel), 1, save_in=(0,),
-        vjp=(lambda ops, g, x: ops.mul(g, d(ops, x)),),
-        jvp=(lambda ops, t, x: ops.mul(t, d(ops, x)),),
-    )
+    return defpointwise(name, _keep(kernel), 1, (d,), save_out=out)
 
 
 # -- gamma family ---
@@ -76,29 +66,21 @@ def _polygamma_impl(x: Array, *, n: int) -> Array:
     return np.asarray(out).astype(_dtype_of(x), copy=False)
 
 
-POLYGAMMA: Primitive = defprimitive(
-    "polygamma", _polygamma_impl, 1, save_in=(0,),
-    vjp=(lambda ops, g, x, *, n: ops.mul(g, ops.apply(POLYGAMMA, x, n=n + 1)),),
-    jvp=(lambda ops, t, x, *, n: ops.mul(t, ops.apply(POLYGAMMA, x, n=n + 1)),),
+POLYGAMMA: Primitive = defpointwise(
+    "polygamma", _polygamma_impl, 1, (lambda ops, x, *, n: ops.apply(POLYGAMMA, x, n=n + 1),),
 )
 DIGAMMA = _unary("digamma", sps.digamma, lambda ops, x: ops.apply(POLYGAMMA, x, n=1))
 GAMMALN = _unary("gammaln", sps.gammaln, lambda ops, x: ops.apply(DIGAMMA, x))
 
 
-def _betaln_d(ops: Any, g: Array, a: Array, b: Array) -> Array:
-    return ops.mul(g, ops.sub(ops.apply(DIGAMMA, a), ops.apply(DIGAMMA, ops.add(a, b))))
+def _betaln_d(ops: Any, a: Array, b: Array) -> Array:
+    return ops.sub(ops.apply(DIGAMMA, a), ops.apply(DIGAMMA, ops.add(a, b)))
 
 
-BETALN = defprimitive(
-    "betaln", _keep(sps.betaln), 2, broadcasts=True, save_in=(0, 1),
-    vjp=(
-        lambda ops, g, a, b: _betaln_d(ops, g, a, b),
-        lambda ops, g, a, b: _betaln_d(ops, g, b, a),
-    ),
-    jvp=(
-        lambda ops, t, a, b: _betaln_d(ops, t, a, b),
-        lambda ops, t, a, b: _betaln_d(ops, t, b, a),
-    ),
+BETALN = defpointwise(
+    "betaln", _keep(sps.betaln), 2,
+    (lambda ops, a, b: _betaln_d(ops, a, b), lambda ops, a, b: _betaln_d(ops, b, a)),
+    broadcasts=True,
 )
 
 
@@ -114,15 +96,13 @@ def _gammainc_dx(ops: Any, a: Array, x: Array) -> Array:
     return ops.exp(ops.sub(ops.sub(ops.mul(am1, logx), x), lga))
 
 
-GAMMAINC = defprimitive(
-    "gammainc", _keep(sps.gammainc), 2, broadcasts=True, save_in=(0, 1),
-    vjp=(None, lambda ops, g, a, x: ops.mul(g, _gammainc_dx(ops, a, x))),
-    jvp=(None, lambda ops, t, a, x: ops.mul(t, _gammainc_dx(ops, a, x))),
+GAMMAINC = defpointwise(
+    "gammainc", _keep(sps.gammainc), 2, (None, _gammainc_dx), broadcasts=True
 )
-GAMMAINCC = defprimitive(
-    "gammaincc", _keep(sps.gammaincc), 2, broadcasts=True, save_in=(0, 1),
-    vjp=(None, lambda ops, g, a, x: ops.neg(ops.mul(g, _gammainc_dx(ops, a, x)))),
-    jvp=(None, lambda ops, t, a, x: ops.neg(ops.mul(t, _gammainc_dx(ops, a, x)))),
+GAMMAINCC = defpointwise(  # g * (-d) is -(g * d) exactly (IEEE products are sign-symmetric)
+    "gammaincc", _keep(sps.gammaincc), 2,
+    (None, lambda ops, a, x: ops.neg(_gammainc_dx(ops, a, x))),
+    broadcasts=True,
 )
 
 # -- error function family ---
@@ -144,15 +124,14 @@ NDTRI = _unary(
 )
 
 
-def _log_ndtr_d(ops: Any, g: Array, x: Array, out: Array) -> Array:
+def _log_ndtr_d(ops: Any, x: Array, out: Array) -> Array:
     # phi(x) / Phi(x) = exp(-x^2/2 - log sqrt(2 pi) - log Phi(x)): stable far in the left tail
     e = ops.sub(ops.sub(ops.mul(ops.mul(x, x), -0.5), _LOG_SQRT_2PI), out)
-    return ops.mul(g, ops.exp(e))
+    return ops.exp(e)
 
 
-LOG_NDTR = defprimitive(
-    "log_ndtr", _keep(sps.log_ndtr), 1, save_in=(0,), save_out=True,
-    vjp=(_log_ndtr_d,), jvp=(_log_ndtr_d,),
+LOG_NDTR = defpointwise(
+    "log_ndtr", _keep(sps.log_ndtr), 1, (_log_ndtr_d,), save_in=(0,), save_out=True
 )
 
 # -- logistic ---
