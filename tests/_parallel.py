@@ -1,10 +1,11 @@
-"""Early pytest plugin (``-p tests._parallel`` in ``pyproject.toml``'s ``addopts``): under
-``CI=true`` the plain ``python -m pytest`` runs the suite on two pytest-xdist workers.
+"""Early pytest plugin (``-p tests._parallel`` in ``pyproject.toml``'s ``addopts``): the
+plain ``python -m pytest`` runs the suite on pytest-xdist workers, in CI and locally.
 
-* Only when ``CI`` is truthy, pytest-xdist is installed and enabled, and the command line
-  names no worker count itself (``-n``/``--numprocesses``/``--dist``/``-p no:xdist``):
-  then ``-n N --dist loadfile`` is prepended, ``N`` from ``TENFERRO_TEST_WORKERS``
-  (default 2, the CI machine's core count; ``0`` turns it off).  Local runs are untouched.
+* Only when pytest-xdist is installed and enabled and the command line names no worker
+  count itself (``-n``/``--numprocesses``/``--dist``/``-p no:xdist``): then ``-n N --dist
+  loadfile`` is prepended, ``N`` from :func:`workers_for`: ``TENFERRO_TEST_WORKERS`` when
+  set (``0`` turns it off); 2 under ``CI`` (the CI machine's core count); locally every
+  core up to 4, except for a run narrowed to one test file or node id (serial).
 * ``--dist loadfile`` keeps every test file in one worker, so module-level state, module
   fixtures and the order of tests inside a file are exactly as in a serial run.  Each
   worker is its own process with its own ledger, so the autouse leak check (a per-process
@@ -35,19 +36,37 @@ def _names_workers(args: Sequence[str]) -> bool:
     return False
 
 
+def _one_file(args: Sequence[str]) -> bool:
+    """Whether the command line narrows the run to one test file or node id (then workers
+    would only add their start-up): a single positional ``x.py`` or ``x.py::test``."""
+    paths = [a for a in args if not a.startswith("-")]
+    return len(paths) == 1 and (paths[0].endswith(".py") or "::" in paths[0])
+
+
+def workers_for(args: Sequence[str], env: dict[str, str], cpus: int | None) -> int:
+    """How many xdist workers a run gets: ``TENFERRO_TEST_WORKERS`` when set; otherwise 2
+    under ``CI`` (the CI machine's cores) and, locally, every core up to 4 unless the run is
+    narrowed to one file.  0: serial."""
+    if "TENFERRO_TEST_WORKERS" in env:
+        return max(0, int(env["TENFERRO_TEST_WORKERS"]))
+    if env.get("CI", "").lower() in {"1", "true", "yes"}:
+        return 2
+    if _one_file(args):
+        return 0
+    return min(cpus or 1, 4) if (cpus or 1) > 1 else 0
+
+
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> None:
-    """Prepend ``-n N --dist loadfile`` for CI runs that did not choose a worker count."""
+    """Prepend ``-n N --dist loadfile`` to runs that did not choose a worker count."""
     del parser
-    if os.environ.get("CI", "").lower() not in {"1", "true", "yes"}:
-        return
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return  # a worker runs what the controller sends it
     if not early_config.pluginmanager.has_plugin("xdist"):
         return
     if _names_workers(args) or _names_workers(early_config.invocation_params.args):
         return
-    workers = int(os.environ.get("TENFERRO_TEST_WORKERS", "2"))
+    workers = workers_for(args, dict(os.environ), os.cpu_count())
     if workers > 0:
         args[:] = ["-n", str(workers), "--dist", "loadfile", *args]
