@@ -21,7 +21,7 @@ from . import _numpy_protocol, ops
 from ._checkpoint._region import bind_regions, tape_checkpoint
 from ._core._dispatch import bind, bind1, bind2, register_tracer
 from ._core._handle import EagerTensor
-from ._core._namespace import HANDLE_NS
+from ._core._namespace import HANDLE_NS, unbroadcast
 from ._core._tape import Tape
 from ._traced import _trace
 from ._traced._trace import CANONICAL, TRACE_NS, Tracer, fill_namespace
@@ -31,7 +31,6 @@ from .ops import elementwise as ew
 from .ops import linalg as la
 from .ops import shape as sh
 from .ops._axes import KERNEL_ERRORS, arg_error
-from .ops._util import unbroadcast
 from .ops.complex import conj, real
 from .ops.elementwise import (
     abs,

@@ -301,7 +301,9 @@ def _drop(
 
 def bind_regions(graph: Graph, leaves: Sequence[Any]) -> list[Any]:
     """Bind ``graph`` on eager handles, each checkpoint region as an eager checkpoint
-    (see :func:`_bind_eqns`); the results are handles recorded on the current tape."""
+    (see :func:`_bind_eqns`); the results are handles recorded on the current tape.  Costs
+    what the ops cost (their allocations are recorded as usual); no copy, and each
+    intermediate handle is dropped after its last reader."""
     env: dict[Var, Any] = dict(zip(graph.invars, leaves, strict=True))
     _bind_eqns(graph.eqns, env, 0, {a for a in graph.outvars if isinstance(a, Var)})
     return [env[a] if isinstance(a, Var) else a.value for a in graph.outvars]

@@ -16,6 +16,7 @@ it no more may write their result over it when nothing else holds it
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import numpy as np
@@ -91,6 +92,49 @@ def _unbroadcast_axes(gs: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int,
         if len(_AXES) < _AXES_MAX:
             _AXES[key] = axes
     return axes
+
+
+def unbroadcast(
+    g: Any,
+    shape: tuple[int, ...],
+    sum: Callable[..., Any],
+    reshape: Callable[[Any, tuple[int, ...]], Any],
+    real: Callable[[Any], Any],
+    astype: Callable[[Any, Any], Any],
+) -> Any:
+    """The cotangent ``g`` of a broadcast value summed back to its argument's ``shape``, for
+    any rule namespace (the handle-backed and the tracing one pass their own ``sum(x,
+    axis=)``, ``reshape(x, shape)``, ``real(x)`` and ``astype(x, dtype)``; the numpy one,
+    ``_NumpyNS.unbroadcast`` below, is written out for speed).  Broadcast axes are summed
+    (and kept axes of extent 1 restored by one reshape, none when the sum already has the
+    shape); a :class:`~._primitive.RealTarget` keeps the real part of a complex
+    cotangent (a real argument met a complex value, as JAX); a
+    :class:`~._primitive.CastTarget` also casts to the argument's dtype.
+    O(size of ``g``) when it reduces; metadata reads otherwise."""
+    gs = tuple(g.shape)
+    target = tuple(shape)
+    if gs != target:
+        g = sum(g, axis=_unbroadcast_axes(gs, target))
+        if tuple(g.shape) != target:  # kept axes of extent 1 (no identity reshape)
+            g = reshape(g, target)
+    kind = type(shape)
+    if kind is RealTarget:
+        if _np_dtype(g).kind == "c":
+            g = real(g)
+    elif kind is CastTarget:
+        dt = shape.dtype  # type: ignore[attr-defined]
+        if _np_dtype(g).kind == "c" and np.dtype(dt).kind != "c":
+            g = real(g)
+        if _np_dtype(g) != dt:
+            g = astype(g, dt)
+    return g
+
+
+def _np_dtype(x: Any) -> np.dtype[Any]:
+    """The numpy dtype of a handle (its storage ``DType``'s) or a tracer. O(1)."""
+    d = x.dtype
+    dt: np.dtype[Any] = np.dtype(getattr(d, "numpy", d))
+    return dt
 
 
 def _broadcast_to(x: Any, shape: tuple[int, ...]) -> Any:

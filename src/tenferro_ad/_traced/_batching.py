@@ -126,10 +126,13 @@ def vmap(
         raise ArgumentTypeError(f"vmap: argument 'f' must be callable, got {type(f).__name__}")
     _check_axes_arguments(in_axes, out_axes)
     cache: dict[Any, Graph] = {}
+    axes_of: dict[TreeDef, list[int | None]] = {}
 
     def batched(*args: Any) -> Any:
         leaves, tree = tree_flatten(args)
-        axes = leaf_in_axes(tree, in_axes)
+        axes = axes_of.get(tree)
+        if axes is None:  # expanded once per argument structure, not per call
+            axes = axes_of[tree] = leaf_in_axes(tree, in_axes)
         avals, sizes = [], set()
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
             try:

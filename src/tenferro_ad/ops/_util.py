@@ -19,8 +19,6 @@ from tenferro_storage.errors import DTypeError, TenferroError, UseAfterMoveError
 
 from .._core._dispatch import bind1, bind2
 from .._core._handle import EagerTensor
-from .._core._namespace import _unbroadcast_axes
-from .._core._primitive import CastTarget, RealTarget
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 from ._axes import KERNEL_ERRORS, _name_broadcast_operands, arg_error
 
@@ -527,46 +525,3 @@ def guard_module(namespace: dict[str, Any], names: Any) -> None:
         f = namespace.get(n)
         if inspect.isfunction(f) and not hasattr(f, "__wrapped__"):
             namespace[n] = op(n, locate=True)(f)
-
-
-def unbroadcast(
-    g: Any,
-    shape: tuple[int, ...],
-    sum: Callable[..., Any],
-    reshape: Callable[[Any, tuple[int, ...]], Any],
-    real: Callable[[Any], Any],
-    astype: Callable[[Any, Any], Any],
-) -> Any:
-    """The cotangent ``g`` of a broadcast value summed back to its argument's ``shape``, for
-    any rule namespace (the handle-backed and the tracing one pass their own ``sum(x,
-    axis=)``, ``reshape(x, shape)``, ``real(x)`` and ``astype(x, dtype)``; the numpy one is
-    ``_core._namespace._NumpyNS.unbroadcast``).  Broadcast axes are summed (and kept axes of
-    extent 1 restored by one reshape, none when the sum already has the shape); a
-    :class:`~tenferro_ad._core._primitive.RealTarget` keeps the real part of a complex
-    cotangent (a real argument met a complex value, as JAX); a
-    :class:`~tenferro_ad._core._primitive.CastTarget` also casts to the argument's dtype.
-    O(size of ``g``) when it reduces; metadata reads otherwise."""
-    gs = tuple(g.shape)
-    target = tuple(shape)
-    if gs != target:
-        g = sum(g, axis=_unbroadcast_axes(gs, target))
-        if tuple(g.shape) != target:  # kept axes of extent 1 (no identity reshape)
-            g = reshape(g, target)
-    kind = type(shape)
-    if kind is RealTarget:
-        if _np_dtype(g).kind == "c":
-            g = real(g)
-    elif kind is CastTarget:
-        dt = shape.dtype  # type: ignore[attr-defined]
-        if _np_dtype(g).kind == "c" and np.dtype(dt).kind != "c":
-            g = real(g)
-        if _np_dtype(g) != dt:
-            g = astype(g, dt)
-    return g
-
-
-def _np_dtype(x: Any) -> np.dtype[Any]:
-    """The numpy dtype of a handle (its storage ``DType``'s) or a tracer. O(1)."""
-    d = x.dtype
-    dt: np.dtype[Any] = np.dtype(getattr(d, "numpy", d))
-    return dt
