@@ -12,6 +12,8 @@
   :func:`bind_read`/:func:`bind_write` -> :class:`DeviceRead`/:class:`DeviceWrite`.
 * Transfers: :func:`download` (device -> host) and :func:`upload` (host -> device), each
   one recorded ``TRANSFER`` copy; :func:`domain_of` says where a value lives.
+* :func:`permanently_retained`: what unproven completions keep for the rest of the
+  process (records, roots, bytes); never freed, not even when the provider is dropped.
 """
 
 from .._access import AccessTarget, PreparedDeviceRead, PreparedDeviceWrite
@@ -21,6 +23,7 @@ from ._device import (
     DeviceCounters,
     DeviceRead,
     DeviceWrite,
+    PermanentRetention,
     ProviderContext,
     ProviderEvent,
     ProviderRetirementBinding,
@@ -29,6 +32,7 @@ from ._device import (
     bind_write,
     domain_of,
     download,
+    permanently_retained,
     prepare_access,
     prepare_read,
     prepare_write,
@@ -54,6 +58,7 @@ __all__ = [
     "Fault",
     "HostExecutionProvider",
     "HostRuntimeCounters",
+    "PermanentRetention",
     "PreparedDeviceRead",
     "PreparedDeviceWrite",
     "ProviderContext",
@@ -67,6 +72,7 @@ __all__ = [
     "bind_write",
     "domain_of",
     "download",
+    "permanently_retained",
     "prepare_access",
     "prepare_read",
     "prepare_write",

@@ -23,7 +23,7 @@ The device half of the prepared hierarchy (the payload classes themselves are in
 * Enqueue consumes bound accesses into :class:`ProviderRetirementBinding` objects held
   by a :class:`RetirementRecord` together with the :class:`ProviderEvent`, the roots and
   the :class:`ProviderContext`.  Proven completion releases the record exactly once;
-  unproven completion moves it into the context's permanent list.
+  unproven completion moves it into the process-wide permanent list (never freed).
 
 Raw handles here (events, contexts, root references) are lifetime-only: none of them can
 produce a ``StorageMut``, an owner or a write binding.
@@ -49,6 +49,7 @@ from .._access import (
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
 from .._ledger import LEDGER, AllocationReason, CopyReason
+from .._provider import FaultError, raise_fault
 from .._root import (
     DeviceDomain,
     DeviceMemory,
@@ -104,7 +105,7 @@ class ProviderContext:
     completion could not be proven.  Nothing public takes anything out of that list.
     """
 
-    __slots__ = ("_faults", "_permanent", "counters", "domain", "lock", "name")
+    __slots__ = ("_errors", "_faults", "_permanent", "counters", "domain", "lock", "name")
 
     def __init__(self, name: str, domain: DeviceDomain | None = None) -> None:
         self.name = name
@@ -113,21 +114,35 @@ class ProviderContext:
         self.lock = threading.Lock()
         self._permanent: list[RetirementRecord] = []
         self._faults: dict[str, int] = {}
+        self._errors: dict[str, FaultError | None] = {}
 
-    def fail_next(self, operation: str, times: int = 1) -> None:
-        """Make the next ``times`` calls of ``"prepare"`` or ``"bind"`` fail (tests)."""
-        if operation not in ("prepare", "bind"):
-            raise ValueError(f"fail_next: unknown operation {operation!r} (prepare, bind)")
+    def fail_next(
+        self, operation: str, times: int = 1, error: FaultError | None = None
+    ) -> None:
+        """Make the next ``times`` calls of ``"prepare"``, ``"bind"`` or ``"enqueue"`` fail
+        (tests).  Preparation and binding raise their typed error (``AccessError``,
+        ``BindError``) and enqueue a ``ProviderEnqueueError``, or each raises ``error`` (an
+        exception type or instance, any ``BaseException``) when given."""
+        if operation not in ("prepare", "bind", "enqueue"):
+            raise ValueError(
+                f"fail_next: unknown operation {operation!r} (prepare, bind, enqueue)"
+            )
         with self.lock:
             self._faults[operation] = self._faults.get(operation, 0) + times
+            self._errors[operation] = error
 
     def _fault(self, operation: str) -> bool:
+        """Whether the next call of ``operation`` fails; raises the injected ``error``
+        itself when one was given."""
         with self.lock:
             n = self._faults.get(operation, 0)
-            if n:
-                self._faults[operation] = n - 1
-                return True
-            return False
+            if not n:
+                return False
+            self._faults[operation] = n - 1
+            error = self._errors.get(operation)
+        if error is not None:
+            raise_fault(error, RuntimeError, f"injected {self.name} fault in {operation}")
+        return True
 
     def count(self, **deltas: int) -> None:
         """Add to counters under the lock."""
@@ -148,9 +163,39 @@ class ProviderContext:
             self._permanent.append(record)
             self.counters.records_retained += 1
             self.counters.retained_bytes += nbytes
+        with _PERMANENT_LOCK:
+            # The process keeps it, not this context: closing and dropping the provider
+            # object must not free memory the device may still be reading or writing.
+            _PERMANENT.append(record)
 
     def __repr__(self) -> str:
         return f"ProviderContext({self.name!r})"
+
+
+_PERMANENT: Final[list[RetirementRecord]] = []
+_PERMANENT_LOCK: Final = threading.Lock()
+
+
+@attrs.frozen
+class PermanentRetention:
+    """What unproven completions have retained for the rest of the process."""
+
+    records: int
+    roots: int
+    nbytes: int
+
+
+def permanently_retained() -> PermanentRetention:
+    """The records every provider retained after unproven completion, with the distinct
+    roots (and their bytes) they keep alive.  These are never released -- not when their
+    provider is closed or dropped -- because the device may still read or write them.
+    O(records x roots); diagnostics and the test suite's leak check."""
+    with _PERMANENT_LOCK:
+        records = list(_PERMANENT)
+    roots = {id(r): r for rec in records for r in rec.roots}
+    return PermanentRetention(
+        len(records), len(roots), sum(r.capacity_bytes for r in roots.values())
+    )
 
 
 class DeviceRead(_DevicePayload):
@@ -399,7 +444,8 @@ class RetirementRecord:
         )
 
     def retain_permanently(self, *extra: Any) -> None:
-        """Completion unproven: keep everything (and ``extra``) for the context's lifetime."""
+        """Completion unproven: keep everything (and ``extra``) for the rest of the process
+        (the process-wide permanent list holds the record, its context included)."""
         if self.state != "owned":
             raise RuntimeError(f"RetirementRecord.retain_permanently: already {self.state}")
         self.state = "retained"
