@@ -201,3 +201,70 @@ def test_scoped_failure_of_any_type_leaves_the_borrowed_package_usable(
     np.testing.assert_array_equal(x.to_numpy(), X)
     del x, view, pkg, back
     assert live_bytes() == base
+
+
+# -- donated inputs a failed program wrote (RetiredFailed.clobbered) ------------------------
+
+
+def _donating_then_failing() -> rt.CompiledGraph:
+    """Writes ``-x`` into the donated input, then a kernel fails."""
+    return _program(ValueError, donate=True)
+
+
+def test_retired_failed_marks_donated_inputs_the_failed_program_wrote_as_clobbered() -> None:
+    base = live_bytes()
+    g = ts.AllocationGroup()
+    slot = g.insert(ts.from_numpy(X.copy()))
+    pkg = rt.ExecutionInputs(g, [slot])
+    outcome = rt.submit(rt.host_engine(), _donating_then_failing(), pkg).wait()
+    assert isinstance(outcome, rt.RetiredFailed)
+    assert outcome.clobbered == (0,)
+    back = outcome.inputs
+    assert back.clobbered == (0,)
+    np.testing.assert_array_equal(_values(back), -X)  # what the failed program left there
+    del outcome
+    # A retry cannot silently compute on those bytes: the package is refused as it is ...
+    with pytest.raises(SubmitRejected) as rejected:
+        rt.submit(rt.host_engine(), _program(None, donate=False), back)
+    cause, again = rejected.value.into_parts()
+    assert again is back and cause.kind is rt.SubmitErrorKind.CLOBBERED
+    assert "clear_clobbered" in str(cause)
+    del rejected
+    # ... until the caller says the values are valid again.
+    back.clear_clobbered()
+    done = rt.submit(rt.host_engine(), _program(None, donate=False), back).wait()
+    assert isinstance(done, rt.Completed)
+    np.testing.assert_allclose(done.bundle.output(0).to_numpy(), np.exp(X))
+    del done, back, again, pkg, g
+    assert live_bytes() == base
+
+
+def test_a_failure_before_the_donated_write_leaves_the_input_unmarked() -> None:
+    """The write preparation fails after admission: RetiredFailed, nothing clobbered."""
+    g = ts.AllocationGroup()
+    slot = g.insert(ts.from_numpy(X.copy()))
+    ts.host_provider.fail_next("map-write")
+    try:
+        pkg = rt.ExecutionInputs(g, [slot])
+        outcome = rt.submit(rt.host_engine(), _donating_then_failing(), pkg).wait()
+    finally:
+        _disarm()
+    assert isinstance(outcome, rt.RetiredFailed) and outcome.clobbered == ()
+    assert outcome.cause.kind is rt.ExecutionErrorKind.PROVIDER_FAILED
+    np.testing.assert_array_equal(_values(outcome.inputs), X)
+    del outcome
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, SystemExit, CustomInterrupt])
+def test_an_interrupt_after_the_donated_write_hands_the_package_back_marked(
+    error: type[BaseException],
+) -> None:
+    g = ts.AllocationGroup()
+    slot = g.insert(ts.from_numpy(X.copy()))
+    pkg = rt.ExecutionInputs(g, [slot])
+    with pytest.raises(error):
+        rt.submit(rt.host_engine(), _program(error, donate=True), pkg)
+    assert pkg.clobbered == (0,)
+    np.testing.assert_array_equal(_values(pkg), -X)
+    with pytest.raises(SubmitRejected):
+        rt.submit(rt.host_engine(), _program(None, donate=False), pkg)
