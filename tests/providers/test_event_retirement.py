@@ -62,9 +62,12 @@ def test_possible_enqueue_to_draining_immediate_handle_drop_keeps_the_record_own
             assert c.records_created == 1 and c.records_released == 0
             assert c.events_created == 1 and c.events_completed == 0
             assert live_bytes() == base + 800  # owners live on, owned by the record/worker
+            # ... and so do the retirement bindings: their borrows are live while draining
+            assert sim.context.held_bindings() == 2
         assert sim.drain(5)
         c = sim.counters
         assert c.records_released == 1 and c.events_completed == 1
+        assert sim.context.held_bindings() == 0 and c.bindings_released == 2
         del pkg
         assert live_bytes() == base
 

@@ -170,8 +170,12 @@ def test_after_enqueue_failures_drain_and_return_no_owner_immediately() -> None:
             assert sim.counters.enqueues == 1 and sim.counters.records_created == 1
             with pytest.raises(UseAfterMoveError):
                 pkg.group  # noqa: B018
+            # the worker holds the retirement bindings (live borrows) while it drains
+            assert sim.context.held_bindings() == 2
         out = handle.wait(5)
         assert isinstance(out, rt.RetiredFailed)
+        assert sim.drain(5)
+        assert sim.context.held_bindings() == 0 and sim.counters.bindings_released == 2
         del out
 
 

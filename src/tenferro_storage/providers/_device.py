@@ -105,7 +105,9 @@ class ProviderContext:
     completion could not be proven.  Nothing public takes anything out of that list.
     """
 
-    __slots__ = ("_errors", "_faults", "_permanent", "counters", "domain", "lock", "name")
+    __slots__ = (
+        "_errors", "_faults", "_owned", "_permanent", "counters", "domain", "lock", "name"
+    )
 
     def __init__(self, name: str, domain: DeviceDomain | None = None) -> None:
         self.name = name
@@ -113,6 +115,7 @@ class ProviderContext:
         self.counters = DeviceCounters()
         self.lock = threading.Lock()
         self._permanent: list[RetirementRecord] = []
+        self._owned: dict[int, RetirementRecord] = {}  # admitted, not yet retired
         self._faults: dict[str, int] = {}
         self._errors: dict[str, FaultError | None] = {}
 
@@ -150,6 +153,15 @@ class ProviderContext:
         with self.lock:
             for k, v in deltas.items():
                 setattr(c, k, getattr(c, k) + v)
+
+    def held_bindings(self) -> int:
+        """Retirement bindings whose borrow is live, in records admitted but not yet
+        retired or retained: what the worker/reaper holds while work may be in flight.
+        Reads each binding's own state (not a counter). O(records x bindings);
+        diagnostics and tests."""
+        with self.lock:
+            records = list(self._owned.values())
+        return sum(1 for rec in records for b in rec.bindings if b._lender is not None)
 
     @property
     def retained_records(self) -> int:
@@ -420,6 +432,8 @@ class RetirementRecord:
         self.extra: tuple[Any, ...] = ()  # package/outputs kept alive with the record
         self.state = "owned"
         context.count(records_created=1)
+        with context.lock:
+            context._owned[id(self)] = self
 
     def release(self) -> None:
         """Release bindings, event, roots and context exactly once (completion proven)."""
@@ -430,6 +444,8 @@ class RetirementRecord:
         for b in self.bindings:
             b.release()
         n_bindings, n_roots = len(self.bindings), len(self.roots)
+        with context.lock:
+            context._owned.pop(id(self), None)
         self.event._released = True
         self.bindings = ()
         self.roots = ()
@@ -451,6 +467,8 @@ class RetirementRecord:
         self.state = "retained"
         self.extra = extra
         assert self.context is not None
+        with self.context.lock:
+            self.context._owned.pop(id(self), None)
         self.context._retain(self)
 
     def __repr__(self) -> str:

@@ -281,12 +281,18 @@ class SimulatedAsyncProvider(ExecutionProvider):
         # retirement record.  Nothing can have been enqueued, so any failure -- of any
         # exception type -- hands the exact package back (an interrupt then propagates).
         bound: list[Any] = []
+        record: RetirementRecord | None = None
         try:
             self._bind_inputs(package, fault is Fault.BIND_FAILURE, bound)
             cell = OutcomeCell()
             with self._lock:  # closing takes this lock too: no work can follow the stop marker
                 if self._closed:
                     raise _Closed
+                if self._worker is None:
+                    self._worker = threading.Thread(
+                        target=self._run, name=f"{ctx.name}-worker", daemon=True
+                    )
+                    self._worker.start()
                 event = ProviderEvent(ctx)
                 bindings = tuple(
                     b._successor(ProviderRetirementBinding, "enqueue") for b in bound
@@ -295,14 +301,13 @@ class SimulatedAsyncProvider(ExecutionProvider):
                 record = RetirementRecord(ctx, event, bindings, package._roots())
                 work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
                 self._pending += 1
-                if self._worker is None:
-                    self._worker = threading.Thread(
-                        target=self._run, name=f"{ctx.name}-worker", daemon=True
-                    )
-                    self._worker.start()
         except BaseException as exc:
             for b in bound:
                 b.release()
+            if record is not None and record.state == "owned":  # never enqueued: proven
+                assert record.event is not None
+                record.event.complete()
+                record.release()
             inputs._give_back(package)
             if not isinstance(exc, Exception):
                 raise
