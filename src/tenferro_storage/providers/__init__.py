@@ -23,22 +23,24 @@ from ._device import (
     DeviceCounters,
     DeviceRead,
     DeviceWrite,
-    PermanentRetention,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     bind_read,
     bind_write,
     domain_of,
     download,
-    permanently_retained,
     prepare_access,
     prepare_read,
     prepare_write,
     upload,
 )
 from ._host import HostExecutionProvider, HostRuntimeCounters
+from ._retirement import (
+    PermanentRetention,
+    ProviderEvent,
+    RetirementRecord,
+    permanently_retained,
+)
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
 
 # The one place the built-in providers plug into the runtime (which imports no provider):

@@ -68,15 +68,14 @@ from ._device import (
     DeviceCounters,
     DeviceRead,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     _bind,
     _Value,
     download,
     prepare_read,
     upload,
 )
+from ._retirement import ProviderEvent, RetirementRecord
 
 
 class Fault(enum.Enum):
