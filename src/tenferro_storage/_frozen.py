@@ -39,7 +39,7 @@ def readonly_over(
     layout must lie inside ``buffer`` (numpy checks it; callers pass checked layouts).
     O(rank): three small objects (memoryview, byte array, result), no copy.
     """
-    flat = np.frombuffer(memoryview(buffer).toreadonly(), _U8)
+    flat = np.frombuffer(memoryview(buffer).toreadonly(), _U8)  # type: ignore[arg-type]
     return np.ndarray(shape, dtype=dtype, buffer=flat, offset=offset, strides=strides)
 
 

@@ -182,10 +182,18 @@ def constant_literal(a: Any, operation: str) -> Lit:
     meanwhile raises ``BorrowError`` naming the holder, as for a tape's residual.  A
     handle is borrowed the same way through a value guard (its value cannot be moved out
     meanwhile: ``into_value`` is ``NotUnique``).  No allocation, no copy, no ledger event.
-    A numpy array (or nested list) becomes a read-only literal (``Lit``). O(1) for
-    storage values.
+    A numpy array of more than ``_FOLD`` elements is imported like every numpy array
+    (``ts.from_numpy``: one recorded ``TRANSFER``, its owner kept by the literal), so the
+    ledger sees the snapshot; a smaller one (or a nested list) is a plain read-only
+    literal, which constant folding computes with. O(1) for storage values.
     """
     if isinstance(a, np.ndarray):
+        if a.size > _FOLD and not ts.kernel.is_frozen(a):
+            try:
+                owner = ts.from_numpy(a)
+            except ts.errors.DTypeError:  # not a storage dtype: a plain literal
+                return Lit(a)
+            return Lit(ts.kernel.read_array(owner), keep=owner)
         return Lit(a)
     if isinstance(a, EagerTensor):
         guard = a.value()
