@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import tracemalloc
 from collections.abc import Callable
@@ -104,7 +105,7 @@ def test_a_jitted_function_closing_over_an_owner_borrows_it() -> None:
     w = ts.from_numpy(np.full(N, 2.0))
     f = ad.jit(lambda x: x * w)
     x = ts.from_numpy(np.ones(N))
-    peak, rec, y = _peak(lambda: f(x))
+    peak, rec, y = _peak(functools.partial(f, x))
     assert rec.copies == {}
     assert peak <= BIG + SLACK  # the result only
     np.testing.assert_array_equal(y.to_numpy()[:3], [2.0, 2.0, 2.0])
@@ -121,7 +122,7 @@ def test_a_traced_graph_closing_over_a_handle_borrows_its_value() -> None:
     h = ad.sin(ts.from_numpy(np.zeros(N)) + 1.0)
     f = ad.jit(lambda x: x + h)
     x = ts.from_numpy(np.ones(N))
-    peak, rec, _y = _peak(lambda: f(x))
+    peak, rec, _y = _peak(functools.partial(f, x))
     assert rec.copies == {} and peak <= BIG + SLACK
     with pytest.raises(ad.errors.NotUnique):
         h.into_value()
@@ -134,7 +135,7 @@ def test_a_large_numpy_array_closed_over_is_imported_with_one_transfer() -> None
     c = np.full(N, 2.0)
     f = ad.jit(lambda x: x * c)
     x = ts.from_numpy(np.ones(N))
-    peak, rec, _y = _peak(lambda: f(x))
+    peak, rec, _y = _peak(functools.partial(f, x))
     assert rec.copies == {ledger.CopyReason.TRANSFER: 1}
     assert peak <= 2 * BIG + SLACK  # the import and the result
     c[:] = 0.0  # the program kept its own recorded snapshot
