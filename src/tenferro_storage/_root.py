@@ -68,6 +68,12 @@ def owning_allocation(array: object) -> int | None:
     return None
 
 
+def _repeats(array: np.ndarray[Any, Any]) -> bool:
+    """Whether ``array`` repeats an element (a broadcast: stride 0 on an axis longer than
+    1). O(rank)."""
+    return any(s == 0 and n > 1 for n, s in zip(array.shape, array.strides, strict=True))
+
+
 def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
     """Raise :class:`AliasedOutputError` if ``array`` is memory some value already holds.
 
@@ -90,7 +96,10 @@ def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
             shape=tuple(array.shape),
             dtype=str(array.dtype),
         )
-    if not array.flags.writeable and (array.base is None or is_frozen(array)):
+    if not array.flags.writeable and (
+        array.base is None
+        or (is_frozen(array) and not _repeats(array))  # (a broadcast is new data)
+    ):
         raise AliasedOutputError(
             operation,
             "the array is read-only, so it is not a fresh kernel result: the kernel "

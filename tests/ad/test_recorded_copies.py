@@ -223,3 +223,24 @@ def test_numpy_allocates_beyond_a_small_bound_only_what_the_ledger_records(case:
     )
     assert peak <= recorded + SLACK, (case, peak, recorded, rec.copies)
     del out
+
+
+def test_a_caller_seed_reaching_a_custom_vjp_rule_is_copied_on_record_not_adopted() -> None:
+    """The cotangent a ``custom_vjp`` rule receives is a handle; when it is the caller's
+    own seed array, that handle is a recorded ``MATERIALIZE`` copy -- the caller's array
+    never becomes an owner's memory (it was adopted, a second owner, with no event)."""
+
+    @ad.custom_vjp
+    def f(x: Any) -> Any:
+        return x * 2.0
+
+    f.defvjp(lambda x: (f(x), ()), lambda res, g: (g * 2.0,))
+    seed = np.array([1.0, 2.0])
+    with ad.Tape() as tape:
+        x = tape.watch(ts.from_numpy(np.ones(2)))
+        y = f(x)
+    with ledger.capture() as rec:
+        grads = tape.backward(y, cotangent=seed)
+    assert rec.copies == {ledger.CopyReason.MATERIALIZE: 1}
+    np.testing.assert_array_equal(grads.grad(x).to_numpy(), [2.0, 4.0])
+    np.testing.assert_array_equal(seed, [1.0, 2.0])
