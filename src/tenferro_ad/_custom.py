@@ -90,15 +90,18 @@ class _NodeState:
 
 def _as_handle(g: Any) -> EagerTensor:
     """A cotangent as a handle: handles pass; kernel scratch is owned without a copy
-    when it can be, else laid out afresh (a kernel write)."""
+    when it can be; memory another value or the caller holds (a residual, the caller's
+    seed, a view of one) becomes a recorded ``MATERIALIZE`` copy, never a second owner;
+    any other view is laid out afresh (a kernel write)."""
     if isinstance(g, EagerTensor):
         return g
     g = np.asarray(g)
-    if g.base is None and g.flags.carray:
-        try:
-            return constant(ts.kernel.adopt_output(g, STATE.reason, "cotangent"))
-        except ts.errors.LayoutError:
-            pass  # another value's memory: lay it out afresh below
+    try:
+        return constant(ts.kernel.adopt_output(g, STATE.reason, "cotangent"))
+    except ts.errors.AliasedOutputError:
+        return constant(ts.kernel.materialize_output(g, STATE.reason, "cotangent"))
+    except ts.errors.LayoutError:
+        pass  # a view of scratch, or not contiguous: laid out afresh below
     return constant(ts.kernel.adopt_output(np.array(g, order="C"), STATE.reason, "cotangent"))
 
 

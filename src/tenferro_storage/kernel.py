@@ -3,9 +3,10 @@ reads its inputs during one call.
 
 This is the audited boundary between numpy kernels and the ownership kernel, used
 by ``tenferro_ad``'s primitives and by user extensions.  It grants nothing that the
-public API does not already imply: an input array is read-only and valid only while
-the caller holds the owner or view it came from; an output must be a fresh array
-nobody else references.
+public API does not already imply: an input array is read-only -- over a read-only
+buffer, so no numpy API makes it writable -- and valid only while the caller holds the
+owner or view it came from; an output must be a fresh array nobody else references.
+``frozen(array)`` gives any array that same read-only form (no copy).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 from . import _descriptor as D
 from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
+from ._frozen import frozen, is_frozen
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
@@ -37,6 +39,8 @@ __all__ = [
     "borrow_named",
     "claim_deferred",
     "derive_view",
+    "frozen",
+    "is_frozen",
     "materialize_output",
     "name_borrow",
     "read_array",

@@ -23,6 +23,8 @@ import tenferro_storage as ts
 from tenferro_storage import ledger
 from tenferro_storage.errors import LayoutError, OwnershipError, UseAfterMoveError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 SRC = pathlib.Path(ts.__file__).resolve().parent.parent
 
 

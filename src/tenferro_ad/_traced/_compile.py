@@ -117,6 +117,7 @@ def _arg_sources(
             args.append(slot(p[1]))
         elif p[0] == "lit":
             ns[f"L{tag}{j}"] = p[1]
+            ns[f"K{tag}{j}"] = p[2:]  # what keeps a borrowed constant valid, kept with it
             args.append(f"L{tag}{j}")
         else:  # a view chain over a slot (or a literal)
             ns[f"W{tag}{j}"] = functools.partial(_arg, (p[0], 0, *p[2:]) if p[0] == "view" else p)
@@ -235,12 +236,12 @@ def compile_graph(
 
     def source(a: Any) -> tuple[Any, int | None]:
         """(pattern entry, the slot it reads or None) for one equation input."""
-        if isinstance(a, Lit):
-            return ("lit", a.value), None
+        if isinstance(a, Lit):  # (its ``keep``: a borrowed constant lives with the kernel)
+            return ("lit", a.value, a.keep), None
         if a in views:
             base, chain = views[a]
             if isinstance(base, Lit):
-                return ("lview", base.value, chain), None
+                return ("lview", base.value, chain, base.keep), None
             return ("view", base, chain), base
         return ("slot", slot[a]), slot[a]
 

@@ -97,7 +97,7 @@ class Builder:
             return a._atom
         if isinstance(a, _SCALARS):
             return Lit(a)
-        return Lit(constant_array(a, operation))
+        return constant_literal(a, operation)
 
     def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Tracer:
         """Append ``prim(*args, **params)``; return its output tracer. One abstract eval."""
@@ -166,25 +166,43 @@ _FOLD = 16  # elements: equations on literals this small are evaluated at trace 
 def _fold(prim: Primitive, atoms: Sequence[Lit], params: dict[str, Any]) -> Lit | None:
     with np.errstate(all="ignore"):
         r = np.asarray(prim.impl(*[a.value for a in atoms], **params))
-    return Lit(np.array(r)) if r.size <= _FOLD else None
+    return Lit(r) if r.size <= _FOLD else None
 
 
-def constant_array(a: Any, operation: str) -> np.ndarray[Any, Any]:
-    """A read-only numpy snapshot of a constant captured by a trace (numpy array, owner or
-    view — borrowed for the copy, never consumed —, handle, nested list)."""
+HOLDER = "a traced graph (a constant it closes over)"
+"""The holder name of a captured owner's shared borrow (``BorrowError`` names it)."""
+
+
+def constant_literal(a: Any, operation: str) -> Lit:
+    """The literal of a constant a trace captures, without copying an owner's bytes.
+
+    An owner or view is *borrowed*: the literal keeps a shared borrow named :data:`HOLDER`
+    for as long as it (the graph, the compiled program, a jit cache entry) lives, and
+    reads the value in place through its read-only array -- writing to the owner
+    meanwhile raises ``BorrowError`` naming the holder, as for a tape's residual.  A
+    handle is borrowed the same way through a value guard (its value cannot be moved out
+    meanwhile: ``into_value`` is ``NotUnique``).  No allocation, no copy, no ledger event.
+    A numpy array of more than ``_FOLD`` elements is imported like every numpy array
+    (``ts.from_numpy``: one recorded ``TRANSFER``, its owner kept by the literal), so the
+    ledger sees the snapshot; a smaller one (or a nested list) is a plain read-only
+    literal, which constant folding computes with. O(1) for storage values.
+    """
     if isinstance(a, np.ndarray):
-        return a
+        if a.size > _FOLD and not ts.kernel.is_frozen(a):
+            try:
+                owner = ts.from_numpy(a)
+            except ts.errors.DTypeError:  # not a storage dtype: a plain literal
+                return Lit(a)
+            return Lit(ts.kernel.read_array(owner), keep=owner)
+        return Lit(a)
     if isinstance(a, EagerTensor):
-        with a.value() as v:
-            return np.array(ts.kernel.read_array(v))
+        guard = a.value()
+        return Lit(ts.kernel.read_array(guard.view), keep=guard)
     if isinstance(a, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-        view = a.as_view()
-        try:
-            return np.array(ts.kernel.read_array(view))
-        finally:
-            view.release()
+        view = ts.kernel.borrow_named(a, HOLDER)
+        return Lit(ts.kernel.read_array(view), keep=view)
     if isinstance(a, list | tuple):
-        return np.asarray(a)
+        return Lit(np.asarray(a))
     raise TypeError(
         f"{operation}: cannot use a {type(a).__name__} in a traced function; expected a traced "
         "value, a numpy array, a Tensor owner or view, a handle or a Python scalar"
@@ -360,7 +378,7 @@ def tracer_of(b: Builder, value: Any) -> Any:
     """``value`` as a tracer of ``b`` when it is an array constant (numpy array, handle,
     owner or view: a literal tracer); anything else (tracers, scalars, shapes) unchanged."""
     if isinstance(value, np.ndarray | EagerTensor | ts.Tensor | ts.TensorView):
-        return Tracer(b, Lit(constant_array(value, "trace")))
+        return Tracer(b, constant_literal(value, "trace"))
     return value
 
 

@@ -141,9 +141,17 @@ RESHAPE = defprimitive(
     jvp=(_reshape_jvp,),
 )
 defbatch(RESHAPE, leading("reshape", prefix=("shape", "src")))
+def _reshape_copy(a: Array, *, shape: tuple[int, ...], src: tuple[int, ...]) -> Array:
+    """``a`` laid out afresh in ``shape`` (row-major): one fresh array, written once (a
+    kernel write, no intermediate copy)."""
+    out = np.empty(shape, np.asarray(a).dtype)
+    out.reshape(np.shape(a))[...] = a  # (a view of the fresh contiguous ``out``)
+    return out
+
+
 RESHAPE_COPY = defprimitive(
     "reshape_copy",
-    lambda a, *, shape, src: np.reshape(np.ascontiguousarray(a), shape).copy(),
+    _reshape_copy,
     1,
     vjp=(_reshape_vjp,),
     jvp=(_reshape_jvp,),

@@ -48,6 +48,7 @@ from .._access import (
 )
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
+from .._frozen import readonly_over
 from .._ledger import LEDGER, AllocationReason, CopyReason
 from .._provider import FaultError, raise_fault
 from .._root import (
@@ -399,9 +400,8 @@ class DeviceAdopter:
         t = device_tensor(self.domain, array, reason, operation)
         storage = t._storage
         assert storage is not None and storage._root is not None
-        ro = storage._root._allocation._backing.view()  # the whole fresh C-contiguous result
-        ro.flags.writeable = False
-        return t, ro
+        backing = storage._root._allocation._backing  # the whole fresh C-contiguous result
+        return t, readonly_over(backing, backing.shape, backing.dtype)
 
     def writable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
         """The writable device array of an owner this engine made. O(rank)."""
@@ -418,20 +418,13 @@ def _device_array(desc: CheckedDescriptor, writable: bool) -> np.ndarray[Any, An
     The same arithmetic as ``CheckedDescriptor.array`` (already checked at construction),
     over the backing store of the root's :class:`DeviceMemory`. O(rank)."""
     memory: DeviceMemory = desc.buffer  # type: ignore[assignment]
-    item = desc.dtype.itemsize
-    size = desc.size
-    arr: np.ndarray[Any, Any] = np.ndarray(
-        desc.shape,
-        dtype=desc.dtype.numpy,
-        buffer=memory._backing,
-        offset=desc.start + desc.offset * item if size else desc.start,
-        strides=tuple(
-            s * item if size and n > 1 else 0 for n, s in zip(desc.shape, desc.strides, strict=True)
-        ),
+    offset, strides = desc._geometry()
+    if not writable:  # over a read-only buffer: a kernel cannot make it writable
+        return readonly_over(memory._backing, desc.shape, desc.dtype.numpy, offset, strides)
+    return np.ndarray(
+        desc.shape, dtype=desc.dtype.numpy, buffer=memory._backing, offset=offset,
+        strides=strides,
     )
-    if not writable:
-        arr.flags.writeable = False
-    return arr
 
 
 _Value = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]

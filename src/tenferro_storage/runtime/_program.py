@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 import attrs
 import numpy as np
 
+from .._frozen import frozen
 from .._ledger import AllocationReason
 from .._tensor import Tensor, adopt_output
 from ..kernel import read_array
@@ -95,16 +96,28 @@ class ProgramOutput:
     metadata: OutputMetadata | None = None
 
 
+def _constant_value(value: Any) -> Any:
+    """A constant's value as kernels receive it: an array becomes a read-only view over a
+    read-only buffer (no copy; no numpy API makes it writable, so a kernel can neither
+    write it nor hand it back to be adopted as a second owner); a scalar as is. O(1)."""
+    return frozen(value) if isinstance(value, np.ndarray) else value
+
+
 @attrs.frozen(eq=False)
 class Constant:
     """A value slot bound to a program-owned, read-only constant (a traced literal).
 
-    ``value`` is a numpy array or scalar; kernels receive it read-only.  Constants hold
-    no ledger storage, are never released, and cannot be program outputs (copy one with
-    an instruction to return it)."""
+    ``value`` is a numpy array or scalar; kernels receive it read-only.  An array is kept
+    as a read-only view of the array given (no copy: the memory stays the giver's, so a
+    hand-built constant must not be written while the program lives;
+    :meth:`ProgramBuilder.constant` copies once instead).  A kernel that returns a
+    constant (or a view of one) is refused with ``AliasedOutputError`` like one that
+    returns an input: a constant never becomes an owner.  Constants hold no ledger
+    storage, are never released, and cannot be program outputs (copy one with an
+    instruction to return it)."""
 
     slot: int
-    value: Any
+    value: Any = attrs.field(converter=_constant_value)
 
 
 class ProgramError(ValueError):
@@ -334,8 +347,7 @@ class ProgramBuilder:
 
     def constant(self, value: Any) -> Value:
         """A program-owned read-only constant (a numpy array or scalar, copied once here)."""
-        arr = np.array(value, copy=True)
-        arr.flags.writeable = False
+        arr = np.array(value, copy=True)  # (Constant keeps it over a read-only buffer)
         slot = self._n_values
         self._n_values += 1
         self._constants.append(Constant(slot, arr))
@@ -493,10 +505,8 @@ def run_program(
                 if owner is not None:
                     owners[slot] = owner
                     values[slot] = read_array(owner) if device is None else device.readable(owner)
-                else:
-                    ro = out.view()
-                    ro.flags.writeable = False
-                    values[slot] = ro
+                else:  # a donated input's buffer, read from here on (read-only buffer)
+                    values[slot] = frozen(out)
                 owner = None  # no local may keep an owner alive past its release below
             for s in ins.release_after:
                 values[s] = None
