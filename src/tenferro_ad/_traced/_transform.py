@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core._primitive import NONDIFF, RealTarget, Zero
+from .._core._primitive import NONDIFF, CastTarget, Zero
 from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, treedef_tuple, type_str
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
 
@@ -181,7 +181,7 @@ def _pull(
     res = [args[i] for i in prim.save_in]
     if prim.save_out:
         res.append(out)
-    cplx = e.out.dtype.kind == "c"
+    odt = e.out.dtype
     for i, a in enumerate(e.inputs):
         if not isinstance(a, Var) or a not in active:
             continue
@@ -195,10 +195,13 @@ def _pull(
         if type(ct) is Zero:
             continue
         ct = tracer_of(b, ct)
+        # an argument of another floating dtype than the output (a float32 parameter that
+        # met a float64 constant, a real one that met a complex value) gets its cotangent
+        # cast back: real part, precision (JAX's rule, and eager mode's ``CastTarget``)
         target: tuple[int, ...] = a.shape
-        if cplx and a.dtype.kind != "c":
-            target = RealTarget(a.shape)
-        if type(target) is RealTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
+        if a.dtype != odt and a.dtype.kind in "fc":
+            target = CastTarget(a.shape, a.dtype)
+        if type(target) is CastTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
             ct = ns.unbroadcast(ct, target)
         old = cts.get(a)
         cts[a] = ct if old is None else ns.add(old, ct)

@@ -178,7 +178,8 @@ def _others_impl(a: Array, *, axes: tuple[int, ...]) -> Array:
     inv = [0] * a.ndim
     for k, p in enumerate(perm):
         inv[p] = k
-    return np.ascontiguousarray(np.transpose((pre * suf).reshape(moved.shape), inv))
+    # (np.asarray keeps a 0-d result 0-d; np.ascontiguousarray would make it 1-d)
+    return np.asarray(np.transpose((pre * suf).reshape(moved.shape), inv), order="C")
 
 
 def _others_vjp(ops: Any, g: Array, x: Array, *, axes: tuple[int, ...]) -> Array:
