@@ -217,7 +217,7 @@ class _Call(NoCopy):
             n = self.counts[k]
             out.append(self.rebuild[k].unflatten(flat[i : i + n]))
             i += n
-        return out[0] if isinstance(argnums, int) else tuple(out)
+        return out[0] if _single(argnums) else tuple(out)
 
 
 def _has_tracer(tree: Any) -> bool:
@@ -343,6 +343,12 @@ def constant(value: Any) -> EagerTensor:
     )
 
 
+def _single(argnums: object) -> bool:
+    """Whether ``argnums`` names one argument (an int or a numpy integer, as JAX takes it):
+    its gradient is returned alone, not in a tuple. O(1)."""
+    return isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
+
+
 def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
     """Normalize and check ``argnums`` against the number of positional arguments."""
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
@@ -415,7 +421,8 @@ def value_and_grad(
                 raise NotImplementedError(
                     "grad(has_aux=True) inside a traced function is not supported yet"
                 )
-            return _traced_value_and_grad(f, args, kwargs, argnums)
+            # the normalized argnums (a negative or numpy integer is a plain index there)
+            return _traced_value_and_grad(f, args, kwargs, nums[0] if _single(argnums) else nums)
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:

@@ -209,8 +209,9 @@ def _pull(
 
 def _leaf_range(tree: TreeDef, argnum: int) -> range:
     kids = tree.children()
-    if not 0 <= argnum < len(kids):
+    if not -len(kids) <= argnum < len(kids):
         raise IndexError(f"argnums: argument {argnum} out of range (the graph has {len(kids)})")
+    argnum %= len(kids)
     start = sum(k.num_leaves for k in kids[:argnum])
     return range(start, start + kids[argnum].num_leaves)
 
@@ -330,7 +331,10 @@ def _grad_parts(
     graph: Graph, argnums: int | tuple[int, ...], what: str
 ) -> tuple[Builder, list[Any], list[Any], TreeDef]:
     _check_scalar(graph, what)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    single = isinstance(argnums, int | np.integer)  # (a numpy integer too, as in JAX)
+    nargs = len(graph.in_tree.children())
+    nums = tuple(int(n) % max(nargs, 1) if -nargs <= n < nargs else int(n)
+                 for n in ((argnums,) if single else tuple(argnums)))
     wrt = [i for n in nums for i in _leaf_range(graph.in_tree, n)]
     for i in wrt:
         if graph.invars[i].dtype.kind not in "fc":
@@ -341,7 +345,7 @@ def _grad_parts(
             )
     b, outs, grads = _reverse(graph, wrt, "ones")
     kids = graph.in_tree.children()
-    gtree = kids[nums[0]] if isinstance(argnums, int) else treedef_tuple(
+    gtree = kids[nums[0]] if single else treedef_tuple(
         [kids[n] for n in nums]
     )
     return b, outs, grads, gtree
