@@ -34,7 +34,8 @@ from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
-from .._traced._batch_rules import defbatch, leading
+from .._traced._batch_rules import defbatch, leading, unbatched_result
+from .._traced._batch_rules import elementwise as broadcasting
 from ..errors import ArgumentError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
@@ -875,3 +876,14 @@ __all__ = [
     "tril",
     "triu",
 ]
+
+# batching rules: every kernel here maps over leading batch axes (numpy.linalg's stacks,
+# ``_linalg_math._batched``), so the batch axis rides in front; several arguments broadcast
+# their batch axes as numpy does (the batched ones gain unit axes up to the common rank)
+for _p in (INV, DET, SLOGDET, CHOLESKY, QR, EIGH, SVD, EXPM, SQRTM, PINV, EIG, SVD_FULL):
+    defbatch(_p, leading(_p.name))
+for _p in (SOLVE, TRSOLVE, SYLVESTER):
+    defbatch(_p, broadcasting(_p.name))
+defbatch(DIAGONAL, leading("diagonal", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(DIAG_EMBED, leading("diag_embed", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(EYE_LIKE, unbatched_result("eye_like"))

@@ -26,6 +26,7 @@ from tenferro_storage.errors import shown
 from .._core._dispatch import bind, bind1
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defpointwise, defprimitive, nondifferentiable
+from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, stored_value_arg, weak
@@ -571,3 +572,12 @@ degrees = rad2deg
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
+for _p in (TAN, SINH, COSH, ARCSIN, ARCCOS, ARCTAN, ARCSINH, ARCCOSH, ARCTANH, LOG2, LOG10,
+           EXP2, CBRT, ISNAN, ISINF, ISFINITE, SINC_D, SINC, FLOOR, CEIL, TRUNC, RINT, ROUND,
+           LOGICAL_NOT, RELU):
+    defbatch(_p, leading(_p.name))
+for _p in (ARCTAN2, HYPOT, LOGADDEXP, LOGADDEXP2, MOD, FMOD, FPICK, FMAX, FMIN, LOGICAL_AND,
+           LOGICAL_OR, LOGICAL_XOR):
+    defbatch(_p, elementwise(_p.name))

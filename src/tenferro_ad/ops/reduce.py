@@ -308,3 +308,5 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
     axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
     return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
+
+defbatch(PROD_OTHERS, leading("prod_others", shift=("axes",)))

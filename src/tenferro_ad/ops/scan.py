@@ -21,6 +21,7 @@ from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from .._core._state import no_grad
+from .._traced._batch_rules import defbatch, flat_index, leading
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from . import elementwise as ew
 from . import reduce as rd
@@ -583,3 +584,9 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: the axis parameters move past the batch axis (``None``: every other axis)
+for _p in (CUMSUM, CUMPROD, ARGSORT, ARGPARTITION, ANY, ALL):
+    defbatch(_p, leading(_p.name, shift=("axis",)))
+defbatch(ARGMAX, flat_index("argmax"))
+defbatch(ARGMIN, flat_index("argmin"))

@@ -22,6 +22,7 @@ import scipy.special as sps
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defpointwise, defprimitive
+from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError
 from ._util import guard_module, weak
 
@@ -256,3 +257,9 @@ def xlog1py(x: Any, y: Any) -> EagerTensor:
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
+for _p in (POLYGAMMA, DIGAMMA, GAMMALN, ERF, ERFC, ERFINV, NDTR, NDTRI, LOG_NDTR, EXPIT, LOGIT):
+    defbatch(_p, leading(_p.name))
+for _p in (BETALN, GAMMAINC, GAMMAINCC, XLOGY, XLOG1PY):
+    defbatch(_p, elementwise(_p.name))
