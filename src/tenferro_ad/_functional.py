@@ -233,11 +233,13 @@ def _has_tracer(tree: Any) -> bool:
 
 
 def _traced_value_and_grad(
-    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any,
+    has_aux: bool,
 ) -> Any:
-    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
+    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it (with
+    ``has_aux``: ``((value, aux), grads)``, the aux passed through undifferentiated)."""
     graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
-    return _eval_graph(_graph_value_and_grad(graph, argnums), *args)
+    return _eval_graph(_graph_value_and_grad(graph, argnums, has_aux), *args)
 
 
 def _tape_length() -> int:
@@ -417,12 +419,10 @@ def value_and_grad(
         if nums is None:
             nums = checked[len(args)] = _argnums(argnums, len(args), "grad")
         if _has_tracer(args):  # inside a trace (e.g. jit of grad): transform the graph
-            if has_aux:
-                raise NotImplementedError(
-                    "grad(has_aux=True) inside a traced function is not supported yet"
-                )
             # the normalized argnums (a negative or numpy integer is a plain index there)
-            return _traced_value_and_grad(f, args, kwargs, nums[0] if _single(argnums) else nums)
+            return _traced_value_and_grad(
+                f, args, kwargs, nums[0] if _single(argnums) else nums, has_aux
+            )
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:

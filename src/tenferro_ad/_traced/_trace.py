@@ -322,6 +322,13 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         ) from None
 
 
+def call_with_keywords(f: Callable[..., Any], nargs: int, *args: Any) -> Any:
+    """``f(*args[:nargs], **args[nargs])``: a call whose keyword arguments travel as one
+    trailing positional dict, traced (``jit``) and batched (``vmap``) like the other
+    arguments, as JAX treats them. O(1)."""
+    return f(*args[:nargs], **args[nargs])
+
+
 def trace_flat(
     f: Callable[..., Any], avals: Sequence[tuple[tuple[int, ...], Any]], in_tree: TreeDef
 ) -> Graph:

@@ -277,8 +277,9 @@ def jvp(graph: Graph) -> Graph:
 def _reverse(
     graph: Graph, wrt: Sequence[int], seed: str
 ) -> tuple[Builder, list[Any], list[Any]]:
-    """Forward + backward into a new builder. ``seed``: ``"ones"`` (scalar output) or
-    ``"input"`` (a cotangent input per output leaf). Returns (builder, outputs, cts)."""
+    """Forward + backward into a new builder. ``seed``: ``"ones"`` (scalar output),
+    ``"first"`` (the first output leaf is the scalar, the others pass through: ``has_aux``)
+    or ``"input"`` (a cotangent input per output leaf). Returns (builder, outputs, cts)."""
     b = Builder()
     with b.active():
         ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
@@ -287,8 +288,8 @@ def _reverse(
         _forward(graph, b, env, active)
         outs = [_read(b, env, a) for a in graph.outvars]
         cts: dict[Var, Any] = {}
-        for a in graph.outvars:
-            if seed == "ones":
+        for a in graph.outvars[:1] if seed == "first" else graph.outvars:
+            if seed != "input":
                 g = Tracer(b, Lit(np.ones((), a.dtype)))
             else:
                 g = b.new_input(a.shape, a.dtype)
@@ -317,8 +318,16 @@ def vjp(graph: Graph) -> Graph:
         return dce(b.finish(outs + cts, in_tree, out_tree))
 
 
-def _check_scalar(graph: Graph, what: str) -> None:
+def _check_scalar(graph: Graph, what: str, has_aux: bool = False) -> None:
     outs = graph.outvars
+    if has_aux:
+        kids = graph.out_tree.children()
+        if len(kids) != 2 or kids[0].num_leaves != 1:
+            raise TypeError(
+                f"{what}: with has_aux=True the graph must return a pair (value, aux) whose "
+                f"value is one scalar, got the output structure {graph.out_tree}"
+            )
+        outs = outs[:1]
     if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "f":
         got = ", ".join(type_str(a.shape, a.dtype) for a in outs)
         raise TypeError(
@@ -328,9 +337,9 @@ def _check_scalar(graph: Graph, what: str) -> None:
 
 
 def _grad_parts(
-    graph: Graph, argnums: int | tuple[int, ...], what: str
+    graph: Graph, argnums: int | tuple[int, ...], what: str, has_aux: bool = False
 ) -> tuple[Builder, list[Any], list[Any], TreeDef]:
-    _check_scalar(graph, what)
+    _check_scalar(graph, what, has_aux)
     single = isinstance(argnums, int | np.integer)  # (a numpy integer too, as in JAX)
     nargs = len(graph.in_tree.children())
     nums = tuple(int(n) % max(nargs, 1) if -nargs <= n < nargs else int(n)
@@ -343,7 +352,7 @@ def _grad_parts(
                 f"{what}: input leaf {i} has type {type_str(v.shape, v.dtype)}; only floating "
                 "or complex inputs can be differentiated (pass another argnums)"
             )
-    b, outs, grads = _reverse(graph, wrt, "ones")
+    b, outs, grads = _reverse(graph, wrt, "first" if has_aux else "ones")
     kids = graph.in_tree.children()
     gtree = kids[nums[0]] if single else treedef_tuple(
         [kids[n] for n in nums]
@@ -362,9 +371,13 @@ def grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
         return dce(b.finish(grads, graph.in_tree, gtree))
 
 
-def value_and_grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """Like :func:`grad`, returning ``(value, grads)`` from one forward pass."""
-    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad")
+def value_and_grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+) -> Graph:
+    """Like :func:`grad`, returning ``(value, grads)`` from one forward pass.  With
+    ``has_aux`` the graph returns ``(value, aux)``: only ``value`` is differentiated and
+    the result is ``((value, aux), grads)`` (as JAX's ``has_aux``)."""
+    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad", has_aux)
     with b.active():
         return dce(b.finish(outs + grads, graph.in_tree, treedef_tuple((graph.out_tree,
                                                                        gtree))))

@@ -880,10 +880,21 @@ __all__ = [
 # batching rules: every kernel here maps over leading batch axes (numpy.linalg's stacks,
 # ``_linalg_math._batched``), so the batch axis rides in front; several arguments broadcast
 # their batch axes as numpy does (the batched ones gain unit axes up to the common rank)
-for _p in (INV, DET, SLOGDET, CHOLESKY, QR, EIGH, SVD, EXPM, SQRTM, PINV, EIG, SVD_FULL):
-    defbatch(_p, leading(_p.name))
-for _p in (SOLVE, TRSOLVE, SYLVESTER):
-    defbatch(_p, broadcasting(_p.name))
+defbatch(INV, leading("inv"))
+defbatch(DET, leading("det"))
+defbatch(SLOGDET, leading("slogdet"))
+defbatch(CHOLESKY, leading("cholesky"))
+defbatch(QR, leading("qr"))
+defbatch(EIGH, leading("eigh"))
+defbatch(SVD, leading("svd"))
+defbatch(EXPM, leading("expm"))
+defbatch(SQRTM, leading("sqrtm"))
+defbatch(PINV, leading("pinv"))
+defbatch(EIG, leading("eig"))
+defbatch(SVD_FULL, leading("svd_full_matrices"))
+defbatch(SOLVE, broadcasting("solve"))
+defbatch(TRSOLVE, broadcasting("triangular_solve"))
+defbatch(SYLVESTER, broadcasting("sylvester"))
 defbatch(DIAGONAL, leading("diagonal", shift=("axis1", "axis2"), prefix=("shape",)))
 defbatch(DIAG_EMBED, leading("diag_embed", shift=("axis1", "axis2"), prefix=("shape",)))
 defbatch(EYE_LIKE, unbatched_result("eye_like"))

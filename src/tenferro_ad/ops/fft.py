@@ -295,5 +295,8 @@ def rfftfreq(n: int, d: float = 1.0) -> EagerTensor:
 guard_module(globals(), __all__)
 
 # batching rules: the transformed axes move past the batch axis
-for _p in (FFTN, RFFTN, RFFTN_T, IRFFTN, IRFFTN_T):
-    defbatch(_p, leading(_p.name, shift=("axes",)))
+defbatch(FFTN, leading("fftn", shift=("axes",)))
+defbatch(RFFTN, leading("rfftn", shift=("axes",)))
+defbatch(RFFTN_T, leading("rfftn_transpose", shift=("axes",)))
+defbatch(IRFFTN, leading("irfftn", shift=("axes",)))
+defbatch(IRFFTN_T, leading("irfftn_transpose", shift=("axes",)))

@@ -586,7 +586,11 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 guard_module(globals(), __all__)
 
 # batching rules: the axis parameters move past the batch axis (``None``: every other axis)
-for _p in (CUMSUM, CUMPROD, ARGSORT, ARGPARTITION, ANY, ALL):
-    defbatch(_p, leading(_p.name, shift=("axis",)))
+defbatch(CUMSUM, leading("cumsum", shift=("axis",)))
+defbatch(CUMPROD, leading("cumprod", shift=("axis",)))
+defbatch(ARGSORT, leading("argsort", shift=("axis",)))
+defbatch(ARGPARTITION, leading("argpartition", shift=("axis",)))
+defbatch(ANY, leading("any", shift=("axis",)))
+defbatch(ALL, leading("all", shift=("axis",)))
 defbatch(ARGMAX, flat_index("argmax"))
 defbatch(ARGMIN, flat_index("argmin"))

@@ -259,7 +259,19 @@ def xlog1py(x: Any, y: Any) -> EagerTensor:
 guard_module(globals(), __all__)
 
 # batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
-for _p in (POLYGAMMA, DIGAMMA, GAMMALN, ERF, ERFC, ERFINV, NDTR, NDTRI, LOG_NDTR, EXPIT, LOGIT):
-    defbatch(_p, leading(_p.name))
-for _p in (BETALN, GAMMAINC, GAMMAINCC, XLOGY, XLOG1PY):
-    defbatch(_p, elementwise(_p.name))
+defbatch(POLYGAMMA, leading("polygamma"))
+defbatch(DIGAMMA, leading("digamma"))
+defbatch(GAMMALN, leading("gammaln"))
+defbatch(ERF, leading("erf"))
+defbatch(ERFC, leading("erfc"))
+defbatch(ERFINV, leading("erfinv"))
+defbatch(NDTR, leading("ndtr"))
+defbatch(NDTRI, leading("ndtri"))
+defbatch(LOG_NDTR, leading("log_ndtr"))
+defbatch(EXPIT, leading("expit"))
+defbatch(LOGIT, leading("logit"))
+defbatch(BETALN, elementwise("betaln"))
+defbatch(GAMMAINC, elementwise("gammainc"))
+defbatch(GAMMAINCC, elementwise("gammaincc"))
+defbatch(XLOGY, elementwise("xlogy"))
+defbatch(XLOG1PY, elementwise("xlog1py"))
