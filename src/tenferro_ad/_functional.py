@@ -265,7 +265,7 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
         ):
             dt = np.asarray(leaf).dtype
             if dt.kind in "fc":
-                ts.dtype(dt)  # a supported dtype (float16 is not)
+                ts.dtype(dt if dt.isnative else dt.newbyteorder("="))  # (not float16)
         else:
             _check_other(leaf, _argument_name(argnum, items), what)
         if dt.kind not in "fc":

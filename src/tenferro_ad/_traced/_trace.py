@@ -314,7 +314,9 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         )
     dt = getattr(dtype, "numpy", dtype)  # tenferro_storage.DType -> numpy dtype
     try:
-        return tuple(int(s) for s in shape), np.dtype(dt)
+        nd = np.dtype(dt)
+        # a non-native byte order (big-endian data) is the same type: its import converts
+        return tuple(int(s) for s in shape), nd if nd.isnative else nd.newbyteorder("=")
     except (TypeError, ValueError):  # a class (np.float32), or a foreign shape/dtype
         raise ArgumentTypeError(
             f"{what}: a {type(x).__name__} has no usable shape/dtype; pass arrays, Tensor "
