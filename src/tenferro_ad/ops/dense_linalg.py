@@ -695,10 +695,15 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
 
 
 def _uplo_hermitian(a: Any, lower: bool) -> EagerTensor:
-    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view)."""
-    t = bind(TRIL, a, k=0) if lower else bind(TRIU, a, k=0)
+    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view:
+    the strict triangle, its conjugate transpose, and the *real* part of the diagonal --
+    LAPACK never reads the diagonal's imaginary part, so neither may the gradient)."""
     s = bind(TRIL, a, k=-1) if lower else bind(TRIU, a, k=1)
-    return elementwise.add(t, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    h = elementwise.add(s, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    d = bind(TRIU, bind(TRIL, a, k=0), k=0)  # the diagonal alone
+    if is_complex(d):
+        d = elementwise.mul(elementwise.add(d, bind(CONJ, d)), 0.5)  # its real part, complex
+    return elementwise.add(h, d)
 
 
 def eigh(
