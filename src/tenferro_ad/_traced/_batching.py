@@ -25,7 +25,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
 from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten, tree_unflatten
-from ._trace import call_with_keywords, Builder, Tracer, aval_of, swap_note, trace_flat
+from ._trace import Builder, Tracer, aval_of, call_with_keywords, swap_note, trace_flat
 
 
 def _move_to_front(a: Any, axis: int) -> Any:

@@ -56,7 +56,7 @@ from ..errors import ArgumentTypeError, DonationError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
-from ._trace import call_with_keywords, Tracer, aval_of, run_bound, trace_flat
+from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 
 _SCALARS = (bool, int, float, complex)
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)

@@ -342,8 +342,10 @@ def _grad_parts(
     _check_scalar(graph, what, has_aux)
     single = isinstance(argnums, int | np.integer)  # (a numpy integer too, as in JAX)
     nargs = len(graph.in_tree.children())
-    nums = tuple(int(n) % max(nargs, 1) if -nargs <= n < nargs else int(n)
-                 for n in ((argnums,) if single else tuple(argnums)))
+    given: tuple[int, ...] = (
+        (int(argnums),) if isinstance(argnums, int | np.integer) else tuple(argnums)
+    )
+    nums = tuple(n % nargs if -nargs <= n < nargs else n for n in given)
     wrt = [i for n in nums for i in _leaf_range(graph.in_tree, n)]
     for i in wrt:
         if graph.invars[i].dtype.kind not in "fc":
