@@ -55,8 +55,10 @@ def _unary(
 ) -> Primitive:
     """A unary primitive whose VJP and JVP both multiply by ``d(ops, x)`` (``d(ops, out)``
     with ``out=True``).  Holomorphic rules: no conjugation (JAX's convention).  Bool and
-    integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16)."""
-    return defpointwise(name, ew._float_only(kernel), 1, (d,), save_out=out)
+    integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16).
+    Its batching rule (elementwise) is registered here."""
+    return defbatch(defpointwise(name, ew._float_only(kernel), 1, (d,), save_out=out),
+                    leading(name))
 
 
 def _sq(ops: Any, x: Array) -> Array:
@@ -574,24 +576,9 @@ degrees = rad2deg
 guard_module(globals(), __all__)
 
 # batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
-defbatch(TAN, leading("tan"))
-defbatch(SINH, leading("sinh"))
-defbatch(COSH, leading("cosh"))
-defbatch(ARCSIN, leading("arcsin"))
-defbatch(ARCCOS, leading("arccos"))
-defbatch(ARCTAN, leading("arctan"))
-defbatch(ARCSINH, leading("arcsinh"))
-defbatch(ARCCOSH, leading("arccosh"))
-defbatch(ARCTANH, leading("arctanh"))
-defbatch(LOG2, leading("log2"))
-defbatch(LOG10, leading("log10"))
-defbatch(EXP2, leading("exp2"))
-defbatch(CBRT, leading("cbrt"))
 defbatch(ISNAN, leading("isnan"))
 defbatch(ISINF, leading("isinf"))
 defbatch(ISFINITE, leading("isfinite"))
-defbatch(SINC_D, leading("sinc_derivative"))
-defbatch(SINC, leading("sinc"))
 defbatch(FLOOR, leading("floor"))
 defbatch(CEIL, leading("ceil"))
 defbatch(TRUNC, leading("trunc"))

@@ -56,8 +56,9 @@ def _keep(f: Callable[..., Any]) -> Callable[..., Array]:
 
 def _unary(name: str, kernel: Callable[..., Any], d: Callable[..., Array], *, out: bool = False
            ) -> Primitive:
-    """A unary primitive with derivative factor ``d(ops, x_or_out)`` (VJP = JVP = mul)."""
-    return defpointwise(name, _keep(kernel), 1, (d,), save_out=out)
+    """A unary primitive with derivative factor ``d(ops, x_or_out)`` (VJP = JVP = mul); its
+    batching rule (elementwise) is registered here."""
+    return defbatch(defpointwise(name, _keep(kernel), 1, (d,), save_out=out), leading(name))
 
 
 # -- gamma family ---
@@ -260,16 +261,7 @@ guard_module(globals(), __all__)
 
 # batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
 defbatch(POLYGAMMA, leading("polygamma"))
-defbatch(DIGAMMA, leading("digamma"))
-defbatch(GAMMALN, leading("gammaln"))
-defbatch(ERF, leading("erf"))
-defbatch(ERFC, leading("erfc"))
-defbatch(ERFINV, leading("erfinv"))
-defbatch(NDTR, leading("ndtr"))
-defbatch(NDTRI, leading("ndtri"))
 defbatch(LOG_NDTR, leading("log_ndtr"))
-defbatch(EXPIT, leading("expit"))
-defbatch(LOGIT, leading("logit"))
 defbatch(BETALN, elementwise("betaln"))
 defbatch(GAMMAINC, elementwise("gammainc"))
 defbatch(GAMMAINCC, elementwise("gammaincc"))
