@@ -233,11 +233,15 @@ def _has_tracer(tree: Any) -> bool:
 
 
 def _traced_value_and_grad(
-    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
+    f: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    argnums: Any,
+    holomorphic: bool,
 ) -> Any:
     """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
     graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
-    return _eval_graph(_graph_value_and_grad(graph, argnums), *args)
+    return _eval_graph(_graph_value_and_grad(graph, argnums, holomorphic), *args)
 
 
 def _tape_length() -> int:
@@ -415,7 +419,7 @@ def value_and_grad(
                 raise NotImplementedError(
                     "grad(has_aux=True) inside a traced function is not supported yet"
                 )
-            return _traced_value_and_grad(f, args, kwargs, argnums)
+            return _traced_value_and_grad(f, args, kwargs, argnums, holomorphic)
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:

@@ -313,20 +313,23 @@ def vjp(graph: Graph) -> Graph:
         return dce(b.finish(outs + cts, in_tree, out_tree))
 
 
-def _check_scalar(graph: Graph, what: str) -> None:
+def _check_scalar(graph: Graph, what: str, holomorphic: bool = False) -> None:
     outs = graph.outvars
-    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "f":
+    kinds = "fc" if holomorphic else "f"
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind not in kinds:
         got = ", ".join(type_str(a.shape, a.dtype) for a in outs)
+        which = "floating or complex" if holomorphic else "real floating"
         raise TypeError(
-            f"{what}: the graph must have one real floating scalar output, got ({got}); "
+            f"{what}: the graph must have one {which} scalar output, got ({got}); "
             "use vjp for other outputs, or sum() the output"
+            + ("" if holomorphic else " (holomorphic=True for a complex output)")
         )
 
 
 def _grad_parts(
-    graph: Graph, argnums: int | tuple[int, ...], what: str
+    graph: Graph, argnums: int | tuple[int, ...], what: str, holomorphic: bool = False
 ) -> tuple[Builder, list[Any], list[Any], TreeDef]:
-    _check_scalar(graph, what)
+    _check_scalar(graph, what, holomorphic)
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     wrt = [i for n in nums for i in _leaf_range(graph.in_tree, n)]
     for i in wrt:
@@ -344,20 +347,25 @@ def _grad_parts(
     return b, outs, grads, gtree
 
 
-def grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output.
+def grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+) -> Graph:
+    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output
+    (``holomorphic=True``: a complex one, seeded with ``1``, as JAX's).
 
     ``argnums`` selects the arguments (an int: that argument's structure; a tuple: a tuple
     of them).  Same rules as eager ``tenferro_ad.grad``; the result can be transformed
     again (``grad(grad(g))``, ``jvp(grad(g))``)."""
-    b, _, grads, gtree = _grad_parts(graph, argnums, "grad")
+    b, _, grads, gtree = _grad_parts(graph, argnums, "grad", holomorphic)
     with b.active():
         return dce(b.finish(grads, graph.in_tree, gtree))
 
 
-def value_and_grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
+def value_and_grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+) -> Graph:
     """Like :func:`grad`, returning ``(value, grads)`` from one forward pass."""
-    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad")
+    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad", holomorphic)
     with b.active():
         return dce(b.finish(outs + grads, graph.in_tree, treedef_tuple((graph.out_tree,
                                                                        gtree))))
