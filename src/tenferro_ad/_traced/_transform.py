@@ -240,6 +240,9 @@ def jvp(graph: Graph) -> Graph:
             if prim.save_out:
                 res.append(out)
             total: Any = None
+            if prim.jvp_all is not None:  # one rule sees every tangent
+                total = prim.jvp_all(ns, tin, *res, **e.params)
+                tin = []
             for i, t in enumerate(tin):
                 if t is None:
                     continue
