@@ -45,7 +45,7 @@ from ._core._primitive import Primitive, Zero
 from ._core._state import STATE, no_grad
 from ._functional import constant, vjp
 from ._traced._eval import eval_graph
-from ._traced._graph import Graph, Lit, Var
+from ._traced._graph import Graph, Var
 from ._traced._trace import TRACE_NS, Tracer, aval_of, trace, trace_flat
 from ._traced._transform import vjp as graph_vjp
 from .errors import ArgumentError, ArgumentTypeError

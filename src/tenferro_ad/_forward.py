@@ -31,10 +31,10 @@ from ._functional import (
     _has_tracer,
     _leaf_array,
     _output_leaves,
-    _owner_of,
     _tape_length,
     _zeros_handle,
     constant,
+    owners_of,
 )
 from ._traced._eval import eval_graph as _eval_graph
 from ._traced._trace import trace as _traced_trace
@@ -123,11 +123,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                     tans.append(own(tan_out, foreign, "jvp"))
             ctx.tangents.clear()
             del args
-            for leaf in leaves:
-                if isinstance(leaf, EagerTensor):
-                    values.append(_owner_of(leaf))
-                else:
-                    values.append(ts.from_numpy(np.asarray(leaf)))
+            values = owners_of(leaves)
             del leaves, out
             return rebuild.unflatten(values), rebuild.unflatten(tans)
         finally:

@@ -388,6 +388,38 @@ def _owner_of(out: EagerTensor) -> Any:
         return e.value.duplicate_value()
 
 
+def _in_tree(h: EagerTensor, tree: Any) -> bool:
+    """Whether a leaf of ``tree`` is ``h`` or another handle of its value. O(leaves)."""
+    rec = h._rec
+    return any(
+        leaf is h or (isinstance(leaf, EagerTensor) and leaf._rec is rec)
+        for leaf in tree_leaves(tree)
+    )
+
+
+def owners_of(leaves: list[Any]) -> list[Any]:
+    """Each output leaf as an owner: a handle's value is moved out (no copy) where it first
+    appears; the same value appearing again (``lambda x: (y, y)``) is an explicit, recorded
+    duplicate of that owner -- JAX hands out one immutable array twice, an owner has one
+    holder.  Arrays and scalars are imported (one ``TRANSFER`` each). O(leaves)."""
+    seen: dict[int, Any] = {}
+    out: list[Any] = []
+    for leaf in leaves:
+        if not isinstance(leaf, EagerTensor):
+            out.append(ts.from_numpy(np.asarray(leaf)))
+            continue
+        owner = seen.get(id(leaf))  # the same handle again (it was consumed)
+        if owner is None:
+            key = id(leaf._r("output"))  # or another handle of the same value
+            owner = seen.get(key)
+            if owner is None:
+                owner = seen[key] = seen[id(leaf)] = _owner_of(leaf)
+                out.append(owner)
+                continue
+        out.append(owner.duplicate())
+    return out
+
+
 def value_and_grad(
     f: Callable[..., Any],
     argnums: int | tuple[int, ...] = 0,
@@ -449,7 +481,11 @@ def value_and_grad(
             value: Any = out
             call.release()
             if not call.handles:
-                value = _owner_of(out)
+                # the value is moved out, unless aux hands out the same value (then the
+                # value is an explicit, recorded duplicate and aux keeps its handle)
+                value = (
+                    out.duplicate_value() if _in_tree(out, aux) else _owner_of(out)
+                )
             grads = call.pack(flat, argnums)
             return ((value, aux), grads) if has_aux else (value, grads)
         except BaseException:

@@ -20,13 +20,12 @@ from ._core._handle import EagerTensor
 from ._traced._trace import Tracer
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import elementwise as _ew
-from .ops._util import dtype_of
 from .ops import reduce as _red
 from .ops import shape as _sh
+from .ops._util import dtype_of
 from .ops.complex import conj as _conj
 from .ops.complex import is_complex as _is_complex
 from .ops.dense_linalg import (
-    _np,
     _shape,
     _square,
     cholesky,

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import reduce as rd
@@ -20,7 +19,7 @@ from . import shape as sh
 from ._util import axis as _one_axis
 from ._util import dtype_of, value_arg
 from .complex import conj, is_complex, real
-from .dense_linalg import _np, _shape, svd
+from .dense_linalg import _shape, svd
 
 __all__ = ["norm"]
 
