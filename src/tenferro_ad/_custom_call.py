@@ -241,7 +241,9 @@ def _jvp_tangent_map(call: CustomCall, group: int) -> Callable[..., Any]:
     return tangent_map
 
 
-def _jvp_cotangents(ops: Any, g: Any, inputs: tuple[Any, ...], call: CustomCall, group: int) -> list[Any]:
+def _jvp_cotangents(
+    ops: Any, g: Any, inputs: tuple[Any, ...], call: CustomCall, group: int
+) -> list[Any]:
     """``custom_jvp`` reversed: the transpose of its (linear) tangent map, one nested vjp."""
     primals = call.in_tree.unflatten(list(inputs))
     zeros = call.in_tree.unflatten([np.zeros(s, d) for s, d in call.in_avals])

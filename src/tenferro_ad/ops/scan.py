@@ -257,7 +257,9 @@ def _take_traced(
     only; an out-of-range index raises when the program runs)."""
     op = "take_along_axis"
     if idx.dtype.kind not in "iu":
-        raise ArgumentTypeError(f"{op}: argument 'indices' must hold integers, got dtype {idx.dtype}")
+        raise ArgumentTypeError(
+            f"{op}: argument 'indices' must hold integers, got dtype {idx.dtype}"
+        )
     if idx.ndim != len(shape):
         raise ArgumentError(
             f"{op}: arguments 'x' and 'indices' do not fit: 'indices' must have as many dims "
