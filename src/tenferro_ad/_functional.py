@@ -49,7 +49,7 @@ from ._core._state import LOCAL, STATE
 from ._core._tape import Tape, check_cotangent
 from ._core._tape import recording_on as _recording_on
 from ._traced._eval import eval_graph as _eval_graph
-from ._traced._trace import trace as _traced_trace
+from ._traced._trace import trace_closed as _trace_closed
 from ._traced._transform import value_and_grad as _graph_value_and_grad
 from ._traced._transform import vjp as _graph_vjp
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
@@ -240,8 +240,9 @@ def _traced_value_and_grad(
     holomorphic: bool,
 ) -> Any:
     """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
-    graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
-    return _eval_graph(_graph_value_and_grad(graph, argnums, holomorphic), *args)
+    graph, consts = _trace_closed(lambda *a: f(*a, **kwargs), args)
+    vg = _graph_value_and_grad(graph, argnums, holomorphic)
+    return _eval_graph(vg, *args) if consts is None else _eval_graph(vg, *args, consts)
 
 
 def _tape_length() -> int:
@@ -650,12 +651,14 @@ class VjpFunction(NoCopy):
 
 def _traced_vjp(f: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, Any]:
     """``vjp`` on tracers: the pullback evaluates the traced VJP graph (inlined)."""
-    graph = _traced_trace(f)(*primals)
+    graph, consts = _trace_closed(f, primals)
+    args = primals if consts is None else (*primals, consts)
     vgraph = _graph_vjp(graph)
-    out = _eval_graph(graph, *primals)
+    out = _eval_graph(graph, *args)
 
     def pullback(ct: Any) -> Any:
-        return _eval_graph(vgraph, *primals, ct)[1]
+        cts = _eval_graph(vgraph, *args, ct)[1]
+        return cts if consts is None else tuple(cts)[:-1]  # not the captured values'
 
     return out, pullback
 
