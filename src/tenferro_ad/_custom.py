@@ -330,6 +330,7 @@ class custom_vjp:
         if not tracked:
             return self.fun(*args)  # nothing to differentiate here
         self._defined()
+        assert self.fwd is not None
         self._in_fwd += 1
         try:
             res = self.fwd(*args)

@@ -73,8 +73,8 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
         jg = _graph_jvp(graph)
         if consts is None:
             return _eval_graph(jg, *primals, *tangents)  # type: ignore[no-any-return]
-        zeros = tuple(np.zeros(c.shape, c.dtype) for c in consts)  # captured: constants
-        return _eval_graph(jg, *primals, consts, *tangents, zeros)  # type: ignore[no-any-return]
+        czeros = tuple(np.zeros(c.shape, c.dtype) for c in consts)  # captured: constants
+        return _eval_graph(jg, *primals, consts, *tangents, czeros)  # type: ignore[no-any-return]
     if STATE.jvp is not None or STATE.tape is not None:
         return _jvp_nested(f, primals, tangents)
     ctx = JvpContext()

@@ -53,21 +53,20 @@ def _np(x: Any) -> np.ndarray:
     return np.asarray(x.to_numpy())
 
 
+def _ckpt(loss: Any, policy: Any) -> Any:
+    return ad.grad(ad.checkpoint(loss, policy=policy))(X)
+
+
 TRANSFORMS = {
     "eager grad": lambda L: ad.grad(L)(X),
     "jit(grad)": lambda L: ad.jit(ad.grad(L))(X),
     "grad(jit)": lambda L: ad.grad(ad.jit(L))(ts.from_numpy(X)),
     "vmap(grad)": lambda L: ad.vmap(ad.grad(L))(XS),
     "jit(vmap(grad))": lambda L: ad.jit(ad.vmap(ad.grad(L)))(XS),
-    **{
-        f"grad(checkpoint[{n}])": (lambda p: lambda L: ad.grad(ad.checkpoint(L, policy=p))(X))(p)
-        for n, p in (
-            ("save_nothing", ad.save_nothing),
-            ("save_everything", ad.save_everything),
-            ("save_contractions", ad.save_contractions),
-            ("save_named", ad.save_named("a")),
-        )
-    },
+    "grad(checkpoint[save_nothing])": lambda L: _ckpt(L, ad.save_nothing),
+    "grad(checkpoint[save_everything])": lambda L: _ckpt(L, ad.save_everything),
+    "grad(checkpoint[save_contractions])": lambda L: _ckpt(L, ad.save_contractions),
+    "grad(checkpoint[save_named])": lambda L: _ckpt(L, ad.save_named("a")),
     "jit(grad(checkpoint))": lambda L: ad.jit(ad.grad(ad.checkpoint(L)))(X),
 }
 
