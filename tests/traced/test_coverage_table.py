@@ -17,6 +17,10 @@ inexact; ``jacrev``/``jacfwd``/``hessian`` for real dtypes (JAX defines them for
 input only as holomorphic).  Every cell passes, or is listed in :data:`REFUSALS` (a clear
 error, asserted to be raised) or in :data:`KNOWN` (a difference owned by another open
 item, asserted to still differ, so the entry is removed when the fix lands).
+
+Runtime: dev/CI runs each row in its widest dtype (float64, or complex128 where the row
+defines it); ``TENFERRO_THOROUGH=1`` runs every dtype of every row (float32 and complex64
+too).  JAX runs op by op (``jax.disable_jit``), each reference computed once per case.
 """
 
 from __future__ import annotations
@@ -33,8 +37,9 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import traced
 from tenferro_ad._core._primitive import REGISTRY
+from tenferro_ad.errors import MissingRuleError
 from tests._opspecs import OPS, Op
-from tests.ad._opcheck import inputs
+from tests.ad._opcheck import THOROUGH, inputs
 
 jax.config.update("jax_enable_x64", True)
 
@@ -66,11 +71,43 @@ UNDRIVEN: dict[str, str] = {
     "(tests/ad/test_ops_manip.py)",
 }
 
+_F = ("float32", "float64")
+_NO_RULE = (
+    MissingRuleError, "svd_full_matrices",
+    "full_matrices=True of a non-square matrix has no derivative (JAX: NotImplementedError)",
+)
 # (row, mode, dtype) -> (error type, message fragment, why): documented refusals
-REFUSALS: dict[tuple[str, str, str], tuple[type[BaseException], str, str]] = {}
+REFUSALS: dict[tuple[str, str, str], tuple[type[BaseException], str, str]] = {
+    **{("la.svd_full", m, d): _NO_RULE for m in DERIVATIVE for d in _F},
+    **{("view_as_complex", "vmap-1", d): (
+        TypeError, "unit-stride",
+        "a zero-copy reinterpretation needs the trailing axis of 2 contiguous; a batch axis "
+        "moved behind it breaks that (JAX copies)") for d in _F},
+}
 
+_ITEM4 = (
+    "issue 26 item 4 (t26b): a float32 input meeting a float64 constant (the row's "
+    "``+ 3.0 * eye``) gets a float64 derivative under jit; JAX keeps float32"
+)
+_NESTED = (
+    "found by this table, open: eager reverse-over-forward (vjp of a nested jvp, as "
+    "custom_jvp's eager transpose runs) through qr/eigh/eig/svd differs from JAX"
+)
 # (row, mode, dtype) -> the open item that owns the difference (asserted to still differ)
-KNOWN: dict[tuple[str, str, str], str] = {}
+KNOWN: dict[tuple[str, str, str], str] = {
+    **{(r, m, "float32"): _ITEM4
+       for r in ("la.solve", "la.inv", "la.det", "la.slogdet", "la.sqrtm", "la.solve_sylvester")
+       for m in ("jit(grad)", "jit(jacrev)", "jit(jacfwd)", "jit(hessian)", "jit(custom_vjp)",
+                 "jit(custom_jvp)")},
+    **{("la.eigvals", m, "float32"): _ITEM4
+       for m in ("jit(grad)", "jit(custom_vjp)", "jit(custom_jvp)")},
+    ("astype", "jit(jacfwd)", "float64"): "issue 26 item 8 (t26b): a jacobian's dtype "
+    "(float32 here, JAX: float64 for astype's float32 output of a float64 input)",
+    **{(r, "custom_jvp", d): _NESTED
+       for r, ds in (("norm_mat_nuc", ("float64",)), ("la.qr", _F), ("la.eigh", _F),
+                     ("la.eigvals", _F))
+       for d in ds},
+}
 
 
 def _graph_prims(g: traced.Graph) -> list[str]:
@@ -110,12 +147,19 @@ def _drive() -> tuple[dict[str, Op], dict[str, list[str]]]:
     return rows, by_row
 
 
+def _widest(dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    out = tuple(d for d in dtypes if d in ("float64", "complex128"))
+    return out or dtypes[-1:]
+
+
 DRIVER, DRIVES = _drive()
 ROWS = {op.name: op for op in OPS if op.name in DRIVES}
+# dev/CI: each row in its widest dtype (float64, complex128 where defined); every dtype of
+# every row (float32 and complex64 too) under TENFERRO_THOROUGH=1 (a ~10 minute run)
 CASES = [
     pytest.param(name, dtype, id=f"{name}-{dtype}")
     for name, op in ROWS.items()
-    for dtype in op.dtypes
+    for dtype in (op.dtypes if THOROUGH else _widest(op.dtypes))
 ]
 
 
