@@ -32,6 +32,7 @@ __all__ = [
     "EngineError",
     "ExpiredBorrowError",
     "ExtractError",
+    "FileFormatError",
     "GroupError",
     "IntoTensorError",
     "LayoutError",
@@ -40,6 +41,7 @@ __all__ = [
     "OwnershipError",
     "RankError",
     "ReinterpretError",
+    "SaveError",
     "ScopedOutputExtractError",
     "ScopedSubmitRejected",
     "SubmitRejected",
@@ -265,6 +267,20 @@ class CopyForbiddenError(TenferroError, RuntimeError):
     The message names the operation that would have copied; nothing was copied or
     allocated.
     """
+
+
+class SaveError(TenferroError, TypeError):
+    """Raised by ``save(path, tree)`` for a tree it cannot write: a node other than dict,
+    list, tuple or ``None`` (namedtuples and dataclasses included: convert them to dicts), a
+    dict key that is not a str or int, or a leaf that is not an owner, view, numpy array or
+    bool/int/float/complex/str.  The message names the leaf's path (``tree['w'][0]``);
+    nothing is written."""
+
+
+class FileFormatError(TenferroError, ValueError):
+    """Raised by ``load(path)`` for a file that is not a tenferro save file or is damaged
+    (a missing member, a header that disagrees with the tree description, a dtype tenferro
+    does not have, a size or CRC mismatch).  The message names the file and the member."""
 
 
 # -- runtime (tenferro_storage.runtime) and providers (tenferro_storage.providers) ----------

@@ -322,8 +322,9 @@ class Optimizer:
             n = int(np.prod(p.shape, dtype=np.int64))
             for key in (("g", p.dtype.name), ("w", p.dtype.name), ("r", _real(p.dtype).name)):
                 need[key] = max(need.get(key, 0), n)
+        have: dict[tuple[str, str], Any] = self._scratch  # (Tensor.shape: see issue 27 item 5)
         grown = {key: ts.zeros((n,), key[1]) for key, n in need.items()
-                 if key not in self._scratch or self._scratch[key].shape[0] < n}
+                 if key not in have or have[key].shape[0] < n}
         self._scratch.update(grown)
 
     def _check_state(self, checked: list[_Param], structure: PyTreeDef) -> None:
@@ -355,9 +356,10 @@ class Optimizer:
         """The optimizer's state as a pytree that :func:`tenferro_storage.save` can write.
 
         ``{"format", "optimizer", "steps", "structure", "state": {path: {"count": int,
-        "dtype": str, "shape": list, <buffer name>: owner, ...}}}``, keyed by tree path (``"params['w']"``), not by the
-        parameters' identity.  The buffers are copies (one ``EXPLICIT_DUPLICATE`` per buffer);
-        hyperparameters and schedules are not included: they are the constructor's arguments.
+        "dtype": str, "shape": list, <buffer name>: owner, ...}}}``, keyed by tree path
+        (``"params['w']"``), not by the parameters' identity.  The buffers are copies (one
+        ``EXPLICIT_DUPLICATE`` per buffer); hyperparameters and schedules are not included:
+        they are the constructor's arguments.
         """
         return {
             "format": STATE_DICT_FORMAT,
@@ -411,9 +413,9 @@ class Optimizer:
                                     "'dtype' and 'shape'") from None
             bufs: dict[str, Any] = {}
             for b in want:
-                buf = entry[b]
+                buf: Any = entry[b]
                 expect = dt if kinds[b] == "param" else _real(dt)
-                if not isinstance(buf, ts.Tensor | ts.TensorView):
+                if type(buf) not in (ts.Tensor, ts.TensorView):  # (no narrowing: see _check)
                     raise ArgumentTypeError(f"load_state_dict: state[{path!r}][{b!r}] is a "
                                             f"{type(buf).__name__}, expected an owner")
                 if (tuple(buf.shape), buf.dtype) != (shape, expect):
@@ -422,12 +424,12 @@ class Optimizer:
                         f"{tuple(buf.shape)}, expected {expect.name} of shape {shape}"
                     )
                 bufs[b] = buf
-            new[path] = _State(bufs, shape, dt, int(entry["count"]))
+            new[path] = _State(bufs, shape, dt, int(entry["count"]))  # checked by _is_count
         # all checked: copy and commit
         for st in new.values():
             st.buffers = {b: t.duplicate() for b, t in st.buffers.items()}
         self._state = new
-        self.steps = int(steps)
+        self.steps = int(steps)  # type: ignore[arg-type]  # checked by _is_count
         self._structure = None
         structure = sd.get("structure")
         self._loaded_structure = structure if isinstance(structure, str) else None

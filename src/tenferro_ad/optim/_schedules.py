@@ -45,7 +45,7 @@ def _positive_int(schedule: str) -> _Check:
 
 
 @attrs.frozen
-class constant_schedule:  # noqa: N801 - optax's name, a value object
+class constant_schedule:
     """``value`` at every step (optax ``constant_schedule``; torch's constant lr)."""
 
     value: float = attrs.field(converter=float, validator=_finite("value", "constant_schedule"))
@@ -55,7 +55,7 @@ class constant_schedule:  # noqa: N801 - optax's name, a value object
 
 
 @attrs.frozen
-class exponential_decay:  # noqa: N801
+class exponential_decay:
     """``init_value * decay_rate ** (count / transition_steps)`` (optax ``exponential_decay``).
 
     ``staircase=True`` floors the exponent: the rate drops by ``decay_rate`` every
@@ -79,7 +79,7 @@ class exponential_decay:  # noqa: N801
 
 
 @attrs.frozen
-class cosine_decay_schedule:  # noqa: N801
+class cosine_decay_schedule:
     """Half a cosine from ``init_value`` down to ``alpha * init_value`` over ``decay_steps``
     steps, then constant (optax ``cosine_decay_schedule``; torch ``CosineAnnealingLR`` with
     ``eta_min = alpha * lr``)."""
@@ -99,7 +99,7 @@ class cosine_decay_schedule:  # noqa: N801
 
 
 @attrs.frozen
-class linear_schedule:  # noqa: N801
+class linear_schedule:
     """From ``init_value`` to ``end_value`` linearly over ``transition_steps`` steps (after
     ``transition_begin`` steps at ``init_value``), then ``end_value``: a linear warmup when
     ``init_value < end_value`` (optax ``linear_schedule``; torch ``LinearLR``)."""
@@ -120,7 +120,7 @@ class linear_schedule:  # noqa: N801
 
 
 @attrs.frozen
-class warmup_cosine_decay_schedule:  # noqa: N801
+class warmup_cosine_decay_schedule:
     """Linear warmup from ``init_value`` to ``peak_value`` over ``warmup_steps``, then a
     cosine decay to ``end_value`` ending at step ``decay_steps`` (which counts the warmup),
     as optax ``warmup_cosine_decay_schedule``."""
