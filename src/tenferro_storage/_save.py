@@ -95,7 +95,8 @@ class _Encoder:
 
     def array(self, a: np.ndarray[Any, Any], x: Any, path: str) -> Any:
         try:
-            dt = from_numpy_dtype(a.dtype, f"save: {path}")
+            native = a.dtype if a.dtype.isnative else a.dtype.newbyteorder("=")  # written '<'
+            dt = from_numpy_dtype(native, f"save: {path}")
         except DTypeError as e:
             raise SaveError(str(e)) from None
         self.arrays.append(a)
@@ -254,15 +255,17 @@ class _Decoder:
         except KeyError:
             raise self.bad(f"{path}: member {member} is missing") from None
         nd = dt.numpy.newbyteorder("<")
-        with self.zf.open(info) as f:
-            try:
+        try:
+            with self.zf.open(info) as f:
                 version = np.lib.format.read_magic(f)
                 reader = {(1, 0): np.lib.format.read_array_header_1_0,
                           (2, 0): np.lib.format.read_array_header_2_0}[version]
                 hshape, fortran, hdtype = reader(f)
-            except (ValueError, KeyError, SyntaxError, TypeError):
-                raise self.bad(f"member {member} has no valid .npy header") from None
-            offset = f.tell()
+                offset = f.tell()
+        except (zipfile.BadZipFile, zlib.error):  # a small member is read whole: CRC checked
+            raise self.bad(f"member {member} is damaged (CRC)") from None
+        except (ValueError, KeyError, SyntaxError, TypeError):
+            raise self.bad(f"member {member} has no valid .npy header") from None
         if (hdtype != nd or fortran or tuple(hshape) != shape):
             raise self.bad(f"member {member} holds {hdtype} {tuple(hshape)}"
                            f"{' (Fortran order)' if fortran else ''}; the description says "
@@ -304,15 +307,20 @@ def _fill(where: str, zf: zipfile.ZipFile, raw: BinaryIO, size: int, leaf: _Leaf
         if got != len(mv) or zlib.crc32(mv, crc) != info.CRC:
             raise FileFormatError(f"load: {where}: member {info.filename} is damaged (CRC)")
     else:
-        with zf.open(info) as f:
-            f.read(leaf.offset)
-            got = 0
-            while got < len(mv):
-                chunk = f.read(min(_CHUNK, len(mv) - got))
-                if not chunk:
-                    raise FileFormatError(f"load: {where}: member {info.filename} is truncated")
-                mv[got:got + len(chunk)] = chunk
-                got += len(chunk)
+        try:
+            with zf.open(info) as f:
+                f.read(leaf.offset)
+                got = 0
+                while got < len(mv):
+                    chunk = f.read(min(_CHUNK, len(mv) - got))
+                    if not chunk:
+                        break
+                    mv[got:got + len(chunk)] = chunk
+                    got += len(chunk)
+        except (zipfile.BadZipFile, zlib.error):
+            got = -1
+        if got != len(mv):
+            raise FileFormatError(f"load: {where}: member {info.filename} is damaged (CRC)")
     t = Tensor._adopt(arr, leaf.dtype, AllocationReason.TRANSFER_DESTINATION, "load")
     LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, "load")
     return t
