@@ -75,7 +75,7 @@ def test_the_stream_state_saves_and_resumes(tmp_path: pathlib.Path) -> None:
     fresh = ts.random.default_rng(0)
     fresh.state = ts.load(tmp_path / "rng")["rng"]
     np.testing.assert_array_equal(fresh.normal(5).to_numpy(), expected)
-    with pytest.raises(ValueError, match="Generator.state"):
+    with pytest.raises(ValueError, match=r"Generator\.state"):
         fresh.state = {"bit_generator": "MT19937"}
 
 
