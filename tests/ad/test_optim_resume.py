@@ -123,7 +123,7 @@ BAD_STATE_DICTS = {
 
 @pytest.mark.parametrize("bad", list(BAD_STATE_DICTS), ids=list(BAD_STATE_DICTS))
 def test_a_bad_state_dict_is_refused_and_changes_nothing(bad: str) -> None:
-    opt, p = _adam_after_one_step()
+    opt, _ = _adam_after_one_step()
     before = _bytes(opt.state_dict())
     edit, message = BAD_STATE_DICTS[bad]
     with pytest.raises(ad.errors.TenferroError, match=message):
@@ -134,7 +134,7 @@ def test_a_bad_state_dict_is_refused_and_changes_nothing(bad: str) -> None:
 def test_loaded_state_is_checked_against_the_parameters_at_the_next_step() -> None:
     """A state dict for other paths or shapes is refused at the step, showing the saved
     structure and the parameters'; nothing is updated."""
-    opt, p = _adam_after_one_step()
+    opt, _ = _adam_after_one_step()
     sd = opt.state_dict()
     other = ad.optim.Adam(0.1)
     other.load_state_dict(sd)
