@@ -126,9 +126,9 @@ class Generator:
         size = _shape(op, shape, dt)
         loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale)
         if dt.is_complex:
-            real = np.float32 if dt.itemsize == 8 else np.float64
+            real: Any = np.float32 if dt.itemsize == 8 else np.float64
             arr = np.empty(size, dtype=dt.numpy)
-            parts = arr.reshape(-1).view(real)  # the real and imaginary parts, in place
+            parts: Any = arr.reshape(-1).view(real)  # the real and imaginary parts, in place
             self._rng.standard_normal(out=parts, dtype=real)
             parts *= math.sqrt(0.5)
         elif dt.itemsize == 8:
