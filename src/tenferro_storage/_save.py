@@ -39,7 +39,14 @@ from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._tensor import Tensor, TensorView, TensorViewMut
-from .errors import DTypeError, FileFormatError, SaveError, TenferroError
+from .errors import (
+    DTypeError,
+    FileAccessError,
+    FileFormatError,
+    SaveError,
+    TenferroError,
+    shown,
+)
 from .kernel import read_array
 
 __all__ = ["load", "save"]
@@ -50,6 +57,21 @@ HEADER = "tenferro.json"
 _CHUNK = 1 << 22  # bytes per write of a strided leaf, and per read of a compressed member
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")  # a zip local file header (30 bytes)
 _MAX_HEADER = 1 << 26  # a tree description over 64 MiB is not one this module wrote
+
+
+def _path(operation: str, path: object) -> str:
+    """``path`` as a string, or a ``SaveError`` naming the argument."""
+    if isinstance(path, str | os.PathLike):
+        p = os.fspath(path)
+        if isinstance(p, str) and p:
+            return p
+    raise SaveError(f"{operation}: argument 'path' must be a non-empty str or os.PathLike "
+                    f"naming a file, got {shown(path)}")
+
+
+def _os_error(operation: str, path: str, e: OSError) -> FileAccessError:
+    return FileAccessError(e.errno, f"{operation}: argument 'path' {path!r}: "
+                                    f"{e.strerror or e}", path)
 
 
 def _leaf_name(i: int) -> str:
@@ -153,14 +175,18 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
     ``BorrowError``) and are not consumed.  Records one ``TRANSFER`` copy per array leaf
     (the bytes leave the owners); allocates nothing tenferro owns; O(total bytes).
     """
+    target = _path("save", path)
     enc = _Encoder()
     try:
         desc = {"format": FORMAT, "version": VERSION, "tree": enc.node(tree, "tree")}
         header = json.dumps(desc, separators=(",", ":"), allow_nan=False).encode()
         if enc.arrays:
             LEDGER.check_copy_allowed("save")
-        target = os.fspath(path)
-        fd, tmp = tempfile.mkstemp(prefix=".tenferro-save-", dir=os.path.dirname(target) or ".")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".tenferro-save-",
+                                       dir=os.path.dirname(target) or ".")
+        except OSError as e:
+            raise _os_error("save", target, e) from None
         try:
             with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_STORED) as zf:
                 zf.writestr(HEADER, header)
@@ -168,8 +194,10 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
                     with zf.open(_leaf_name(i), "w", force_zip64=True) as fp:
                         _write_leaf(fp, a)  # type: ignore[arg-type]
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as e:
             os.unlink(tmp)
+            if isinstance(e, OSError):
+                raise _os_error("save", target, e) from None
             raise
         for a in enc.arrays:
             LEDGER.copy(CopyReason.TRANSFER, a.nbytes, "save")
@@ -350,8 +378,12 @@ def load(path: str | os.PathLike[str]) -> Any:
     Records per array leaf one ``TRANSFER_DESTINATION`` allocation and one ``TRANSFER``
     copy; O(total bytes).
     """
-    where = os.fspath(path)
-    with open(where, "rb") as raw:  # OSError (a missing file...) names the file
+    where = _path("load", path)
+    try:
+        raw = open(where, "rb")
+    except OSError as e:
+        raise _os_error("load", where, e) from None
+    with raw:
         try:
             zf = zipfile.ZipFile(raw)
         except zipfile.BadZipFile:

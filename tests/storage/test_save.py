@@ -4,6 +4,7 @@ leaves no file behind."""
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -21,7 +22,13 @@ from hypothesis import strategies as st
 
 import tenferro_storage as ts
 from tenferro_storage import ledger
-from tenferro_storage.errors import BorrowError, CopyForbiddenError, FileFormatError, SaveError
+from tenferro_storage.errors import (
+    BorrowError,
+    CopyForbiddenError,
+    FileAccessError,
+    FileFormatError,
+    SaveError,
+)
 
 A, C = ledger.AllocationReason, ledger.CopyReason
 DTYPES = ["float32", "float64", "complex64", "complex128", "int32", "int64", "bool"]
@@ -300,3 +307,17 @@ def test_loading_streams_each_leaf_into_its_owner(tmp_path: pathlib.Path) -> Non
     assert peak < size + size // 8, peak
     assert out[0].to_numpy()[-1] == 2**20 - 1
     assert math.isclose(out[0].to_numpy().sum(), (2**20 - 1) * 2**19)
+
+
+def test_bad_paths_and_os_refusals_name_the_argument(tmp_path: pathlib.Path) -> None:
+    """A path that is not a str/PathLike is a SaveError; a missing file or directory is a
+    FileAccessError (an OSError keeping errno) naming the operation and 'path'."""
+    with pytest.raises(SaveError, match="save: argument 'path'"):
+        ts.save(ts.ones(2), [1])  # type: ignore[arg-type]
+    with pytest.raises(SaveError, match="load: argument 'path'"):
+        ts.load("")
+    with pytest.raises(FileAccessError, match="load: argument 'path'") as info:
+        ts.load(tmp_path / "missing")
+    assert info.value.errno == errno.ENOENT
+    with pytest.raises(FileAccessError, match="save: argument 'path'"):
+        ts.save(tmp_path / "no-such-dir" / "f", [1])
