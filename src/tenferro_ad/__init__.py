@@ -14,7 +14,7 @@ The tape retains exactly what the rules' residual declarations name
 (``tape.retained()`` explains it); the ledgers (``tenferro_storage.ledger``) prove it.
 """
 
-from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, traced
+from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, testing, traced
 from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,
@@ -416,6 +416,7 @@ __all__ = [
     "tan",
     "tanh",
     "tensordot",
+    "testing",
     "tile",
     "trace",
     "traced",

@@ -42,7 +42,7 @@ from ._layout import (
 from ._ledger import AllocationReason, CopyReason
 from ._provider import HOST as host_provider
 from ._provider import HostProvider, ProviderCounters
-from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._rank import AnyRank, DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._reinterpret import view_as_complex, view_as_real
 from ._root import (
     AllocationDiagnostics,
@@ -58,6 +58,7 @@ __all__ = [
     "AllocationDiagnostics",
     "AllocationGroup",
     "AllocationReason",
+    "AnyRank",
     "CheckedDescriptor",
     "CheckedInjectiveStrided",
     "CheckedLayout",

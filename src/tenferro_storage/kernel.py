@@ -18,6 +18,15 @@ from . import _descriptor as D
 from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._numpy_surface import (
+    NUMPY_KEYS,
+    formatted,
+    html,
+    refuse_array,
+    register_numpy,
+    scalar,
+    values_text,
+)
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
 from ._root import adopt_fresh_root, adopt_output_deferred
@@ -30,6 +39,7 @@ from ._tensor import (
 )
 
 __all__ = [
+    "NUMPY_KEYS",
     "OPERATOR_KEYS",
     "adopt_fresh_root",
     "adopt_output",
@@ -37,10 +47,16 @@ __all__ = [
     "borrow_named",
     "claim_deferred",
     "derive_view",
+    "formatted",
+    "html",
     "materialize_output",
     "name_borrow",
     "read_array",
+    "refuse_array",
+    "register_numpy",
     "register_operators",
+    "scalar",
+    "values_text",
 ]
 
 

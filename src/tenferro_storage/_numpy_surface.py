@@ -1,0 +1,351 @@
+"""The numpy-facing surface that owners, views and handles share.
+
+One implementation of what a numpy user reaches for on any tenferro value:
+
+* **host reads** (no copy, no ledger event; like ``item()``): ``float()``, ``int()``,
+  ``bool()``, ``complex()``, ``format()``/f-strings (``f"{x:.3f}"``, element-wise on arrays),
+  ``tolist()``, a numpy-style summarized ``repr`` and ``_repr_html_`` for notebooks.  They
+  read the value's read-only array in place; the functions here take that array, so
+  ``tenferro_ad``'s handles call the very same code (:func:`scalar`, :func:`formatted`,
+  :func:`values_text`, :func:`html`);
+* **numpy's protocols and methods**: ``np.sin(owner)``, ``np.sum(owner)``,
+  ``owner.sum()``, ``owner.astype(...)`` ... need arithmetic, which ``tenferro_storage``
+  does not have.  :class:`NumpySurface` forwards them to one table that the package with
+  arithmetic fills at import through :func:`register_numpy` (``tenferro_ad`` does, in its
+  ``_wiring.py``: the same functions its handles run).  Without it each raises
+  ``TypeError`` saying which package to import.
+
+``np.asarray(x)`` stays refused (tenferro never copies implicitly): :func:`refuse_array`
+is the one message for owners, views and handles, naming what to do instead.
+"""
+
+from __future__ import annotations
+
+import html as _html
+from collections.abc import Callable, Mapping
+from typing import Any, Final, NoReturn
+
+import numpy as np
+
+from .errors import LayoutError, OwnershipError
+
+__all__ = [
+    "NUMPY_KEYS",
+    "NUMPY_METHODS",
+    "NUMPY_PROPERTIES",
+    "NumpySurface",
+    "formatted",
+    "html",
+    "refuse_array",
+    "register_numpy",
+    "scalar",
+    "values_text",
+]
+
+NUMPY_METHODS: Final = (
+    "all",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "astype",
+    "clip",
+    "conj",
+    "conjugate",
+    "cumprod",
+    "cumsum",
+    "diagonal",
+    "dot",
+    "flatten",
+    "max",
+    "mean",
+    "min",
+    "prod",
+    "ravel",
+    "repeat",
+    "round",
+    "squeeze",
+    "std",
+    "sum",
+    "swapaxes",
+    "trace",
+    "var",
+)
+"""ndarray-style methods every tenferro value offers (they run recorded ops)."""
+
+NUMPY_PROPERTIES: Final = ("real", "imag")
+NUMPY_KEYS: Final = ("array_function", "array_ufunc", *NUMPY_METHODS, *NUMPY_PROPERTIES)
+"""The keys :func:`register_numpy` accepts: ``array_ufunc`` takes
+``(self, ufunc, method, *inputs, **kwargs)``, ``array_function``
+``(self, func, types, args, kwargs)`` (numpy's NEP 13/18 signatures), a method key
+``(self, *args, **kwargs)``, a property key ``(self,)``."""
+
+_TABLE: Final[dict[str, Callable[..., Any]]] = {}
+
+_HINT: Final = (
+    "import tenferro_ad to run numpy functions and methods on owners; tenferro_storage has "
+    "no arithmetic of its own"
+)
+
+SUMMARY_THRESHOLD: Final = 16
+"""Arrays with more elements print summarized (first and last 3 per axis), as numpy does
+above its own threshold."""
+
+
+def register_numpy(table: Mapping[str, Callable[..., Any]]) -> None:
+    """Install the implementations of numpy's protocols and methods on owners and views.
+
+    ``table`` maps keys of :data:`NUMPY_KEYS` to callables; a later registration replaces
+    the entries it names.  The whole table is checked first: an unknown key
+    (``KeyError``) or a non-callable (``TypeError``) registers nothing.  O(len(table));
+    called once at import by ``tenferro_ad``.
+    """
+    for key, fn in table.items():
+        if key not in NUMPY_KEYS:
+            raise KeyError(
+                f"register_numpy: unknown key {key!r}; expected one of {', '.join(NUMPY_KEYS)}. "
+                "Nothing was registered"
+            )
+        if not callable(fn):
+            raise TypeError(
+                f"register_numpy: the implementation of {key!r} must be callable, got "
+                f"{type(fn).__name__}. Nothing was registered"
+            )
+    _TABLE.update(table)
+
+
+def _unregister_numpy() -> dict[str, Callable[..., Any]]:
+    """Remove and return every registered implementation (for tests)."""
+    out = dict(_TABLE)
+    _TABLE.clear()
+    return out
+
+
+def _impl(key: str, operation: str) -> Callable[..., Any]:
+    fn = _TABLE.get(key)
+    if fn is None:
+        raise TypeError(f"{operation}: {_HINT}")
+    return fn
+
+
+# -- host reads shared with tenferro_ad's handles (they pass their record's array) -----------
+def refuse_array(obj: object) -> NoReturn:
+    """Refuse ``np.asarray(obj)`` (``obj.__array__``) with the one message owners, views and
+    handles share: ``OwnershipError`` naming the type and the three things to do instead."""
+    name = type(obj).__name__
+    raise OwnershipError(
+        f"{name}.__array__: np.asarray({name}) is refused, tenferro never copies implicitly. "
+        "Call .to_numpy() for a recorded TRANSFER copy, compare with "
+        "tenferro_ad.testing.assert_allclose (reads in place), or read the values in place "
+        "under a borrow: `with tenferro_ad.testing.borrowed(x) as a:`"
+    )
+
+
+def scalar(a: np.ndarray[Any, Any], operation: str, convert: Callable[[Any], Any]) -> Any:
+    """``convert`` of the single element of ``a`` (``float``, ``int``, ``bool``,
+    ``complex``); an array of another size raises ``LayoutError`` naming ``operation``
+    (numpy's "ambiguous truth value", said plainly). A host read: O(1), no copy."""
+    if a.size != 1:
+        raise LayoutError(
+            operation,
+            f"the value has {a.size} elements, not 1; reduce it first (.sum(), .any(), "
+            "x[i]) or read it with .tolist()",
+            shape=tuple(a.shape),
+        )
+    return convert(a.reshape(()).item())
+
+
+def formatted(a: np.ndarray[Any, Any], spec: str) -> str:
+    """``format(x, spec)``: the element's format for one element, ``spec`` applied to each
+    element for more (``f"{w:.3f}"`` prints ``[0.100, 0.200]``), the summary for an
+    empty ``spec``. A host read: O(size), no copy of the values."""
+    if a.size == 1 and spec:
+        return format(a.reshape(()).item(), spec)
+    if not spec:
+        return values_text(a)
+    return np.array2string(
+        a, separator=", ", threshold=SUMMARY_THRESHOLD, edgeitems=3,
+        formatter={"all": lambda v: format(v.item() if hasattr(v, "item") else v, spec)},
+    )
+
+
+def values_text(a: np.ndarray[Any, Any]) -> str:
+    """numpy's summarized text of ``a``: every element up to :data:`SUMMARY_THRESHOLD`,
+    else the first and last three per axis around ``...``. O(printed elements)."""
+    return np.array2string(a, separator=", ", threshold=SUMMARY_THRESHOLD, edgeitems=3)
+
+
+def html(text: str) -> str:
+    """A notebook's ``_repr_html_``: the repr, escaped, in a ``<pre>`` block. O(len)."""
+    return f"<pre>{_html.escape(text)}</pre>"
+
+
+def _array(x: Any, operation: str) -> np.ndarray[Any, Any]:
+    """The read-only host array of an owner or view (its borrow checks run; no copy)."""
+    return x._d(operation).readonly()  # type: ignore[no-any-return]
+
+
+class NumpySurface:
+    """numpy's protocols, scalar conversions, formatting and ndarray-style methods for
+    owners and views (mixed into :class:`~tenferro_storage.Tensor`, ``TensorView`` and
+    ``TensorViewMut``).  Host reads read in place; methods and protocols run the
+    registered implementations (recorded ops, borrowing ``self``)."""
+
+    __slots__ = ()
+
+    # -- numpy protocols (NEP 13 / NEP 18) -------------------------------------------------
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _impl("array_ufunc", f"numpy.{ufunc.__name__}")(
+            self, ufunc, method, *inputs, **kwargs
+        )
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _impl("array_function", f"numpy.{getattr(func, '__name__', func)}")(
+            self, func, types, args, kwargs
+        )
+
+    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        refuse_array(self)
+
+    # -- host reads (no copy, no ledger event) ---------------------------------------------
+    def __float__(self) -> float:
+        return scalar(_array(self, "float"), "float", float)  # type: ignore[no-any-return]
+
+    def __int__(self) -> int:
+        return scalar(_array(self, "int"), "int", int)  # type: ignore[no-any-return]
+
+    def __bool__(self) -> bool:
+        return scalar(_array(self, "bool"), "bool", bool)  # type: ignore[no-any-return]
+
+    def __complex__(self) -> complex:
+        return scalar(_array(self, "complex"), "complex", complex)  # type: ignore[no-any-return]
+
+    def __format__(self, spec: str) -> str:
+        return formatted(_array(self, "format"), spec)
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (a scalar for rank 0), like
+        ``ndarray.tolist``.  A host read: O(size) Python objects, no ledger event."""
+        return _array(self, "tolist").tolist()
+
+    def _repr_html_(self) -> str:
+        return html(repr(self))
+
+    # -- ndarray-style methods (recorded ops; ``self`` is borrowed) ---------------------------
+    def sum(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.sum`` as a method: a recorded op, ``self`` borrowed (a new value)."""
+        return _impl("sum", "sum")(self, *args, **kwargs)
+
+    def mean(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.mean`` as a method (a recorded op, a new value)."""
+        return _impl("mean", "mean")(self, *args, **kwargs)
+
+    def prod(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.prod`` as a method (a recorded op, a new value)."""
+        return _impl("prod", "prod")(self, *args, **kwargs)
+
+    def max(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.max`` as a method (a recorded op, a new value)."""
+        return _impl("max", "max")(self, *args, **kwargs)
+
+    def min(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.min`` as a method (a recorded op, a new value)."""
+        return _impl("min", "min")(self, *args, **kwargs)
+
+    def var(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.var`` as a method (a recorded op, a new value)."""
+        return _impl("var", "var")(self, *args, **kwargs)
+
+    def std(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.std`` as a method (a recorded op, a new value)."""
+        return _impl("std", "std")(self, *args, **kwargs)
+
+    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.cumsum`` as a method (a recorded op, a new value)."""
+        return _impl("cumsum", "cumsum")(self, *args, **kwargs)
+
+    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.cumprod`` as a method (a recorded op, a new value)."""
+        return _impl("cumprod", "cumprod")(self, *args, **kwargs)
+
+    def any(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.any`` as a method (a recorded op, a new value)."""
+        return _impl("any", "any")(self, *args, **kwargs)
+
+    def all(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.all`` as a method (a recorded op, a new value)."""
+        return _impl("all", "all")(self, *args, **kwargs)
+
+    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.argmax`` as a method (a recorded op, a new value)."""
+        return _impl("argmax", "argmax")(self, *args, **kwargs)
+
+    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.argmin`` as a method (a recorded op, a new value)."""
+        return _impl("argmin", "argmin")(self, *args, **kwargs)
+
+    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.argsort`` as a method (a recorded op, a new value)."""
+        return _impl("argsort", "argsort")(self, *args, **kwargs)
+
+    def astype(self, *args: Any, **kwargs: Any) -> Any:
+        """A converted value (a recorded op allocating the result; ``self`` borrowed)."""
+        return _impl("astype", "astype")(self, *args, **kwargs)
+
+    def clip(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.clip`` as a method (a recorded op, a new value)."""
+        return _impl("clip", "clip")(self, *args, **kwargs)
+
+    def conj(self) -> Any:
+        """The complex conjugate (a recorded op, a new value)."""
+        return _impl("conj", "conj")(self)
+
+    def conjugate(self) -> Any:
+        """The complex conjugate (a recorded op, a new value)."""
+        return _impl("conjugate", "conjugate")(self)
+
+    def diagonal(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.diagonal`` as a method (a recorded op, a new value)."""
+        return _impl("diagonal", "diagonal")(self, *args, **kwargs)
+
+    def dot(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.dot`` as a method (a recorded op, a new value)."""
+        return _impl("dot", "dot")(self, *args, **kwargs)
+
+    def flatten(self, *args: Any, **kwargs: Any) -> Any:
+        """A flat value (a recorded op, a new value)."""
+        return _impl("flatten", "flatten")(self, *args, **kwargs)
+
+    def ravel(self, *args: Any, **kwargs: Any) -> Any:
+        """A flat value (a recorded op, a new value)."""
+        return _impl("ravel", "ravel")(self, *args, **kwargs)
+
+    def repeat(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.repeat`` as a method (a recorded op, a new value)."""
+        return _impl("repeat", "repeat")(self, *args, **kwargs)
+
+    def round(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.round`` as a method (a recorded op, a new value)."""
+        return _impl("round", "round")(self, *args, **kwargs)
+
+    def squeeze(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.squeeze`` as a method (a recorded op, a new value)."""
+        return _impl("squeeze", "squeeze")(self, *args, **kwargs)
+
+    def swapaxes(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.swapaxes`` as a method (a recorded op, a new value)."""
+        return _impl("swapaxes", "swapaxes")(self, *args, **kwargs)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        """``numpy.trace`` as a method (a recorded op, a new value)."""
+        return _impl("trace", "trace")(self, *args, **kwargs)
+
+    @property
+    def real(self) -> Any:
+        """The real part (a recorded op, a new value)."""
+        return _impl("real", "real")(self)
+
+    @property
+    def imag(self) -> Any:
+        """The imaginary part (a recorded op, a new value)."""
+        return _impl("imag", "imag")(self)
