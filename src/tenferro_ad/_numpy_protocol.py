@@ -270,13 +270,29 @@ def _methods() -> dict[str, Any]:
     def _squeeze(self: Any, axis: Any = None) -> Any:
         return mp.squeeze(self, axis)
 
-    def _clip(self: Any, min: Any = None, max: Any = None) -> Any:
-        out = self
-        if min is not None:
-            out = ew.maximum(out, min)
-        if max is not None:
-            out = ew.minimum(out, max)
-        return out
+    def _clip(self: Any, lo: Any = None, hi: Any = None, out: Any = None) -> Any:
+        _no_out("clip", {"out": out})
+        return ew.clip(self, lo, hi)
+
+    def _plain(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def method(self: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+            _no_out(name, {"out": out})
+            return f(self, axis, keepdims)
+
+        return method
+
+    def _trace(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+               out: Any = None) -> Any:
+        _no_out("trace", {"out": out})
+        return _with_dtype(mp.trace)(self, offset, axis1, axis2, dtype=dtype)
+
+    def _dot(self: Any, b: Any, out: Any = None) -> Any:
+        _no_out("dot", {"out": out})
+        return pr.dot(self, b)
+
+    def _round(self: Any, decimals: int = 0, out: Any = None) -> Any:
+        _no_out("round", {"out": out})
+        return m.round(self, decimals)
 
     def _red(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
@@ -318,16 +334,16 @@ def _methods() -> dict[str, Any]:
         "sum": _red(rd.sum, "sum"),
         "mean": _red(rd.mean, "mean"),
         "prod": _red(rd.prod, "prod"),
-        "max": lambda self, axis=None, out=None, keepdims=False: rd.max(self, axis, keepdims),
-        "min": lambda self, axis=None, out=None, keepdims=False: rd.min(self, axis, keepdims),
+        "max": _plain(rd.max, "max"),
+        "min": _plain(rd.min, "min"),
         "var": _stat(sc.var, "var"),
         "std": _stat(sc.std, "std"),
         "cumsum": _scan(sc.cumsum, "cumsum"),
         "cumprod": _scan(sc.cumprod, "cumprod"),
-        "any": lambda self, axis=None, out=None, keepdims=False: sc.any(self, axis, keepdims),
-        "all": lambda self, axis=None, out=None, keepdims=False: sc.all(self, axis, keepdims),
-        "argmax": lambda self, axis=None, keepdims=False: sc.argmax(self, axis, keepdims),
-        "argmin": lambda self, axis=None, keepdims=False: sc.argmin(self, axis, keepdims),
+        "any": _plain(sc.any, "any"),
+        "all": _plain(sc.all, "all"),
+        "argmax": _plain(sc.argmax, "argmax"),
+        "argmin": _plain(sc.argmin, "argmin"),
         "argsort": lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
         "ravel": lambda self, order="C": mp.ravel(self),
         "flatten": lambda self, order="C": mp.flatten(self),
@@ -337,14 +353,14 @@ def _methods() -> dict[str, Any]:
         "diagonal": lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(
             self, offset, axis1, axis2
         ),
-        "trace": lambda self, offset=0, axis1=0, axis2=1: mp.trace(self, offset, axis1, axis2),
+        "trace": _trace,
         "clip": _clip,
-        "dot": lambda self, b: pr.dot(self, b),
+        "dot": _dot,
         "conj": lambda self: cx.conj(self),
         "conjugate": lambda self: cx.conj(self),
         "real": property(lambda self: cx.real(self)),
         "imag": property(lambda self: cx.imag(self)),
-        "round": lambda self, decimals=0: m.round(self, decimals),
+        "round": _round,
     }
 
 

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import html as _html
 from collections.abc import Callable, Mapping
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
-from .errors import LayoutError, OwnershipError
+from .errors import LayoutError, OwnershipError, RankError
 
 __all__ = [
     "NUMPY_KEYS",
@@ -81,6 +81,8 @@ NUMPY_KEYS: Final = ("array_function", "array_ufunc", *NUMPY_METHODS, *NUMPY_PRO
 ``(self, *args, **kwargs)``, a property key ``(self,)``."""
 
 _TABLE: Final[dict[str, Callable[..., Any]]] = {}
+
+Axis: TypeAlias = int | tuple[int, ...] | None
 
 _HINT: Final = (
     "import tenferro_ad to run numpy functions and methods on owners; tenferro_storage has "
@@ -157,14 +159,14 @@ def scalar(a: np.ndarray[Any, Any], operation: str, convert: Callable[[Any], Any
 
 def formatted(a: np.ndarray[Any, Any], spec: str) -> str:
     """``format(x, spec)``: the element's format for one element, ``spec`` applied to each
-    element for more (``f"{w:.3f}"`` prints ``[0.100, 0.200]``), the summary for an
-    empty ``spec``. A host read: O(size), no copy of the values."""
+    element for more (``f"{w:.3f}"`` prints ``[0.100 0.200]``, where numpy refuses), numpy's
+    ``str`` for an empty ``spec``. A host read: O(size), no copy of the values."""
     if a.size == 1 and spec:
         return format(a.reshape(()).item(), spec)
-    if not spec:
-        return values_text(a)
+    if not spec:  # numpy's str()
+        return np.array2string(a, threshold=SUMMARY_THRESHOLD, edgeitems=3)
     return np.array2string(
-        a, separator=", ", threshold=SUMMARY_THRESHOLD, edgeitems=3,
+        a, threshold=SUMMARY_THRESHOLD, edgeitems=3,
         formatter={"all": lambda v: format(v.item() if hasattr(v, "item") else v, spec)},
     )
 
@@ -178,6 +180,10 @@ def values_text(a: np.ndarray[Any, Any]) -> str:
 def html(text: str) -> str:
     """A notebook's ``_repr_html_``: the repr, escaped, in a ``<pre>`` block. O(len)."""
     return f"<pre>{_html.escape(text)}</pre>"
+
+
+def _identity(v: Any) -> Any:
+    return v
 
 
 def _array(x: Any, operation: str) -> np.ndarray[Any, Any]:
@@ -223,6 +229,12 @@ class NumpySurface:
     def __format__(self, spec: str) -> str:
         return formatted(_array(self, "format"), spec)
 
+    def __len__(self) -> int:
+        shape = self._d("len").shape  # type: ignore[attr-defined]
+        if not shape:
+            raise RankError("len", "len() of a rank-0 value (it has no first axis)")
+        return shape[0]  # type: ignore[no-any-return]
+
     def tolist(self) -> Any:
         """The values as nested Python lists (a scalar for rank 0), like
         ``ndarray.tolist``.  A host read: O(size) Python objects, no ledger event."""
@@ -231,70 +243,79 @@ class NumpySurface:
     def _repr_html_(self) -> str:
         return html(repr(self))
 
-    # -- ndarray-style methods (recorded ops; ``self`` is borrowed) ---------------------------
-    def sum(self, *args: Any, **kwargs: Any) -> Any:
+    # -- ndarray-style methods (recorded ops; ``self`` is borrowed; numpy's signatures) -------
+    # Each returns a new value (with tenferro_ad: an ``EagerTensor``) and allocates it; the
+    # cost is the op's.  ``out=`` is refused (ops return new values), as on handles.
+    def sum(self, axis: Axis = None, dtype: Any = None, out: None = None,
+            keepdims: bool = False) -> Any:
         """``numpy.sum`` as a method: a recorded op, ``self`` borrowed (a new value)."""
-        return _impl("sum", "sum")(self, *args, **kwargs)
+        return _impl("sum", "sum")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
-    def mean(self, *args: Any, **kwargs: Any) -> Any:
+    def mean(self, axis: Axis = None, dtype: Any = None, out: None = None,
+             keepdims: bool = False) -> Any:
         """``numpy.mean`` as a method (a recorded op, a new value)."""
-        return _impl("mean", "mean")(self, *args, **kwargs)
+        return _impl("mean", "mean")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
-    def prod(self, *args: Any, **kwargs: Any) -> Any:
+    def prod(self, axis: Axis = None, dtype: Any = None, out: None = None,
+             keepdims: bool = False) -> Any:
         """``numpy.prod`` as a method (a recorded op, a new value)."""
-        return _impl("prod", "prod")(self, *args, **kwargs)
+        return _impl("prod", "prod")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
-    def max(self, *args: Any, **kwargs: Any) -> Any:
+    def max(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.max`` as a method (a recorded op, a new value)."""
-        return _impl("max", "max")(self, *args, **kwargs)
+        return _impl("max", "max")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def min(self, *args: Any, **kwargs: Any) -> Any:
+    def min(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.min`` as a method (a recorded op, a new value)."""
-        return _impl("min", "min")(self, *args, **kwargs)
+        return _impl("min", "min")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def var(self, *args: Any, **kwargs: Any) -> Any:
+    def var(self, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:
         """``numpy.var`` as a method (a recorded op, a new value)."""
-        return _impl("var", "var")(self, *args, **kwargs)
+        return _impl("var", "var")(self, axis=axis, dtype=dtype, out=out, ddof=ddof,
+                                   keepdims=keepdims)
 
-    def std(self, *args: Any, **kwargs: Any) -> Any:
+    def std(self, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
+            keepdims: bool = False) -> Any:
         """``numpy.std`` as a method (a recorded op, a new value)."""
-        return _impl("std", "std")(self, *args, **kwargs)
+        return _impl("std", "std")(self, axis=axis, dtype=dtype, out=out, ddof=ddof,
+                                   keepdims=keepdims)
 
-    def cumsum(self, *args: Any, **kwargs: Any) -> Any:
+    def cumsum(self, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
         """``numpy.cumsum`` as a method (a recorded op, a new value)."""
-        return _impl("cumsum", "cumsum")(self, *args, **kwargs)
+        return _impl("cumsum", "cumsum")(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, *args: Any, **kwargs: Any) -> Any:
+    def cumprod(self, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
         """``numpy.cumprod`` as a method (a recorded op, a new value)."""
-        return _impl("cumprod", "cumprod")(self, *args, **kwargs)
+        return _impl("cumprod", "cumprod")(self, axis=axis, dtype=dtype, out=out)
 
-    def any(self, *args: Any, **kwargs: Any) -> Any:
+    def any(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.any`` as a method (a recorded op, a new value)."""
-        return _impl("any", "any")(self, *args, **kwargs)
+        return _impl("any", "any")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def all(self, *args: Any, **kwargs: Any) -> Any:
+    def all(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.all`` as a method (a recorded op, a new value)."""
-        return _impl("all", "all")(self, *args, **kwargs)
+        return _impl("all", "all")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argmax(self, *args: Any, **kwargs: Any) -> Any:
+    def argmax(self, axis: int | None = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.argmax`` as a method (a recorded op, a new value)."""
-        return _impl("argmax", "argmax")(self, *args, **kwargs)
+        return _impl("argmax", "argmax")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argmin(self, *args: Any, **kwargs: Any) -> Any:
+    def argmin(self, axis: int | None = None, out: None = None, keepdims: bool = False) -> Any:
         """``numpy.argmin`` as a method (a recorded op, a new value)."""
-        return _impl("argmin", "argmin")(self, *args, **kwargs)
+        return _impl("argmin", "argmin")(self, axis=axis, out=out, keepdims=keepdims)
 
-    def argsort(self, *args: Any, **kwargs: Any) -> Any:
+    def argsort(self, axis: int = -1, kind: str | None = None, order: None = None) -> Any:
         """``numpy.argsort`` as a method (a recorded op, a new value)."""
-        return _impl("argsort", "argsort")(self, *args, **kwargs)
+        return _impl("argsort", "argsort")(self, axis=axis, kind=kind, order=order)
 
-    def astype(self, *args: Any, **kwargs: Any) -> Any:
+    def astype(self, dtype: Any) -> Any:
         """A converted value (a recorded op allocating the result; ``self`` borrowed)."""
-        return _impl("astype", "astype")(self, *args, **kwargs)
+        return _impl("astype", "astype")(self, dtype)
 
-    def clip(self, *args: Any, **kwargs: Any) -> Any:
-        """``numpy.clip`` as a method (a recorded op, a new value)."""
-        return _impl("clip", "clip")(self, *args, **kwargs)
+    def clip(self, lo: Any = None, hi: Any = None, out: None = None) -> Any:
+        """``tenferro_ad.clip`` as a method (numpy's ``clip``; a recorded op, a new value)."""
+        return _impl("clip", "clip")(self, lo, hi, out=out)
 
     def conj(self) -> Any:
         """The complex conjugate (a recorded op, a new value)."""
@@ -304,41 +325,43 @@ class NumpySurface:
         """The complex conjugate (a recorded op, a new value)."""
         return _impl("conjugate", "conjugate")(self)
 
-    def diagonal(self, *args: Any, **kwargs: Any) -> Any:
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
         """``numpy.diagonal`` as a method (a recorded op, a new value)."""
-        return _impl("diagonal", "diagonal")(self, *args, **kwargs)
+        return _impl("diagonal", "diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
 
-    def dot(self, *args: Any, **kwargs: Any) -> Any:
+    def dot(self, b: Any, out: None = None) -> Any:
         """``numpy.dot`` as a method (a recorded op, a new value)."""
-        return _impl("dot", "dot")(self, *args, **kwargs)
+        return _impl("dot", "dot")(self, b, out=out)
 
-    def flatten(self, *args: Any, **kwargs: Any) -> Any:
+    def flatten(self, order: str = "C") -> Any:
         """A flat value (a recorded op, a new value)."""
-        return _impl("flatten", "flatten")(self, *args, **kwargs)
+        return _impl("flatten", "flatten")(self, order=order)
 
-    def ravel(self, *args: Any, **kwargs: Any) -> Any:
+    def ravel(self, order: str = "C") -> Any:
         """A flat value (a recorded op, a new value)."""
-        return _impl("ravel", "ravel")(self, *args, **kwargs)
+        return _impl("ravel", "ravel")(self, order=order)
 
-    def repeat(self, *args: Any, **kwargs: Any) -> Any:
+    def repeat(self, repeats: Any, axis: int | None = None) -> Any:
         """``numpy.repeat`` as a method (a recorded op, a new value)."""
-        return _impl("repeat", "repeat")(self, *args, **kwargs)
+        return _impl("repeat", "repeat")(self, repeats, axis=axis)
 
-    def round(self, *args: Any, **kwargs: Any) -> Any:
+    def round(self, decimals: int = 0, out: None = None) -> Any:
         """``numpy.round`` as a method (a recorded op, a new value)."""
-        return _impl("round", "round")(self, *args, **kwargs)
+        return _impl("round", "round")(self, decimals=decimals, out=out)
 
-    def squeeze(self, *args: Any, **kwargs: Any) -> Any:
+    def squeeze(self, axis: Axis = None) -> Any:
         """``numpy.squeeze`` as a method (a recorded op, a new value)."""
-        return _impl("squeeze", "squeeze")(self, *args, **kwargs)
+        return _impl("squeeze", "squeeze")(self, axis=axis)
 
-    def swapaxes(self, *args: Any, **kwargs: Any) -> Any:
-        """``numpy.swapaxes`` as a method (a recorded op, a new value)."""
-        return _impl("swapaxes", "swapaxes")(self, *args, **kwargs)
+    def swapaxes(self, a: int, b: int) -> Any:
+        """``tenferro_ad.swapaxes`` as a method (a recorded op, a new value)."""
+        return _impl("swapaxes", "swapaxes")(self, a, b)
 
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: None = None) -> Any:
         """``numpy.trace`` as a method (a recorded op, a new value)."""
-        return _impl("trace", "trace")(self, *args, **kwargs)
+        return _impl("trace", "trace")(self, offset=offset, axis1=axis1, axis2=axis2,
+                                       dtype=dtype, out=out)
 
     @property
     def real(self) -> Any:

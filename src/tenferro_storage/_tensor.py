@@ -32,7 +32,7 @@ from ._dtypes import resolve as resolve_dtype_for
 from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
-from ._numpy_surface import NUMPY_METHODS, NUMPY_PROPERTIES, values_text
+from ._numpy_surface import NUMPY_METHODS, NUMPY_PROPERTIES, _identity, scalar, values_text
 from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
@@ -242,12 +242,6 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         self._d("span")
         return self._storage.span
 
-    def __len__(self) -> int:
-        shape = self._d("len").shape
-        if not shape:
-            raise RankError("len", "len() of a rank-0 view (it has no first axis)")
-        return shape[0]
-
     # -- derivations -----------------------------------------------------------------
     def as_view(self) -> TensorView[DT, R]:
         """Another shared view of the same values (O(1), no allocation)."""
@@ -314,12 +308,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     def item(self) -> Any:
         """The single element as a Python scalar (a host read; no ledger event)."""
-        d = self._d("item")
-        if d.size != 1:
-            raise LayoutError(
-                "item", f"the view has {d.size} elements, not 1", shape=d.shape
-            )
-        return d.readonly().item()
+        return scalar(self._d("item").readonly(), "item", _identity)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Consume this view into prepared host read access. O(1) in element count.
@@ -557,8 +546,10 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
     def __repr__(self) -> str:
         if self._lender is None:
             return f"TensorViewMut(<{self._ended}>)"
-        d = self._desc
-        return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
+        if self._shared or self._exclusive is not None:  # reborrowed: not readable now
+            d = self._desc
+            return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
+        return _repr("TensorViewMut", self._desc, self._storage.span)
 
 
 class Tensor(OperatorMixin, Lender, Generic[DT, R]):
@@ -723,9 +714,6 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         nbytes = TensorView.nbytes
         layout = TensorView.layout
         span = TensorView.span
-
-    def __len__(self) -> int:
-        return len(self.as_view())
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)

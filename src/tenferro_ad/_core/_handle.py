@@ -170,7 +170,7 @@ class EagerTensor:
     def __len__(self) -> int:
         s = self._r("len").a.shape
         if not s:
-            raise ArgumentTypeError("EagerTensor.__len__: len() of a rank-0 value")
+            raise ts.errors.RankError("len", "len() of a rank-0 value (it has no first axis)")
         return int(s[0])
 
     # -- cloning ---------------------------------------------------------------------------
