@@ -17,7 +17,7 @@ from ._access import (
     PreparedStridedWrite,
 )
 from ._borrow_arrays import borrow_arrays
-from ._creation import allocate_storage, arange, from_numpy, full, ones, zeros
+from ._creation import allocate_storage, arange, from_dlpack, from_numpy, full, ones, zeros
 from ._descriptor import CheckedDescriptor
 from ._dtypes import (
     DType,
@@ -101,6 +101,7 @@ __all__ = [
     "errors",
     "float32",
     "float64",
+    "from_dlpack",
     "from_numpy",
     "full",
     "host_provider",

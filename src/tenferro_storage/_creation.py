@@ -182,14 +182,48 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     )
     if dtype is not None and src.dtype.kind not in "biufc":
         raise DTypeError(f"from_numpy: cannot convert numpy dtype {src.dtype} to {dt.name}")
-    src = checked_cast("from_numpy: argument 'array'", src, dt.numpy)
-    LEDGER.check_copy_allowed("from_numpy")
+    return _transfer(checked_cast("from_numpy: argument 'array'", src, dt.numpy), dt,
+                     "from_numpy")
+
+
+def _transfer(src: np.ndarray[Any, Any], dt: Any, operation: str) -> Tensor[Any, DynRank]:
+    """``src`` copied into a new owner: one ``TRANSFER`` copy, one ``TRANSFER_DESTINATION``
+    allocation (nothing when copies are forbidden: ``CopyForbiddenError`` first). O(size)."""
+    LEDGER.check_copy_allowed(operation)
     arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
     t: Tensor[Any, DynRank] = Tensor._adopt(
-        arr, dt, AllocationReason.TRANSFER_DESTINATION, "from_numpy"
+        arr, dt, AllocationReason.TRANSFER_DESTINATION, operation
     )
-    LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, "from_numpy")
+    LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, operation)
     return t
+
+
+def from_dlpack(x: Any) -> Tensor[Any, DynRank]:
+    """Import any DLPack producer (a torch tensor, a JAX array, a numpy array, another
+    tenferro value) into a new owner: **one recorded** ``TRANSFER`` copy and one
+    ``TRANSFER_DESTINATION`` allocation, read straight from the producer's memory (numpy's
+    zero-copy ``np.from_dlpack``, released right after).
+
+    Why a copy and not adoption: the producer keeps its tensor, so its memory stays
+    reachable (and, for torch, writable) from outside; an owner here must be the only way
+    to its bytes.  A producer on another device than the CPU, or of a dtype tenferro does
+    not store, raises ``DTypeError`` naming ``from_dlpack``; nothing is allocated then.
+    O(size).
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise DTypeError(
+            f"from_dlpack: argument 'x' is a {type(x).__name__}, which does not implement "
+            "the DLPack protocol (__dlpack__); use from_numpy for arrays and lists"
+        )
+    try:
+        src = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise DTypeError(f"from_dlpack: argument 'x' cannot be read on the host: {e}") from None
+    dt = from_numpy_dtype(src.dtype, "from_dlpack: argument 'x'")
+    try:
+        return _transfer(src, dt, "from_dlpack")
+    finally:
+        del src  # the producer's capsule (and a tenferro export's borrow) ends here
 
 
 def allocate_storage(

@@ -27,6 +27,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
+from ._linear import name_borrow
 from .errors import LayoutError, OwnershipError, RankError
 
 __all__ = [
@@ -191,6 +192,63 @@ def _array(x: Any, operation: str) -> np.ndarray[Any, Any]:
     return x._d(operation).readonly()  # type: ignore[no-any-return]
 
 
+_CPU: Final = (1, 0)  # (kDLCPU, device 0)
+
+
+class _Export:
+    """What a DLPack consumer holds: a shared borrow of the exported value, ended when the
+    consumer lets go of the memory (the capsule's array, whose ``base`` this is, dies).
+    Exposes the borrowed bytes through ``__array_interface__``."""
+
+    __slots__ = ("__array_interface__", "_view")
+
+    def __init__(self, view: Any, a: np.ndarray[Any, Any], flag_read_only: bool) -> None:
+        self._view = view
+        self.__array_interface__ = {
+            "version": 3, "shape": a.shape, "typestr": a.dtype.str, "strides": a.strides,
+            "data": (a.ctypes.data, flag_read_only),
+        }
+
+    def __del__(self) -> None:
+        v, self._view = self._view, None
+        if v is not None:
+            v.release()
+
+
+def _host_array(view: Any, operation: str) -> np.ndarray[Any, Any]:
+    d = view._d(operation)
+    if type(d.buffer) is not np.ndarray:
+        raise BufferError(
+            f"{operation}: the value is device-resident; DLPack export reads host memory "
+            "(synchronize it to the host first)"
+        )
+    return d.readonly()  # type: ignore[no-any-return]
+
+
+def dlpack_export(
+    x: Any, stream: Any, max_version: tuple[int, int] | None, dl_device: Any, copy: bool | None
+) -> Any:
+    """``x.__dlpack__(...)``: see :meth:`NumpySurface.__dlpack__`."""
+    if dl_device is not None and tuple(dl_device) != _CPU:
+        raise BufferError(f"__dlpack__: argument 'dl_device' {dl_device!r}: only the CPU (1, 0)")
+    if stream is not None and stream != -1:
+        raise BufferError(f"__dlpack__: argument 'stream' {stream!r}: CPU memory has no stream")
+    if copy:  # the consumer asked for its own copy: a recorded TRANSFER, nothing borrowed
+        return x.to_numpy().__dlpack__(max_version=max_version)
+    view = x.as_view()  # the shared borrow the consumer holds (writes through x refused)
+    name_borrow(view, "a DLPack consumer (until it drops the exported array)")
+    try:
+        a = _host_array(view, "__dlpack__")
+        # DLPack >= 1.0 carries a read-only flag; an older consumer (JAX 0.10 asks for one)
+        # cannot be told, and gets the bytes unflagged (JAX never writes its arrays)
+        versioned = max_version is not None and tuple(max_version) >= (1, 0)
+        shared = np.asarray(_Export(view, a, versioned))
+    except BaseException:
+        view.release()
+        raise
+    return shared.__dlpack__(max_version=max_version)
+
+
 class NumpySurface:
     """numpy's protocols, scalar conversions, formatting and ndarray-style methods for
     owners and views (mixed into :class:`~tenferro_storage.Tensor`, ``TensorView`` and
@@ -212,6 +270,31 @@ class NumpySurface:
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
         refuse_array(self)
+
+    # -- DLPack (export; import is tenferro_storage.from_dlpack) ----------------------------
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """Export the value to a DLPack consumer (``torch.from_dlpack(x)``,
+        ``jax.numpy.from_dlpack(x)``, ``np.from_dlpack(x)``) **without a copy**: the
+        capsule carries a shared borrow of ``x`` that lasts as long as the consumer holds
+        the memory, so meanwhile a write through the owner (``as_view_mut``, ``fill``,
+        consuming it) raises ``BorrowError``; once the consumer's array dies the owner is
+        writable again.  Read-only: a DLPack >= 1.0 consumer gets the read-only flag (an
+        older one cannot be told; it must not write).  ``copy=True`` hands over a recorded
+        ``TRANSFER`` copy instead.  CPU memory only (``BufferError`` otherwise).  O(1)."""
+        return dlpack_export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(1, 0)``: DLPack's CPU device (``BufferError`` for a device-resident value).
+        O(1)."""
+        _host_array(self, "__dlpack_device__")
+        return _CPU
 
     # -- host reads (no copy, no ledger event) ---------------------------------------------
     def __float__(self) -> float:

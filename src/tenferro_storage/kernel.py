@@ -18,6 +18,7 @@ from . import _descriptor as D
 from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
 from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._linear import name_borrow
 from ._numpy_surface import (
     NUMPY_KEYS,
     formatted,
@@ -139,16 +140,6 @@ def derive_view(
     if holder is not None:
         name_borrow(out, holder)
     return out
-
-
-def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
-    """Name the party that holds ``view``'s shared borrow (shown by ``BorrowError``
-    when someone asks for a conflicting borrow while it lives). O(1)."""
-    lender = view._lender
-    if lender is not None:
-        lender._who = holder
-        lender._name_holder(holder)
-        view._holder = holder  # ended with the view (Borrow.release)
 
 
 def borrow_named(

@@ -95,6 +95,7 @@ PUBLIC_SURFACE = (
     "errors",
     "float32",
     "float64",
+    "from_dlpack",
     "from_numpy",
     "full",
     "host_provider",

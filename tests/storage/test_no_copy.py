@@ -51,6 +51,7 @@ HOLD_NOTHING: dict[str, str] = {
     "_operators.OperatorMixin": "a stateless mixin (no slots)",
     "_provider.HostProvider": "the process-wide provider singleton",
     "_provider.ProviderCounters": "counters",
+    "_rank.AnyRank": "a type marker (the base of the rank markers)",
     "_rank.DynRank": "a type marker",
     "_rank.Rank0": "a type marker",
     "_rank.Rank1": "a type marker",

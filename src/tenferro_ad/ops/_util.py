@@ -40,6 +40,8 @@ def dtype_of(x: Any) -> np.dtype[Any]:
     if d is not None and hasattr(d, "numpy"):
         nd: np.dtype[Any] = np.dtype(d.numpy)
         return nd
+    if isinstance(d, np.dtype):  # a numpy or JAX array
+        return d
     return np.result_type(x)
 
 
@@ -165,8 +167,8 @@ def _checked_value(
         raise ArgumentTypeError(
             f"{op}: {label} has dtype {dt}, which is not numeric"
         )
-    if imported and type(x) is np.ndarray:
-        _stored(op, label, dt)
+    if imported and (type(x) is np.ndarray or hasattr(type(x), "__dlpack__")):
+        _stored(op, label, dt)  # (owners and views are DLPack producers: stored already)
     return shape, dt
 
 
