@@ -372,10 +372,10 @@ def install() -> dict[str, Callable[..., Any]]:
     methods = _methods()
     for k, v in methods.items():
         setattr(EagerTensor, k, v)
-    shared: dict[str, Callable[..., Any]] = {
-        k: (v.fget if isinstance(v, property) else v)
-        for k, v in methods.items() if k in ts.kernel.NUMPY_KEYS
-    }
+    shared: dict[str, Callable[..., Any]] = {}
+    for k, v in methods.items():
+        if k in ts.kernel.NUMPY_KEYS:
+            shared[k] = v.fget if isinstance(v, property) and v.fget is not None else v
     shared["array_ufunc"] = _array_ufunc
     shared["array_function"] = _array_function
     shared["astype"] = ew.astype
