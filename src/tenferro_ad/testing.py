@@ -21,7 +21,6 @@ import numpy as np
 
 import tenferro_storage as ts
 
-
 from ._core._handle import EagerTensor
 from .tree_util import tree_flatten, tree_unflatten
 

@@ -17,7 +17,22 @@ from ._access import (
     PreparedStridedWrite,
 )
 from ._borrow_arrays import borrow_arrays
-from ._creation import allocate_storage, arange, from_dlpack, from_numpy, full, ones, zeros
+from ._creation import (
+    allocate_storage,
+    arange,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+
+__version__ = "0.1.0"
 from ._descriptor import CheckedDescriptor
 from ._dtypes import (
     DType,
@@ -99,21 +114,26 @@ __all__ = [
     "complex128",
     "dtype",
     "errors",
+    "eye",
     "float32",
     "float64",
     "from_dlpack",
     "from_numpy",
     "full",
+    "full_like",
     "host_provider",
     "int32",
     "int64",
     "kernel",
     "ledger",
+    "linspace",
     "ones",
+    "ones_like",
     "providers",
     "random",
     "runtime",
     "view_as_complex",
     "view_as_real",
     "zeros",
+    "zeros_like",
 ]

@@ -244,3 +244,51 @@ def allocate_storage(
         raise AllocationFailedError(
             f"allocate_storage: argument 'nbytes': the host cannot provide {nbytes} bytes ({e})"
         ) from None
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: object = "float64") -> Tensor[Any, Rank2]:
+    """A new ``n x m`` owner with ones on diagonal ``k`` (``numpy.eye``). One
+    ``OPERATION_OUTPUT`` allocation. O(n*m).  ``tenferro_ad.eye`` is the same as a value."""
+    dt = resolve_dtype_for(dtype, "eye")
+    rows, cols = _shape("eye", (n, n if m is None else m), dt)
+    if not isinstance(k, int | np.integer) or isinstance(k, bool):
+        raise LayoutError("eye", f"argument 'k' must be an int, got {shown(k)}")
+    return Tensor._adopt(np.eye(rows, cols, int(k), dtype=dt.numpy), dt, _OUT, "eye")  # type: ignore[no-any-return]
+
+
+def linspace(
+    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: object = "float64"
+) -> Tensor[Any, Rank1]:
+    """``num`` evenly spaced numbers from ``start`` to ``stop`` (``numpy.linspace``) in a new
+    owner. One ``OPERATION_OUTPUT`` allocation. O(num).  (``tenferro_ad.linspace`` is the
+    differentiable one, for ``start``/``stop`` that are values.)"""
+    dt = resolve_dtype_for(dtype, "linspace")
+    (count,) = _shape("linspace", (num,), dt)
+    for name, v in (("start", start), ("stop", stop)):
+        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
+            raise DTypeError(f"linspace: argument {name!r} must be a real number, got {shown(v)}")
+    # numpy's linspace returns a view of its own temporary: own the data (a kernel temporary,
+    # never a user's memory, so no copy event)
+    arr = np.require(np.linspace(start, stop, count, endpoint=bool(endpoint), dtype=dt.numpy),
+                     requirements=["O", "C"])
+    return Tensor._adopt(arr, dt, _OUT, "linspace")  # type: ignore[no-any-return]
+
+
+def full_like(x: Any, fill_value: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """A new owner of ``x``'s shape (and dtype, unless ``dtype``) filled with ``fill_value``;
+    ``x`` is any value with ``shape`` and ``dtype`` (owner, view, handle, array; only its
+    metadata is read). One ``OPERATION_OUTPUT`` allocation. O(size)."""
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        raise LayoutError("full_like", f"argument 'x' has no shape: {shown(x)}")
+    return full(tuple(shape), fill_value, x.dtype if dtype is None else dtype)
+
+
+def zeros_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """``full_like(x, 0)``: one ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return full_like(x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """``full_like(x, 1)``: one ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return full_like(x, 1, dtype)

@@ -15,7 +15,7 @@ Strides and offsets are counted in elements everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -51,7 +51,6 @@ from .errors import (
     DTypeError,
     LayoutError,
     OwnershipError,
-    RankError,
     ReinterpretError,
     shown,
 )

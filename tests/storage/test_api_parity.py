@@ -20,6 +20,7 @@ import pytest
 
 import tenferro_storage as ts
 from tenferro_storage import _tensor
+from tenferro_storage._numpy_surface import NumpySurface
 from tenferro_storage._tensor import (
     CONSUMING_API,
     DERIVING_API,
@@ -30,7 +31,6 @@ from tenferro_storage._tensor import (
     TensorView,
     TensorViewMut,
 )
-from tenferro_storage._numpy_surface import NumpySurface
 from tenferro_storage.errors import BorrowError
 
 TRIAD = (Tensor, TensorView, TensorViewMut)
@@ -93,23 +93,28 @@ PUBLIC_SURFACE = (
     "complex128",
     "dtype",
     "errors",
+    "eye",
     "float32",
     "float64",
     "from_dlpack",
     "from_numpy",
     "full",
+    "full_like",
     "host_provider",
     "int32",
     "int64",
     "kernel",
     "ledger",
+    "linspace",
     "ones",
+    "ones_like",
     "providers",
     "random",
     "runtime",
     "view_as_complex",
     "view_as_real",
     "zeros",
+    "zeros_like",
 )
 
 

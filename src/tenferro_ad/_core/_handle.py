@@ -308,7 +308,8 @@ class EagerTensor:
             return "EagerTensor(<consumed by into_value>)"
         a = rec.a
         kind = "tracked" if self._id >= 0 else "constant"
-        return f"EagerTensor({a.dtype.name}, shape={tuple(a.shape)}, values={values_text(a)}, {kind})"
+        values = values_text(a)
+        return f"EagerTensor({a.dtype.name}, shape={tuple(a.shape)}, values={values}, {kind})"
 
     # -- operators (installed by tenferro_ad.ops) --------------------------------------------
     def __add__(self, other: Any) -> EagerTensor:
