@@ -17,6 +17,8 @@ The tape retains exactly what the rules' residual declarations name
 # creation in one place: the storage kernel's (owners) beside the ops' (values)
 from tenferro_storage import (
     __version__ as __version__,
+)
+from tenferro_storage import (
     arange,
     from_dlpack,
     from_numpy,
