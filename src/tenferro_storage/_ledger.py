@@ -14,14 +14,43 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, TypeVar
 
 import attrs
 
 from .errors import CopyForbiddenError
 
+R = TypeVar("R", bound=enum.Enum)
 
-class AllocationReason(enum.Enum):
+
+class Counts(Counter[R]):
+    """A :class:`collections.Counter` of reasons that prints as a plain table (``print(rec
+    .copies)``) and reprs with the reasons' names (``Counts({transfer: 2})``); compares,
+    adds and indexes like any ``Counter``. O(reasons) to print."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "(none)"
+        width = max(len(str(k)) for k in self)
+        rows = [f"{str(k):<{width}}  {v:>12,}" for k, v in self.most_common()]
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        return "Counts({" + ", ".join(f"{k}: {v}" for k, v in self.most_common()) + "})"
+
+
+class _Reason(enum.Enum):
+    """A reason prints by one name everywhere: its value (``operation_output``), in
+    ``str``, f-strings, tables and plots."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class AllocationReason(_Reason):
     """Why a physical allocation was made."""
 
     OPERATION_OUTPUT = "operation_output"
@@ -30,7 +59,7 @@ class AllocationReason(enum.Enum):
     TRANSFER_DESTINATION = "transfer_destination"
 
 
-class CopyReason(enum.Enum):
+class CopyReason(_Reason):
     """Why bytes were copied unchanged.
 
     * ``EXPLICIT_DUPLICATE``: ``duplicate()`` (the user asked for a second owner);
@@ -103,28 +132,28 @@ class LedgerRecord:
         return [LedgerEvent(*e) for e in self._events]
 
     @property
-    def allocations(self) -> Counter[AllocationReason]:
-        """Allocation events by reason (a multiset)."""
-        return Counter(e[2] for e in self._events if e[1] is _ALLOC)  # type: ignore[misc]
+    def allocations(self) -> Counts[AllocationReason]:
+        """Allocation events by reason (a multiset; prints as a table)."""
+        return Counts(e[2] for e in self._events if e[1] is _ALLOC)  # type: ignore[misc]
 
     @property
-    def allocation_bytes(self) -> Counter[AllocationReason]:
-        """Allocated bytes by reason."""
-        c: Counter[AllocationReason] = Counter()
+    def allocation_bytes(self) -> Counts[AllocationReason]:
+        """Allocated bytes by reason (prints as a table)."""
+        c: Counts[AllocationReason] = Counts()
         for e in self._events:
             if e[1] is _ALLOC:
                 c[e[2]] += e[3]  # type: ignore[index]
         return c
 
     @property
-    def copies(self) -> Counter[CopyReason]:
-        """Copy events by reason (a multiset)."""
-        return Counter(e[2] for e in self._events if e[1] is _COPY)  # type: ignore[misc]
+    def copies(self) -> Counts[CopyReason]:
+        """Copy events by reason (a multiset; prints as a table)."""
+        return Counts(e[2] for e in self._events if e[1] is _COPY)  # type: ignore[misc]
 
     @property
-    def copy_bytes(self) -> Counter[CopyReason]:
-        """Copied bytes by reason."""
-        c: Counter[CopyReason] = Counter()
+    def copy_bytes(self) -> Counts[CopyReason]:
+        """Copied bytes by reason (prints as a table)."""
+        c: Counts[CopyReason] = Counts()
         for e in self._events:
             if e[1] is _COPY:
                 c[e[2]] += e[3]  # type: ignore[index]
@@ -293,7 +322,7 @@ def capture() -> Iterator[LedgerRecord]:
     >>> with capture() as rec:            # doctest: +SKIP
     ...     t = zeros((3,))
     >>> rec.allocations                   # doctest: +SKIP
-    Counter({<AllocationReason.OPERATION_OUTPUT: ...>: 1})
+    Counts({operation_output: 1})
 
     Captures nest; each sees every event its own thread makes while it is active (and
     the releases of its own allocations, wherever they happen), so captures in several

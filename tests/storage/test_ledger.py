@@ -220,3 +220,29 @@ def test_forbid_copies_nests() -> None:
         with pytest.raises(CopyForbiddenError):
             t.duplicate()
     t.duplicate()
+
+
+def test_reasons_print_by_one_name_everywhere() -> None:
+    """str, f-strings and the Counts repr all spell a reason by its value."""
+    for reason in (*ts.AllocationReason, *ts.CopyReason):
+        assert str(reason) == f"{reason}" == reason.value
+        assert f"{reason:>30}" == f"{reason.value:>30}"
+
+
+def test_counters_print_as_plain_tables() -> None:
+    """``print(rec.allocations)`` is a table of name and count, most common first; the
+    counters still compare like any Counter."""
+    with ledger.capture() as rec:
+        ts.zeros(3)
+        ts.from_numpy(np.ones(2))
+        ts.from_numpy(np.ones(2))
+    assert str(rec.allocations).splitlines() == [
+        "transfer_destination             2",
+        "operation_output                 1",
+    ]
+    assert repr(rec.copies) == "Counts({transfer: 2})"
+    assert str(rec.allocation_bytes).splitlines()[1].split() == ["operation_output", "24"]
+    assert rec.copies == {ts.CopyReason.TRANSFER: 2}
+    with ledger.capture() as empty:
+        pass
+    assert str(empty.copies) == "(none)" and empty.copies == {}
