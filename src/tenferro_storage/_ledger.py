@@ -32,7 +32,7 @@ class Counts(Counter[R]):
         if not self:
             return "(none)"
         width = max(len(str(k)) for k in self)
-        rows = [f"{str(k):<{width}}  {v:>12,}" for k, v in self.most_common()]
+        rows = [f"{k!s:<{width}}  {v:>12,}" for k, v in self.most_common()]
         return "\n".join(rows)
 
     def __repr__(self) -> str:
