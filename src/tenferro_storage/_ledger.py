@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -99,6 +101,9 @@ class LedgerEvent:
     nbytes: int
     allocation: int | None
     operation: str
+    source: str | None = None
+    """``file:line`` of the user's call that caused an allocation, when the capture was
+    opened with ``capture(source_lines=True)`` (``None`` otherwise and for other events)."""
 
 
 _ALLOC: Final = EventKind.ALLOCATE
@@ -116,10 +121,14 @@ class LedgerRecord:
     except appending raw events.
     """
 
-    __slots__ = ("_allocated_ids", "_events", "_live", "_peak", "_thread", "active")
+    __slots__ = (
+        "_allocated_ids", "_events", "_live", "_peak", "_sources", "_thread", "active",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, source_lines: bool = False) -> None:
         self._thread = _thread_key()  # a capture sees only its own thread's events
+        # allocation id -> the user's file:line (only when asked for: off costs nothing)
+        self._sources: dict[int, str] | None = {} if source_lines else None
         self._events: list[_RawEvent] = []
         self._allocated_ids: set[int] = set()
         self._live = 0
@@ -128,8 +137,29 @@ class LedgerRecord:
 
     @property
     def events(self) -> list[LedgerEvent]:
-        """Every event in order, as :class:`LedgerEvent` objects."""
-        return [LedgerEvent(*e) for e in self._events]
+        """Every event in order, as :class:`LedgerEvent` objects (allocations carry their
+        ``source`` when the capture records source lines)."""
+        src = self._sources
+        if src is None:
+            return [LedgerEvent(*e) for e in self._events]
+        return [LedgerEvent(*e, source=src.get(e[4]) if e[1] is _ALLOC else None)  # type: ignore[arg-type]
+                for e in self._events]
+
+    @property
+    def allocation_bytes_by_source(self) -> Counts[Any]:
+        """Allocated bytes by the user's ``file:line`` that caused them (prints as a table;
+        needs ``capture(source_lines=True)``, else ``ValueError``). O(events)."""
+        src = self._sources
+        if src is None:
+            raise ValueError(
+                "allocation_bytes_by_source: this capture does not record source lines; "
+                "open it with ledger.capture(source_lines=True)"
+            )
+        c: Counts[Any] = Counts()
+        for e in self._events:
+            if e[1] is _ALLOC:
+                c[src.get(e[4] or 0, "?")] += e[3]
+        return c
 
     @property
     def allocations(self) -> Counts[AllocationReason]:
@@ -230,6 +260,23 @@ def attributed_to(tid: int) -> Iterator[None]:
         _ATTRIBUTION.tid = prev
 
 
+def _user_line() -> str:
+    """``file:line`` of the innermost frame outside the tenferro packages (the user's
+    call that caused the event). O(stack depth); only for captures that ask for it."""
+    f = sys._getframe(1)
+    while f is not None and str(f.f_globals.get("__name__", "")).startswith("tenferro_"):
+        f = f.f_back  # type: ignore[assignment]
+    if f is None:
+        return "?"
+    name = f.f_code.co_filename
+    try:
+        rel = os.path.relpath(name)
+        name = rel if not rel.startswith("..") else name
+    except ValueError:  # another drive (Windows)
+        pass
+    return f"{name}:{f.f_lineno}"
+
+
 class _Ledger:
     """Process-wide ledger state (one instance).
 
@@ -268,6 +315,8 @@ class _Ledger:
                     if rec._thread != tid:
                         continue
                     rec._events.append(event)
+                    if rec._sources is not None:  # asked for: find the user's line
+                        rec._sources[alloc_id] = _user_line()
                     rec._allocated_ids.add(alloc_id)
                     rec._live += nbytes
                     if rec._live > rec._peak:
@@ -316,8 +365,13 @@ LEDGER: Final = _Ledger()
 
 
 @contextmanager
-def capture() -> Iterator[LedgerRecord]:
+def capture(*, source_lines: bool = False) -> Iterator[LedgerRecord]:
     """Record every ledger event inside the ``with`` block.
+
+    ``source_lines=True`` makes every allocation event carry the ``file:line`` of the
+    user's call that caused it (``LedgerEvent.source``,
+    ``rec.allocation_bytes_by_source``): one stack walk per allocation inside this
+    capture only.  Off (the default) it costs nothing.
 
     >>> with capture() as rec:            # doctest: +SKIP
     ...     t = zeros((3,))
@@ -332,7 +386,7 @@ def capture() -> Iterator[LedgerRecord]:
     are released, even after the block).  Cost: one list append per event per
     active capture.
     """
-    rec = LedgerRecord()
+    rec = LedgerRecord(source_lines)
     with LEDGER.lock:
         LEDGER.captures.append(rec)
     try:

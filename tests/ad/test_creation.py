@@ -76,3 +76,23 @@ def test_both_packages_carry_the_project_version() -> None:
     root = Path(__file__).resolve().parents[2]
     version = tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
     assert ts.__version__ == ad.__version__ == version
+
+
+def test_a_numpy_constant_is_imported_per_call_and_hoisting_removes_it() -> None:
+    """What the guide says: passing a numpy array to a jitted or differentiated function
+    records one TRANSFER per call; importing it once with asarray records none per call."""
+    x_np = np.ones((4, 3))
+    w = ts.ones(3)
+    f = ad.jit(lambda w, x: ad.sum(x @ w))
+    g = ad.grad(lambda w, x: ad.sum(x @ w))
+    f(w, x_np)  # (the first call traces)
+    for call in (lambda: f(w, x_np), lambda: g(w, x_np)):
+        with ledger.capture() as rec:
+            call()
+        assert rec.copies == {CopyReason.TRANSFER: 1}
+    x = ad.asarray(x_np)
+    f(w, x)
+    for call in (lambda: f(w, x), lambda: g(w, x)):
+        with ledger.capture() as rec:
+            call()
+        assert rec.copies == {}

@@ -8,6 +8,8 @@ first copy by name and changes nothing.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import Counter
 
@@ -246,3 +248,25 @@ def test_counters_print_as_plain_tables() -> None:
     with ledger.capture() as empty:
         pass
     assert str(empty.copies) == "(none)" and empty.copies == {}
+
+
+def test_allocation_events_carry_the_users_source_line_when_asked() -> None:
+    """``capture(source_lines=True)``: each allocation names the file:line of the user's
+    call (not a line inside tenferro); other events and default captures carry none."""
+    import tenferro_ad as ad  # the op's frames are inside tenferro: skipped
+
+    w = ts.ones((2, 2))
+    with ledger.capture(source_lines=True) as rec:
+        line = sys._getframe().f_lineno + 1
+        h = ad.sin(w)
+        t = ts.zeros(3)
+    here = f"{os.path.relpath(__file__)}:"
+    allocs = [e for e in rec.events if e.kind is ledger.EventKind.ALLOCATE]
+    assert [e.source for e in allocs] == [f"{here}{line}", f"{here}{line + 1}"]
+    assert dict(rec.allocation_bytes_by_source) == {f"{here}{line}": 32, f"{here}{line + 1}": 24}
+    del h, t
+    with ledger.capture() as plain:
+        ts.zeros(1)
+    assert [e.source for e in plain.events] == [None, None][: len(plain.events)]
+    with pytest.raises(ValueError, match="source_lines=True"):
+        plain.allocation_bytes_by_source
