@@ -167,9 +167,14 @@ def _checked_value(
         raise ArgumentTypeError(
             f"{op}: {label} has dtype {dt}, which is not numeric"
         )
-    if imported and (type(x) is np.ndarray or hasattr(type(x), "__dlpack__")):
-        _stored(op, label, dt)  # (owners and views are DLPack producers: stored already)
+    if imported and (type(x) is np.ndarray or (
+        hasattr(type(x), "__dlpack__") and not isinstance(x, _STORED_VALUES)
+    )):
+        _stored(op, label, dt)  # an import: numpy or a DLPack producer (JAX, torch)
     return shape, dt
+
+
+_STORED_VALUES = (Tensor, TensorView, TensorViewMut)
 
 
 def _stored(op: str, label: str, dt: np.dtype[Any]) -> None:
