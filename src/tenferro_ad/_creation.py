@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage.errors import DTypeError, TenferroError
 
 from ._core._handle import EagerTensor
 
@@ -29,11 +30,20 @@ def asarray(x: Any, dtype: Any = None) -> Any:
     ``asarray`` of a constant out of a loop or a jitted function: passing the numpy array
     itself imports it again on every call.  O(1) for a tenferro value, O(size) otherwise.
     """
+    if dtype is not None:
+        try:
+            dtype = ts.dtype(dtype)
+        except TenferroError as e:
+            raise DTypeError(f"asarray: argument 'dtype': {str(e).partition(': ')[2]}") from None
     if isinstance(x, _VALUES):
-        if dtype is None or np.dtype(ts.dtype(dtype).numpy) == np.dtype(x.dtype.numpy):
+        if dtype is None or dtype == x.dtype:
             return x
         return x.astype(dtype)
-    if not isinstance(x, np.ndarray | np.generic) and hasattr(type(x), "__dlpack__"):
-        owner = ts.from_dlpack(x)
-        return owner if dtype is None else asarray(owner, dtype)
-    return ts.from_numpy(x, dtype)
+    try:
+        if not isinstance(x, np.ndarray | np.generic) and hasattr(type(x), "__dlpack__"):
+            owner = ts.from_dlpack(x)
+            return owner if dtype is None else asarray(owner, dtype)
+        return ts.from_numpy(x, dtype)
+    except DTypeError as e:  # named for this call: asarray's argument 'x'
+        rest = str(e).partition("argument '")[2].partition(" ")[2] or str(e)
+        raise type(e)(f"asarray: argument 'x': {rest}") from None

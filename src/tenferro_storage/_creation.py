@@ -246,13 +246,24 @@ def allocate_storage(
         ) from None
 
 
+def _count(operation: str, name: str, v: object) -> int:
+    """A non-negative int argument, or ``LayoutError`` naming it. O(1)."""
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 0:
+        raise LayoutError(
+            operation, f"argument {name!r} must be a non-negative int, got {shown(v)}"
+        )
+    return int(v)
+
+
 def eye(n: int, m: int | None = None, k: int = 0, dtype: object = "float64") -> Tensor[Any, Rank2]:
     """A new ``n x m`` owner with ones on diagonal ``k`` (``numpy.eye``). One
     ``OPERATION_OUTPUT`` allocation. O(n*m).  ``tenferro_ad.eye`` is the same as a value."""
     dt = resolve_dtype_for(dtype, "eye")
-    rows, cols = _shape("eye", (n, n if m is None else m), dt)
+    rows = _count("eye", "n", n)
+    cols = rows if m is None else _count("eye", "m", m)
     if not isinstance(k, int | np.integer) or isinstance(k, bool):
         raise LayoutError("eye", f"argument 'k' must be an int, got {shown(k)}")
+    _shape("eye", (rows, cols), dt)  # addressable
     return Tensor._adopt(np.eye(rows, cols, int(k), dtype=dt.numpy), dt, _OUT, "eye")  # type: ignore[no-any-return]
 
 
@@ -263,10 +274,13 @@ def linspace(
     owner. One ``OPERATION_OUTPUT`` allocation. O(num).  (``tenferro_ad.linspace`` is the
     differentiable one, for ``start``/``stop`` that are values.)"""
     dt = resolve_dtype_for(dtype, "linspace")
-    (count,) = _shape("linspace", (num,), dt)
+    count = _count("linspace", "num", num)
+    _shape("linspace", (count,), dt)  # addressable
     for name, v in (("start", start), ("stop", stop)):
-        if isinstance(v, bool) or not isinstance(v, int | float | np.integer | np.floating):
-            raise DTypeError(f"linspace: argument {name!r} must be a real number, got {shown(v)}")
+        real = isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+        if not real or not np.isfinite(v):
+            raise DTypeError(f"linspace: argument {name!r} must be a finite real number, got "
+                             f"{shown(v)}")
     # numpy's linspace returns a view of its own temporary: own the data (a kernel temporary,
     # never a user's memory, so no copy event)
     arr = np.require(np.linspace(start, stop, count, endpoint=bool(endpoint), dtype=dt.numpy),
@@ -278,17 +292,40 @@ def full_like(x: Any, fill_value: Any, dtype: object = None) -> Tensor[Any, DynR
     """A new owner of ``x``'s shape (and dtype, unless ``dtype``) filled with ``fill_value``;
     ``x`` is any value with ``shape`` and ``dtype`` (owner, view, handle, array; only its
     metadata is read). One ``OPERATION_OUTPUT`` allocation. O(size)."""
-    shape = getattr(x, "shape", None)
-    if shape is None:
-        raise LayoutError("full_like", f"argument 'x' has no shape: {shown(x)}")
-    return full(tuple(shape), fill_value, x.dtype if dtype is None else dtype)
+    return _like("full_like", x, fill_value, dtype)
+
+
+def _like(operation: str, x: Any, fill_value: Any, dtype: object) -> Tensor[Any, DynRank]:
+    shape = getattr(x, "shape", None) if not isinstance(x, type) else None
+    dt_x = getattr(x, "dtype", None) if not isinstance(x, type) else None
+    if not isinstance(shape, tuple) or dt_x is None:
+        raise LayoutError(
+            operation, f"argument 'x' must be a value with a shape and a dtype, got {shown(x)}"
+        )
+    dt = resolve_dtype_for(dt_x if dtype is None else dtype, operation)
+    shape_t = _shape(operation, shape, dt)
+    try:
+        fill = np.asarray(fill_value)
+    except Exception as e:
+        raise DTypeError(
+            f"{operation}: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
+        ) from None
+    if fill.ndim != 0 or fill.dtype.kind not in "biufc":
+        raise DTypeError(
+            f"{operation}: argument 'fill_value' must be a numeric scalar, got "
+            f"{shown(fill_value)}"
+        )
+    fill = checked_cast(f"{operation}: argument 'fill_value'", fill, dt.numpy)
+    return Tensor._adopt(np.full(shape_t, fill, dtype=dt.numpy), dt, _OUT, operation)  # type: ignore[no-any-return]
 
 
 def zeros_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
-    """``full_like(x, 0)``: one ``OPERATION_OUTPUT`` allocation. O(size)."""
-    return full_like(x, 0, dtype)
+    """A new owner of ``x``'s shape and dtype (or ``dtype``) filled with 0: one
+    ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return _like("zeros_like", x, 0, dtype)
 
 
 def ones_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
-    """``full_like(x, 1)``: one ``OPERATION_OUTPUT`` allocation. O(size)."""
-    return full_like(x, 1, dtype)
+    """A new owner of ``x``'s shape and dtype (or ``dtype``) filled with 1: one
+    ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return _like("ones_like", x, 1, dtype)

@@ -27,7 +27,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
-from ._linear import name_borrow
+from ._linear import NoCopy, name_borrow
 from .errors import LayoutError, OwnershipError, RankError
 
 __all__ = [
@@ -195,7 +195,7 @@ def _array(x: Any, operation: str) -> np.ndarray[Any, Any]:
 _CPU: Final = (1, 0)  # (kDLCPU, device 0)
 
 
-class _Export:
+class _Export(NoCopy):
     """What a DLPack consumer holds: a shared borrow of the exported value, ended when the
     consumer lets go of the memory (the capsule's array, whose ``base`` this is, dies).
     Exposes the borrowed bytes through ``__array_interface__``."""

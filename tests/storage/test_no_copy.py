@@ -48,6 +48,8 @@ HOLD_NOTHING: dict[str, str] = {
     "_ledger.LedgerRecord": "observations (event tuples)",
     "_ledger._ForbidDepth": "a per-thread counter inside the ledger (never handed out)",
     "_ledger._Ledger": "the process ledger (never handed out)",
+    "_ledger._Reason": "the enum base of the ledger reasons (values, not capabilities)",
+    "_ledger.Counts": "a Counter of reasons (an observation)",
     "_operators.OperatorMixin": "a stateless mixin (no slots)",
     "_provider.HostProvider": "the process-wide provider singleton",
     "_provider.ProviderCounters": "counters",
