@@ -18,6 +18,7 @@ import numpy as np
 from .._ledger import AllocationReason
 from .._tensor import Tensor, adopt_output
 from ..kernel import read_array
+from ._host_run import KernelOutputError, run_on_host
 
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
@@ -227,6 +228,7 @@ class CompiledGraph:
     _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
     _kept: frozenset[int] = attrs.field(init=False, repr=False, eq=False)
     _backing: dict[int, int] = attrs.field(init=False, repr=False, eq=False)
+    _host_run: Any = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _validate(self)
@@ -243,6 +245,7 @@ class CompiledGraph:
                 if src is not None:
                     backing[ins.outputs[0]] = src
         object.__setattr__(self, "_backing", backing)
+        object.__setattr__(self, "_host_run", None)  # generated on the first host run
 
     def backing_input(self, value: int) -> int | None:
         """The donated input slot whose buffer holds ``value`` (``None``: its own). O(1)."""
@@ -389,10 +392,6 @@ class ProgramBuilder:
         )
 
 
-class KernelOutputError(RuntimeError):
-    """A kernel returned the wrong number of results."""
-
-
 class DeviceOutputs(Protocol):
     """How a device engine owns and reaches program values in its own memory (see
     :func:`run_program`; ``providers._device.DeviceAdopter`` is the simulated device's)."""
@@ -430,8 +429,12 @@ def run_program(
     memory unless a device engine passes ``device``: then every result is owned in its
     device domain and stays device-resident.  Intermediates are dropped at their last
     use.  Any exception propagates after every intermediate made so far has been
-    released.  Cost: the kernels plus O(instructions) bookkeeping.
+    released.  Cost: the kernels plus O(instructions) bookkeeping; on the host without
+    donation the instructions run as one generated function (``_host_run``: the same
+    allocation events, no owner object for an intermediate).
     """
+    if device is None and not program.donated:
+        return run_on_host(program, arrays)
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
     for c in program.constants:
