@@ -6,10 +6,11 @@ function (built on first use, cached on the program) that does exactly what
 
 * the kernel call, its static parameters passed as keywords bound at generation time
   (no per-call ``dict(params)``, no argument list built per call);
-* its result adopted as an unclaimed host root (``adopt_output_deferred``: the same
+* its result adopted as an unclaimed host root (``adopt_fresh_root``: the same
   ``OPERATION_OUTPUT``/recompute allocation event and refusals as ``adopt_output``, without
-  an owner, claim or descriptor object for a value the program drops again) and flagged
-  read-only for the kernels that read it;
+  an owner, claim or descriptor object for a value the program drops again); later kernels
+  read the root's own array, as eager ops read their operands' (the input bindings stay
+  the read-only arrays the provider handed in);
 * at a value's last use its root is dropped (its one release event); a buffer that an
   ``into`` instruction reuses is kept until that instruction writes into it and takes it over;
 * the FRESH outputs are claimed at the end (``claim_deferred``: one owner each).
@@ -137,10 +138,12 @@ def host_runner(program: Any) -> Runner:
     return run
 
 
-def run_on_host(program: Any, arrays: Sequence[np.ndarray[Any, Any]]) -> dict[int, Tensor[Any, Any]]:
+def run_on_host(
+    program: Any, arrays: Sequence[np.ndarray[Any, Any]]
+) -> dict[int, Tensor[Any, Any]]:
     """Run ``program`` over read-only host ``arrays`` with its generated interpreter
     (built once); every value is dropped if a kernel raises. See :func:`host_runner`."""
-    run = program._host_run
+    run: Runner | None = program._host_run
     if run is None:
         run = host_runner(program)
         object.__setattr__(program, "_host_run", run)

@@ -56,7 +56,8 @@ class Value:
 class Instruction:
     """One kernel call: ``outputs = kernel(*values[inputs], **params)``.
 
-    ``kernel`` receives read-only numpy arrays and returns one fresh C-contiguous array
+    ``kernel`` receives numpy arrays it must not write (the input bindings read-only, the
+    program's own intermediates as they are on the host) and returns one fresh C-contiguous array
     (or numpy scalar) per output slot, as a tuple when ``len(outputs) != 1``.
     ``params`` are static keyword parameters (sorted ``(name, value)`` pairs).
     ``release_after`` lists the intermediate value slots whose last use is this
