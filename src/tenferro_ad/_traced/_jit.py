@@ -60,6 +60,7 @@ from ._retained import ProgramRetainedEntry, retained
 from ._trace import Tracer, aval_of, run_bound, trace_flat
 
 _SCALARS = (bool, int, float, complex)
+_borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 
 
@@ -253,12 +254,13 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
 
 def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
     views, imported = [], []
+    holder = f"jit({entry.program.name}): a running call"  # named borrows: no call-site walk
     try:
         for x, v in zip(leaves, entry.graph.invars, strict=True):
             if not isinstance(x, _STORAGE):
                 x = _imported(x, v.dtype)
                 imported.append(x)
-            views.append(x.as_view())
+            views.append(_borrow(x, holder))
         outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
         if not isinstance(outcome, rt.Completed):
             raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
