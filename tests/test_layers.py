@@ -30,7 +30,8 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ops", ("tenferro_ad.ops",)),
     ("api", (
         "tenferro_ad._functional", "tenferro_ad._forward", "tenferro_ad._transforms",
-        "tenferro_ad._custom", "tenferro_ad.linalg", "tenferro_ad.fft", "tenferro_ad.optim",
+        "tenferro_ad._custom", "tenferro_ad._custom_call", "tenferro_ad.linalg", "tenferro_ad.fft",
+        "tenferro_ad.optim",
         "tenferro_ad.traced", "tenferro_ad.tree_util", "tenferro_ad.extend",
         "tenferro_ad.scipy",
     )),
@@ -53,6 +54,7 @@ LINE_BUDGET = 600
 OVER_BUDGET: dict[str, str] = {
     "tenferro_ad.ops.manip": "numpy's array-manipulation family: ~40 small public ops, one file",
     "tenferro_ad.ops.dense_linalg": "one family: the dense decompositions and their rules",
+    "tenferro_ad.ops.scan": "cumulative ops, sorting and selection with their rules (split owed)",
     "tenferro_ad.ops._linalg_math": "the decompositions' derivative formulas, one per op",
     "tenferro_ad.ops.elementwise": "the core elementwise family and its fast rules",
     "tenferro_ad.ops._einsum_path": "einsum parsing and path search, with no AD in it",

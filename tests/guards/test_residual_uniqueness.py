@@ -61,9 +61,13 @@ CANDIDATES: tuple[np.ndarray[Any, Any], ...] = (SPD, SPD + 1.0, SPD * 0.5 + 0.05
 INPUTS: dict[str, Callable[[], list[Any]]] = {
     "where": lambda: [np.array([[True, False, True]] * 3), SPD, SPD * 0.5],
     "triangular_solve": lambda: [np.tril(SPD), SPD],
+    "take_along": lambda: [SPD, np.array([[2, 0, 1], [1, 2, 0], [0, 1, 2]])],
+    "put_along_add": lambda: [SPD, np.array([[2, 0, 1], [1, 2, 0], [0, 1, 2]])],
 }
 #: Static parameters by primitive name (what the public op would pass).
 PARAMS: dict[str, dict[str, Any]] = {
+    "take_along": {"axis": 0},
+    "put_along_add": {"axis": 0, "shape": (3, 3)},
     "max": {"axes": (0,), "keepdims": False},
     "min": {"axes": (0,), "keepdims": False},
     "prod": {"axes": (0,), "keepdims": False},

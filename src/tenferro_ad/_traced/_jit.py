@@ -15,9 +15,10 @@ How a call runs depends on what it is given:
   current tape — ``tenferro_ad.grad(jit(f))`` works;
 * **tracers**: ``f`` itself is called, so a jitted function inlines into a trace.
 
-Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
-gives up only one owned output without a copy, so a scoped call with several outputs
-returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+Results are fresh owners: every value the program computes is moved out of its bundle
+(scoped: ``ScopedExecutionBundle.into_owned_group``), never copied; only an input returned
+as is and a value returned twice become recorded ``EXPLICIT_DUPLICATE`` copies (a second
+owner needs its own allocation).
 On an engine with device memory (not host-visible) each result is downloaded to the host:
 one recorded ``TRANSFER`` copy per output (inputs are read where they are).
 
@@ -56,9 +57,10 @@ from ..errors import ArgumentTypeError, DonationError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
-from ._trace import Tracer, aval_of, run_bound, trace_flat
+from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 
 _SCALARS = (bool, int, float, complex)
+_borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 
 
@@ -125,37 +127,46 @@ class Jitted:
         """How many signatures have been traced and compiled. O(1)."""
         return len(self._cache)
 
-    def lower(self, *args: Any) -> Compiled:
-        """Trace and compile for ``args``' signature (cached) without running anything."""
+    def lower(self, *args: Any, **kwargs: Any) -> Compiled:
+        """Trace and compile for the arguments' signature (cached) without running anything."""
+        if kwargs:
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
-        return self._entry(leaves, tree)
+        return self._entry(leaves, tree, len(args) - 1 if kwargs else -1)
 
-    def retained(self, *args: Any) -> list[ProgramRetainedEntry]:
+    def retained(self, *args: Any, **kwargs: Any) -> list[ProgramRetainedEntry]:
         """What the compiled program for ``args``' signature keeps between its forward and
         backward halves, and why (``traced.retained``: the ``tape.retained()`` of a jitted
         gradient; each entry's ``slot`` is the execution's value slot).  Traces and
         compiles once per signature (cached); runs nothing. O(size of the graph)."""
-        entry = self.lower(*args)
+        entry = self.lower(*args, **kwargs)
         return retained(entry.graph, entry.program)
 
-    def _entry(self, leaves: Sequence[Any], tree: TreeDef) -> Compiled:
+    def _entry(self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1) -> Compiled:
+        """The cache entry of a signature; ``nargs >= 0``: the call had keyword arguments,
+        which travel as a trailing dict after its ``nargs`` positional arguments."""
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
-        key = (tree, tuple((s, d.str) for s, d in avals))
+        key = (tree, tuple((s, d.str) for s, d in avals), nargs)
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
-            graph = trace_flat(self.f, avals, tree)
+            fn = self.f if nargs < 0 else functools.partial(call_with_keywords, self.f, nargs)
+            graph = trace_flat(fn, avals, tree)
             program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
                                     scratch_bytes=self.scratch_bytes, reuse=self.reuse,
-                                    donate=_donated_leaves(tree, self.donate_argnums))
+                                    donate=_donated_leaves(tree, self.donate_argnums, nargs))
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        nargs = -1
+        if kwargs:  # keyword arguments are traced leaves too (as in JAX): a trailing dict
+            nargs = len(args)
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
-            return self.f(*args)
-        entry = self._entry(leaves, tree)
+            return self.f(*args[:nargs], **kwargs) if kwargs else self.f(*args)
+        entry = self._entry(leaves, tree, nargs)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
             if donated:
@@ -179,11 +190,14 @@ def _name(f: Any) -> str:
     return str(getattr(f, "__name__", "f"))
 
 
-def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...]) -> tuple[int, ...]:
-    """The leaf indices of the donated positional arguments. O(leaves)."""
+def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:
+    """The leaf indices of the donated positional arguments (the first ``nargs`` children
+    of ``tree`` when the call had keyword arguments, else all of them). O(leaves)."""
     if not argnums:
         return ()
     kids = tree.children()
+    if nargs >= 0:
+        kids = kids[:nargs]
     starts = [0]
     for k in kids:
         starts.append(starts[-1] + k.num_leaves)
@@ -304,32 +318,51 @@ def _failed_donation(
 
 def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
     views, imported = [], []
+    holder = f"jit({entry.program.name}): a running call"  # named borrows: no call-site walk
     try:
         for x, v in zip(leaves, entry.graph.invars, strict=True):
             if not isinstance(x, _STORAGE):
                 x = _imported(x, v.dtype)
                 imported.append(x)
-            views.append(x.as_view())
+            views.append(_borrow(x, holder))
         outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
         if not isinstance(outcome, rt.Completed):
             raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
                                   outcome.cause)
         bundle = outcome.bundle
         kinds = bundle.kinds
-        if len(kinds) == 1 and kinds[0] is rt.OutputKind.FRESH:
-            return [bundle.into_owned_output(0)]
-        outs = []
-        for i in range(len(kinds)):
-            view = bundle.output(i)
-            assert isinstance(view, ts.TensorView)
-            outs.append(view.duplicate())
-            view.release()
-        bundle.release()
-        return outs
+        group, refs = bundle.into_owned_group()
+        return _scoped_outputs(group, refs, kinds)
     finally:
         for view in views:
             view.release()
         imported.clear()
+
+
+def _scoped_outputs(
+    group: ts.AllocationGroup, refs: Sequence[Any], kinds: Sequence[rt.OutputKind]
+) -> list[Any]:
+    """Fresh owners of a scoped call's outputs: a fresh output is moved out of the bundle's
+    group (no copy); an input returned as is (a borrow of the caller's value) and the second
+    occurrence of a value are recorded ``EXPLICIT_DUPLICATE`` copies -- two owners of one
+    value need two allocations. O(outputs)."""
+    taken: dict[Any, ts.Tensor[Any, Any]] = {}
+    outs: list[Any] = []
+    try:
+        for ref, kind in zip(refs, kinds, strict=True):
+            if isinstance(ref, ts.TensorView):
+                outs.append(ref.duplicate())
+            elif kind is rt.OutputKind.REPEATED:
+                outs.append(taken[ref].duplicate())
+            else:
+                assert isinstance(ref, ts.DescriptorSlot)  # programs from graphs have no metadata
+                taken[ref] = t = group.try_extract(ref)
+                outs.append(t)
+    finally:
+        for ref in refs:
+            if isinstance(ref, ts.TensorView):
+                ref.release()
+    return outs
 
 
 def jit(
