@@ -51,7 +51,7 @@ from ._core._primitive import Primitive, Zero
 from ._core._retention import AdValueRecord
 from ._core._state import STATE, no_grad
 from ._core._tape import TapeNode
-from ._custom_call import CustomCall, call_custom
+from ._custom_call import CustomCall, call_custom, flat_cotangents
 from ._functional import constant, vjp
 from ._traced._trace import Tracer
 from .errors import ArgumentError, ArgumentTypeError
@@ -219,21 +219,9 @@ def _residuals(st: _NodeState, res: tuple[Any, ...], handles: bool) -> Any:
 
 
 def _flat_cotangents(cts: Any, st: _NodeState, name: str) -> list[Any]:
-    """A user rule's cotangents (one pytree per argument, in its structure; ``None`` for a
-    whole argument or at a leaf position: zeros) as one entry per argument leaf. O(leaves)."""
-    flat: list[Any] = []
-    for i, (ct, tree) in enumerate(zip(cts, st.arg_trees, strict=True)):
-        if ct is None:
-            flat.extend([None] * tree.num_leaves)
-            continue
-        try:
-            flat.extend(tree.flatten_up_to(ct))
-        except ValueError as e:
-            raise ArgumentTypeError(
-                f"{name}: the cotangent for argument {i} must have the argument's structure "
-                f"{tree}: {e}"
-            ) from None
-    return flat
+    """A user rule's cotangents as one entry per argument leaf (see
+    :func:`._custom_call.flat_cotangents`). O(leaves)."""
+    return flat_cotangents(cts, st.arg_trees, name)
 
 
 def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:

@@ -188,8 +188,16 @@ def _flat_cts(cts: Any, call: CustomCall, name: str) -> list[Any]:
             f"{name}: bwd must return a tuple with one cotangent per argument "
             f"({len(kids)}), got {type(cts).__name__}"
         )
+    return flat_cotangents(cts, kids, name)
+
+
+def flat_cotangents(cts: Any, trees: Any, name: str) -> list[Any]:
+    """A user rule's cotangents (one pytree per argument, in the argument's structure
+    ``trees[i]``; ``None`` for a whole argument or at a leaf position: zeros) as one entry
+    per argument leaf.  ``ArgumentTypeError`` names the argument whose structure differs.
+    O(leaves), no copy."""
     flat: list[Any] = []
-    for i, (ct, tree) in enumerate(zip(cts, kids, strict=True)):
+    for i, (ct, tree) in enumerate(zip(cts, trees, strict=True)):
         if ct is None:
             flat.extend([None] * tree.num_leaves)
             continue

@@ -104,20 +104,28 @@ def full(shape: tuple[int, ...], fill_value: Any, dtype: object = ...) -> Tensor
 def full(shape: Shape, fill_value: Any, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ``fill_value``. One ``OPERATION_OUTPUT`` allocation. O(size)."""
     dt = resolve_dtype_for(dtype, "full")
-    shape_t = _shape("full", shape, dt)
+    return _filled("full", _shape("full", shape, dt), fill_value, dt)
+
+
+def _filled(
+    operation: str, shape_t: tuple[int, ...], fill_value: Any, dt: Any
+) -> Tensor[Any, Any]:
+    """A new owner of ``shape_t`` filled with the numeric scalar ``fill_value`` (cast to
+    ``dt`` as numpy casts, refused when that loses the value); ``DTypeError`` names
+    ``operation`` and the argument. One ``OPERATION_OUTPUT`` allocation. O(size)."""
     try:
         fill = np.asarray(fill_value)
     except Exception as e:
         raise DTypeError(
-            f"full: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
+            f"{operation}: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
         ) from None
     if fill.ndim != 0 or fill.dtype.kind not in "biufc":
         raise DTypeError(
-            f"full: argument 'fill_value' must be a numeric scalar, got {shown(fill_value)}"
+            f"{operation}: argument 'fill_value' must be a numeric scalar, got "
+            f"{shown(fill_value)}"
         )
-    fill = checked_cast("full: argument 'fill_value'", fill, dt.numpy)
-    arr = np.full(shape_t, fill, dtype=dt.numpy)
-    return Tensor._adopt(arr, dt, _OUT, "full")  # type: ignore[no-any-return]
+    fill = checked_cast(f"{operation}: argument 'fill_value'", fill, dt.numpy)
+    return Tensor._adopt(np.full(shape_t, fill, dtype=dt.numpy), dt, _OUT, operation)  # type: ignore[no-any-return]
 
 
 def arange(
@@ -308,20 +316,7 @@ def _like(operation: str, x: Any, fill_value: Any, dtype: object) -> Tensor[Any,
             operation, f"argument 'x' must be a value with a shape and a dtype, got {shown(x)}"
         )
     dt = resolve_dtype_for(dt_x if dtype is None else dtype, operation)
-    shape_t = _shape(operation, shape, dt)
-    try:
-        fill = np.asarray(fill_value)
-    except Exception as e:
-        raise DTypeError(
-            f"{operation}: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
-        ) from None
-    if fill.ndim != 0 or fill.dtype.kind not in "biufc":
-        raise DTypeError(
-            f"{operation}: argument 'fill_value' must be a numeric scalar, got "
-            f"{shown(fill_value)}"
-        )
-    fill = checked_cast(f"{operation}: argument 'fill_value'", fill, dt.numpy)
-    return Tensor._adopt(np.full(shape_t, fill, dtype=dt.numpy), dt, _OUT, operation)  # type: ignore[no-any-return]
+    return _filled(operation, _shape(operation, shape, dt), fill_value, dt)
 
 
 def zeros_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:

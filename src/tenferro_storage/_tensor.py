@@ -338,7 +338,47 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         return _repr("TensorView", self._desc, self._storage.span)
 
 
-class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
+class _ViewMetadata:
+    """Read-only metadata for ``TensorViewMut`` and ``Tensor``: ``TensorView``'s own
+    property implementations, read through the object's ``_d`` borrow check (one
+    implementation, three homes: the G4 method-home rule). O(1) each."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # typed as the properties they are (a bare alias reads as a method)
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def strides(self) -> tuple[int, ...]: ...
+        @property
+        def offset(self) -> int: ...
+        @property
+        def dtype(self) -> DType: ...
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def nbytes(self) -> int: ...
+        @property
+        def layout(self) -> CheckedLayout: ...
+        @property
+        def span(self) -> str: ...
+
+    else:
+        shape = TensorView.shape
+        strides = TensorView.strides
+        offset = TensorView.offset
+        dtype = TensorView.dtype
+        ndim = TensorView.ndim
+        size = TensorView.size
+        nbytes = TensorView.nbytes
+        layout = TensorView.layout
+        span = TensorView.span
+
+
+class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]):
     """An exclusive borrow of a tensor: the only way to write its values.
 
     While it lives nothing else can read or write the owner.  It can itself lend:
@@ -429,39 +469,7 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
         self._borrow_shared("TensorViewMut.as_view", "TensorView")
         return TensorView._make(self, self._storage, d)  # type: ignore[no-any-return]
 
-    # Read-only metadata: TensorView's own implementations, read through this object's
-    # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
-    if TYPE_CHECKING:  # typed as the properties they are (a bare alias reads as a method)
-
-        @property
-        def shape(self) -> tuple[int, ...]: ...
-        @property
-        def strides(self) -> tuple[int, ...]: ...
-        @property
-        def offset(self) -> int: ...
-        @property
-        def dtype(self) -> DType: ...
-        @property
-        def ndim(self) -> int: ...
-        @property
-        def size(self) -> int: ...
-        @property
-        def nbytes(self) -> int: ...
-        @property
-        def layout(self) -> CheckedLayout: ...
-        @property
-        def span(self) -> str: ...
-
-    else:
-        shape = TensorView.shape
-        strides = TensorView.strides
-        offset = TensorView.offset
-        dtype = TensorView.dtype
-        ndim = TensorView.ndim
-        size = TensorView.size
-        nbytes = TensorView.nbytes
-        layout = TensorView.layout
-        span = TensorView.span
+    # Read-only metadata: TensorView's own implementations (``_ViewMetadata``).
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)
@@ -552,7 +560,7 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
         return _repr("TensorViewMut", self._desc, self._storage.span)
 
 
-class Tensor(OperatorMixin, Lender, Generic[DT, R]):
+class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
     """The unique owner of a tensor's allocation.  Move-only: no copy, no pickle.
 
     Create with :func:`zeros`, :func:`ones`, :func:`full`, :func:`arange`,
@@ -693,39 +701,7 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         )
 
     # -- read-only behaviour delegates to TensorView ----------------------------------
-    # Read-only metadata: TensorView's own implementations, read through this object's
-    # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
-    if TYPE_CHECKING:  # typed as the properties they are (a bare alias reads as a method)
-
-        @property
-        def shape(self) -> tuple[int, ...]: ...
-        @property
-        def strides(self) -> tuple[int, ...]: ...
-        @property
-        def offset(self) -> int: ...
-        @property
-        def dtype(self) -> DType: ...
-        @property
-        def ndim(self) -> int: ...
-        @property
-        def size(self) -> int: ...
-        @property
-        def nbytes(self) -> int: ...
-        @property
-        def layout(self) -> CheckedLayout: ...
-        @property
-        def span(self) -> str: ...
-
-    else:
-        shape = TensorView.shape
-        strides = TensorView.strides
-        offset = TensorView.offset
-        dtype = TensorView.dtype
-        ndim = TensorView.ndim
-        size = TensorView.size
-        nbytes = TensorView.nbytes
-        layout = TensorView.layout
-        span = TensorView.span
+    # Read-only metadata: TensorView's own implementations (``_ViewMetadata``).
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)

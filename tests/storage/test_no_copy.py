@@ -51,6 +51,7 @@ HOLD_NOTHING: dict[str, str] = {
     "_ledger._Reason": "the enum base of the ledger reasons (values, not capabilities)",
     "_ledger.Counts": "a Counter of reasons (an observation)",
     "_operators.OperatorMixin": "a stateless mixin (no slots)",
+    "_tensor._ViewMetadata": "a stateless mixin of read-only metadata properties (no slots)",
     "_provider.HostProvider": "the process-wide provider singleton",
     "_provider.ProviderCounters": "counters",
     "_rank.AnyRank": "a type marker (the base of the rank markers)",

@@ -375,7 +375,17 @@ def trace_flat(
     f: Callable[..., Any], avals: Sequence[tuple[tuple[int, ...], Any]], in_tree: TreeDef
 ) -> Graph:
     """Trace ``f`` on new inputs of the given types (structured by ``in_tree``)."""
-    b = Builder()
+    return _trace_into(Builder(), f, avals, in_tree)
+
+
+def _trace_into(
+    b: Builder,
+    f: Callable[..., Any],
+    avals: Sequence[tuple[tuple[int, ...], Any]],
+    in_tree: TreeDef,
+) -> Graph:
+    """``f`` traced into ``b`` on new inputs of the given types; a ``None`` result leaf is
+    refused (``ArgumentTypeError``). O(ops)."""
     ins = [b.new_input(s, d) for s, d in avals]
     with b.active():
         out = f(*tree_unflatten(in_tree, ins))
@@ -399,16 +409,7 @@ def trace_closed(
     leaves, in_tree = tree_flatten(tuple(args))
     avals = [aval_of(x, f"trace: argument leaf {i}") for i, x in enumerate(leaves)]
     b = Builder(capture=True)
-    ins = [b.new_input(sh, d) for sh, d in avals]
-    with b.active():
-        out = f(*tree_unflatten(in_tree, ins))
-        outs, out_tree = tree_flatten(out)
-        for o in outs:
-            if o is None:
-                raise ArgumentTypeError(
-                    "trace: argument 'f': the function returned None as a result leaf"
-                )
-        graph = b.finish(outs, in_tree, out_tree)
+    graph = _trace_into(b, f, avals, in_tree)
     consts = b.consts()
     return graph, (consts if consts else None)
 
