@@ -24,6 +24,7 @@ from tenferro_storage import runtime as rt
 from tenferro_storage._layout import prove_injective
 from tenferro_storage.errors import LayoutError, SubmitRejected
 from tenferro_storage.providers import ProviderContext
+from tenferro_storage.providers._device import device_tensor  # the provider's own path
 from tests.runtime.support import axpy_program, inputs, sim_provider
 
 
@@ -149,8 +150,6 @@ def test_donation_of_an_allocation_no_other_record_describes_is_accepted() -> No
 def test_the_simulated_device_refuses_to_adopt_one_array_twice() -> None:
     """Two roots over the same bytes would be two owners.  Mutant: ``adopt_device`` not
     checking ``id(array) in _BUFFERS`` (the second adoption succeeds)."""
-    from tenferro_storage.providers._device import device_tensor  # the provider's own path
-
     with sim_provider() as sim:
         domain = sim.context.domain
         arr = np.arange(3.0)
