@@ -218,12 +218,6 @@ def _residuals(st: _NodeState, res: tuple[Any, ...], handles: bool) -> Any:
     return st.res_tree.unflatten(leaves)
 
 
-def _flat_cotangents(cts: Any, st: _NodeState, name: str) -> list[Any]:
-    """A user rule's cotangents as one entry per argument leaf (see
-    :func:`._custom_call.flat_cotangents`). O(leaves)."""
-    return flat_cotangents(cts, st.arg_trees, name)
-
-
 def _make_prim(name: str, bwd_all: Callable[..., list[Any]]) -> Primitive:
     def rule(ops: Any, g: Any, *res: Any, argnum: int, state: _NodeState) -> Any:
         cache = state.cache
@@ -296,7 +290,7 @@ class custom_vjp:
                 f"{name}: bwd must return a tuple with one cotangent per argument "
                 f"({st.nargs}), got {type(cts).__name__}"
             )
-        flat = _flat_cotangents(cts, st, name)
+        flat = flat_cotangents(cts, st.arg_trees, name)
         return [
             _to_ns(ops, None if ct is None else _checked(ct, like, name, i), like)
             for i, (ct, like) in enumerate(zip(flat, st.likes, strict=True))

@@ -469,8 +469,6 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         self._borrow_shared("TensorViewMut.as_view", "TensorView")
         return TensorView._make(self, self._storage, d)  # type: ignore[no-any-return]
 
-    # Read-only metadata: TensorView's own implementations (``_ViewMetadata``).
-
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)
 
@@ -701,8 +699,6 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         )
 
     # -- read-only behaviour delegates to TensorView ----------------------------------
-    # Read-only metadata: TensorView's own implementations (``_ViewMetadata``).
-
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)
 
