@@ -112,31 +112,41 @@ class CheckedDescriptor:
         """The writable numpy array over exactly this layout (built once, cached)."""
         arr = self._array
         if arr is None:
-            if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-                self.buffer.refuse_host()  # type: ignore[attr-defined]
-            item = self.dtype.itemsize
-            # An axis of extent <= 1 (or any axis of an empty layout) never steps, so its
-            # stride is irrelevant to numpy; validation does not bound it (a slice with step
-            # 2**62 is legal), so hand numpy 0 there instead of a byte stride past intp.
-            size = self.size
-            arr = np.ndarray(
-                self.shape,
-                dtype=self.dtype.numpy,
-                buffer=self.buffer,
-                offset=self.start + self.offset * item if size else self.start,
-                strides=tuple(
-                    s * item if size and n > 1 else 0
-                    for n, s in zip(self.shape, self.strides, strict=True)
-                ),
-            )
+            if type(self.buffer) is not np.ndarray:  # device memory: no writable host array
+                self.buffer.refuse_host(None, "write")  # type: ignore[attr-defined]
+            arr = self._over(self.buffer)
             self._array = arr
         return arr
 
+    def _over(self, buffer: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        """A numpy array over exactly this layout in ``buffer``. O(rank)."""
+        item = self.dtype.itemsize
+        # An axis of extent <= 1 (or any axis of an empty layout) never steps, so its
+        # stride is irrelevant to numpy; validation does not bound it (a slice with step
+        # 2**62 is legal), so hand numpy 0 there instead of a byte stride past intp.
+        size = self.size
+        return np.ndarray(
+            self.shape,
+            dtype=self.dtype.numpy,
+            buffer=buffer,
+            offset=self.start + self.offset * item if size else self.start,
+            strides=tuple(
+                s * item if size and n > 1 else 0
+                for n, s in zip(self.shape, self.strides, strict=True)
+            ),
+        )
+
     def readonly(self) -> np.ndarray[Any, Any]:
         """A read-only numpy array over this layout (built once, cached): a view of
-        :meth:`array` with its write flag off. O(1), no copy."""
+        :meth:`array` with its write flag off -- or, for an external buffer the host can
+        read (an XLA CPU buffer), over its zero-copy read-only view. O(1), no copy."""
         ro = self._readonly
         if ro is None:
+            if type(self.buffer) is not np.ndarray:  # device memory: its read-only host view
+                ro = self._over(self.buffer.host_readonly())  # type: ignore[attr-defined]
+                ro.setflags(write=False)
+                self._readonly = ro
+                return ro
             arr = self._array
             ro = (self.array() if arr is None else arr).view()
             ro.setflags(write=False)  # (half the cost of ``ro.flags.writeable = False``)
@@ -154,14 +164,17 @@ class CheckedDescriptor:
         except AttributeError:
             pass
         assert isinstance(self.layout, Contiguous)
-        if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-            self.buffer.refuse_host()  # type: ignore[attr-defined]
+        buffer = self.buffer
+        if type(buffer) is not np.ndarray:  # device memory: at most a read-only host view
+            if writable:
+                buffer.refuse_host(None, "write")  # type: ignore[attr-defined]
+            buffer = buffer.host_readonly()  # type: ignore[attr-defined]
         r = self.layout.element_range
         item = self.dtype.itemsize
         arr: np.ndarray[Any, Any] = np.ndarray(
             (len(r),),
             dtype=self.dtype.numpy,
-            buffer=self.buffer,
+            buffer=buffer,
             offset=self.start + r.start * item if len(r) else self.start,
         )
         if writable:
@@ -300,6 +313,32 @@ def fresh(
     d.buffer = buffer
     d.layout = layout
     d._array = array
+    d._readonly = None
+    d._injective = _PROOF_FRESH
+    return d
+
+
+def fresh_shaped(dt: DType, shape: tuple[int, ...], root: RootResource) -> CheckedDescriptor:
+    """The whole-root C-contiguous descriptor of ``shape`` for a root with no host array
+    (an external device buffer): :func:`fresh` without the cached array. O(1)."""
+    meta = _WHOLE_META.get(shape)
+    if meta is None:
+        meta = _whole_meta(shape)
+    strides, layout, size = meta
+    d = CheckedDescriptor.__new__(CheckedDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = strides
+    d.offset = 0
+    d.size = size
+    d.lo = 0
+    d.hi = size - 1
+    d.start = 0
+    buffer = root._allocation
+    d.stop = buffer.nbytes
+    d.buffer = buffer
+    d.layout = layout
+    d._array = None
     d._readonly = None
     d._injective = _PROOF_FRESH
     return d

@@ -41,6 +41,7 @@ from ._root import (
     RootResource,
     adopt,
     adopt_fresh_claim,
+    aligned_copy,
     claim_unclaimed,
     set_general_adopt,
 )
@@ -311,7 +312,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         d = self._d("duplicate")
         LEDGER.check_copy_allowed("duplicate")  # a refused copy maps, copies and records nothing
         _map_host(self, "duplicate", "reading")
-        arr = np.array(d.readonly(), copy=True, order="C")
+        arr = aligned_copy(d.readonly(), d.dtype.numpy)
         t: Tensor[DT, R] = Tensor._adopt(
             arr, d.dtype, AllocationReason.EXPLICIT_DUPLICATE_DESTINATION, "duplicate"
         )

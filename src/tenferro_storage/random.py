@@ -11,6 +11,7 @@ from ._creation import _shape
 from ._dtypes import dtype as resolve_dtype
 from ._ledger import AllocationReason
 from ._rank import DynRank
+from ._root import aligned_copy
 from ._tensor import Tensor
 
 __all__ = ["normal", "uniform"]
@@ -34,7 +35,7 @@ def normal(
         raise TypeError(f"random.normal: dtype must be float32 or float64, got {dt.name}")
     arr = _rng(seed).normal(mean, std, _shape("random.normal", shape)).astype(dt.numpy, copy=False)
     return Tensor._adopt(  # type: ignore[no-any-return]
-        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.normal"
+        aligned_copy(arr, dt.numpy), dt, AllocationReason.OPERATION_OUTPUT, "random.normal"
     )
 
 
@@ -53,5 +54,5 @@ def uniform(
     draws = _rng(seed).uniform(low, high, _shape("random.uniform", shape))
     arr = draws.astype(dt.numpy, copy=False)
     return Tensor._adopt(  # type: ignore[no-any-return]
-        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform"
+        aligned_copy(arr, dt.numpy), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform"
     )
