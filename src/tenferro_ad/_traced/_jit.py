@@ -256,6 +256,8 @@ def _donation_inputs(
                     ) from None
             if refusal is not None and (why := refusal(x)):
                 raise DonationError(f"jit({_name(f)}): donated argument leaf {i}: {why}")
+            if isinstance(x, ts.Tensor):
+                pass
             elif isinstance(x, _STORAGE):
                 raise DonationError(
                     f"jit({_name(f)}): donated argument leaf {i} is a {type(x).__name__} (a "

@@ -253,10 +253,10 @@ class XlaProvider(ExecutionProvider):
         XLA's memory analysis of temporaries.  ``donated`` inputs are aliased to the
         results ``backing`` names.  Cost: one XLA compilation (milliseconds to seconds)."""
         jax = self._jax
-        specs = [jax.ShapeDtypeStruct(tuple(s), np.dtype(d)) for s, d in avals]
+        placed = jax.sharding.SingleDeviceSharding(self.device)
+        specs = [jax.ShapeDtypeStruct(tuple(s), np.dtype(d), sharding=placed) for s, d in avals]
         with jax.enable_x64(True):
-            jitted = jax.jit(fn, donate_argnums=donated, device=self.device) if donated else \
-                jax.jit(fn, device=self.device)
+            jitted = jax.jit(fn, donate_argnums=donated)
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # an unusable donation must not pass silently
                 compiled = jitted.lower(*specs).compile()
@@ -357,6 +357,22 @@ class XlaProvider(ExecutionProvider):
                         "zero-copy view may still be alive); XLA would copy instead of reusing")
             if tuple(desc.shape) != tuple(buf._handle.shape) or desc.offset or desc.start:
                 return f"input {k} is donated but is a view, not its whole buffer"
+        return ""
+
+    def donation_refusal(self, value: object) -> str:
+        """Why ``value`` cannot be donated to this engine (``""``: it can): XLA reuses only
+        a whole buffer of its own that the host never viewed in place. O(1)."""
+        if not isinstance(value, Tensor):
+            return (f"{type(value).__name__} is not an owner of a {self.domain.name} buffer; "
+                    "XLA reuses only its own buffers (donate a result of this engine)")
+        root = value._storage._root if value._storage is not None else None
+        buf = root._allocation if root is not None else None
+        if type(buf) is not ExternalMemory or buf.domain is not self.domain:
+            return (f"it lives in {root.domain if root is not None else 'no domain'}, not in "
+                    f"{self.domain.name}; XLA reuses only its own buffers")
+        if buf.host_viewed:
+            return ("the host has read its buffer in place (a zero-copy view may still be "
+                    "alive), so XLA would copy instead of reusing it")
         return ""
 
     def submit_detached(
