@@ -447,8 +447,8 @@ class ExternalMemory(DeviceMemory):
         """The buffer's size in bytes. O(1)."""
         return self._nbytes
 
-    @property  # type: ignore[override]
-    def _backing(self) -> np.ndarray[Any, Any]:
+    @property
+    def _backing(self) -> np.ndarray[Any, Any]:  # type: ignore[override]
         """The host view (provider-internal readers of device memory). O(1) after the first."""
         return self.host_readonly()
 
@@ -635,7 +635,7 @@ def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     raw = np.empty(n + ALIGNMENT, dtype=np.uint8)
     off = -raw.ctypes.data % ALIGNMENT
-    arr = raw[off : off + n].view(dt).reshape(shape)
+    arr: np.ndarray[Any, Any] = raw[off : off + n].view(dt).reshape(shape)
     _FRESH_ALIGNED[id(arr)] = arr
     return arr
 

@@ -5,7 +5,6 @@ eager checkpoint (values, gradients, recompute counts) and ``jax.checkpoint``.""
 from __future__ import annotations
 
 import functools
-
 from collections import Counter
 from typing import Any
 

@@ -5,7 +5,6 @@ values that died earlier, where shape and dtype allow -- visible in the ledger a
 from __future__ import annotations
 
 import functools
-
 from typing import Any
 
 import jax.numpy as jnp

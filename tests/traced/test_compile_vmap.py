@@ -5,7 +5,6 @@ reuse, to JAX's values."""
 from __future__ import annotations
 
 import functools
-
 import inspect
 import re
 from typing import Any

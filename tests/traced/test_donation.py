@@ -5,7 +5,6 @@ its buffer in place -- no allocation for that result, no copy -- and raises
 from __future__ import annotations
 
 import functools
-
 from typing import Any
 
 import numpy as np

@@ -5,7 +5,6 @@ higher than eager), borrowed vs detached execution, engines, and composition."""
 from __future__ import annotations
 
 import functools
-
 from typing import Any
 
 import jax

@@ -14,13 +14,13 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad.errors import DonationError
 from tenferro_storage import ledger
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import DeviceResidentError, SubmitRejected
 from tenferro_storage.ledger import AllocationReason, CopyReason
 from tenferro_storage.providers import XlaProvider
 from tenferro_storage.runtime._engine import lookup
-from tenferro_ad.errors import DonationError
 
 OUT = AllocationReason.OPERATION_OUTPUT
 SCRATCH = AllocationReason.EXECUTION_SCRATCH
@@ -77,6 +77,16 @@ def test_a_cpu_buffer_is_read_in_place_and_never_written_on_the_host(xla_engine:
     assert rec.copies[CopyReason.TRANSFER] == 1 and ts.providers.domain_of(host) == "host"
     with host.as_view_mut() as m:
         m.fill(1.0)
+
+
+def test_upload_is_one_recorded_transfer_into_an_engine_buffer(xla_engine: Any) -> None:
+    x = ts.from_numpy(np.arange(6.0))
+    with ledger.capture() as rec:
+        y = rt.upload(xla_engine, x)
+    assert rec.copies == {CopyReason.TRANSFER: 1}
+    assert rec.allocations == {AllocationReason.TRANSFER_DESTINATION: 1}
+    assert ts.providers.domain_of(y) == "xla-cpu:0"
+    np.testing.assert_array_equal(ad.jit(lambda a: a * 2.0)(y).to_numpy(), np.arange(6.0) * 2)
 
 
 def test_releasing_the_owner_frees_the_xla_buffer_at_once(xla_engine: Any) -> None:

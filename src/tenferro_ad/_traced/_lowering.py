@@ -24,7 +24,7 @@ forward pass (which would undo the checkpoint's memory saving).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np

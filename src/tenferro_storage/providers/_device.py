@@ -54,8 +54,8 @@ from .._root import (
     DeviceMemory,
     ExternalMemory,
     RootResource,
-    aligned_copy,
     adopt_device,
+    aligned_copy,
 )
 from .._tensor import Tensor, TensorView, TensorViewMut
 from ..errors import AccessError, BindError, TransferError

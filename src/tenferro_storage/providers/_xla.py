@@ -39,7 +39,6 @@ Completion
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import queue
 import threading
@@ -62,7 +61,8 @@ from ..runtime._engine import (
     EngineId,
     ExecutionProvider,
 )
-from ..runtime._program import ExecutableProgram, ProgramOutput
+from ..runtime._executable import ExecutableProgram
+from ..runtime._program import ProgramOutput
 from ..runtime._submission import (
     Completed,
     ExecutionErrorKind,
@@ -87,98 +87,10 @@ from ._device import (
     _bind,
     prepare_read,
 )
-
+from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
 
 _SUBMIT: Final = "runtime.submit"
 _DOMAINS: Final = itertools.count()
-
-
-def jax_module() -> Any:
-    """``jax`` if it can be imported, else ``None`` (the engine is then not listed). Imports
-    jax on first call (seconds); later calls are a dict lookup."""
-    try:
-        return importlib.import_module("jax")
-    except ImportError:
-        return None
-
-
-class _Namespace:
-    """What lowering rules see: ``np`` (``jax.numpy``), ``lax``, ``scipy`` (``jax.scipy``)
-    and ``nn`` (``jax.nn``)."""
-
-    __slots__ = ("lax", "nn", "np", "scipy")
-
-    def __init__(self, jax: Any) -> None:
-        self.np = importlib.import_module("jax.numpy")
-        self.lax = importlib.import_module("jax.lax")
-        self.scipy = importlib.import_module("jax.scipy")
-        importlib.import_module("jax.scipy.special")
-        importlib.import_module("jax.scipy.linalg")
-        self.nn = importlib.import_module("jax.nn")
-
-
-def _free(handle: Any) -> None:
-    """Delete an XLA buffer now (idempotent on an already deleted or donated one)."""
-    if not handle.is_deleted():
-        handle.delete()
-
-
-def _host_view(handle: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(handle)
-
-
-class XlaCounters:
-    """Per-engine counters: submissions, executions, retirements, zero-copy imports, input
-    transfers (copies) and donations that reused their buffer.  Read when idle."""
-
-    __slots__ = (
-        "donations_reused", "executions", "imports_transferred", "imports_zero_copy",
-        "inputs_resident", "rejections", "retirements", "submissions",
-    )
-
-    def __init__(self) -> None:
-        for k in self.__slots__:
-            setattr(self, k, 0)
-
-    def snapshot(self) -> dict[str, int]:
-        """A copy of the counters as a dict."""
-        return {k: getattr(self, k) for k in self.__slots__}
-
-
-class _Work:
-    """One admitted execution until retirement (provider-private)."""
-
-    __slots__ = (
-        "cell", "donated_ptrs", "inputs", "lock", "package", "program", "record", "results",
-        "scratch", "thread",
-    )
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-
-class _ReadyEvent:
-    """The handle's completion event: set when the outcome is published; a waiter that
-    finds it unset drives completion itself (readiness wait, retirement, publication)
-    instead of waiting for the reaper thread."""
-
-    __slots__ = ("_done", "_drive")
-
-    def __init__(self, drive: Callable[[], None]) -> None:
-        self._done = threading.Event()
-        self._drive: Callable[[], None] | None = drive
-
-    def is_set(self) -> bool:
-        return self._done.is_set()
-
-    def set(self) -> None:
-        self._done.set()
-
-    def wait(self, timeout: float | None = None) -> bool:
-        drive = self._drive
-        if drive is not None and not self._done.is_set():
-            drive()
-        return self._done.wait(timeout)
 
 
 class XlaProvider(ExecutionProvider):
@@ -269,12 +181,20 @@ class XlaProvider(ExecutionProvider):
 
     # -- transfers ------------------------------------------------------------------------
     def upload(self, value: Tensor[Any, Any] | TensorView[Any, Any]) -> Tensor[Any, Any]:
-        """Copy a host value into a new XLA buffer of this engine: one ``TRANSFER`` copy and
-        one ``TRANSFER_DESTINATION`` allocation (``runtime.upload``). O(size)."""
-        view = value.as_view() if isinstance(value, Tensor) else value.as_view()
+        """Copy a host value into a new XLA buffer of this engine (``runtime.upload``): one
+        ``TRANSFER`` copy (XLA copies a read-only host array) and one
+        ``TRANSFER_DESTINATION`` allocation in the engine's domain. O(size)."""
+        view = value.as_view()
         try:
+            desc = view._d("upload")
+            root = view._storage._root
+            if root is not None and root.domain != "host":
+                raise TransferError(
+                    f"upload: {view._storage.span} lives in {root.domain!r}, not on the host; "
+                    "download() it first"
+                )
             LEDGER.check_copy_allowed(f"upload (host -> {self.domain.name})")
-            arr = np.array(view._d("upload").readonly(), copy=True, order="C")
+            arr = desc.readonly()
             handle = self._put(arr)
             t = self._own(handle, AllocationReason.TRANSFER_DESTINATION, "upload")
             LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, f"upload host -> {self.domain.name}")
@@ -348,7 +268,7 @@ class XlaProvider(ExecutionProvider):
         for k in program.donated:
             desc = group._descs[inputs._bindings[k]._index]
             assert desc is not None
-            buf = desc.buffer
+            buf: Any = desc.buffer  # a host array, or the ExternalMemory of a device root
             if type(buf) is not ExternalMemory or buf.domain is not self.domain:
                 return (f"input {k} is donated but lives in {getattr(buf, 'domain', 'host')}; "
                         f"XLA reuses only its own buffers ({self.domain.name})")
@@ -521,6 +441,7 @@ class XlaProvider(ExecutionProvider):
     def _finish(self, work: _Work) -> None:
         program: ExecutableProgram = work.program
         record = work.record
+        assert record is not None
         results = work.results
         cause = None
         if isinstance(results, BaseException):
@@ -570,6 +491,7 @@ class XlaProvider(ExecutionProvider):
         del package
         cell = work.cell
         work.cell = None
+        assert cell is not None
         cell.publish(outcome)
 
     def drain(self, timeout: float | None = None) -> bool:

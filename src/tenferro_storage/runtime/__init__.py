@@ -74,14 +74,13 @@ from ._engine import (
     register_engine,
     unregister_engine,
 )
+from ._executable import ExecutableProgram, Program
 from ._program import (
     CompiledGraph,
     Constant,
-    ExecutableProgram,
     Instruction,
     OutputKind,
     OutputMetadata,
-    Program,
     ProgramBuilder,
     ProgramError,
     ProgramOutput,

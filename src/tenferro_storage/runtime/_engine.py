@@ -21,7 +21,6 @@ import attrs
 
 from .._root import DeviceDomain
 from ..errors import EngineError
-
 from ._program import CompiledGraph
 
 if TYPE_CHECKING:
@@ -135,13 +134,14 @@ class ExecutionProvider(abc.ABC):
 
     @abc.abstractmethod
     def submit_detached(
-        self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
+        self, engine: EngineId, program: Any, inputs: ExecutionInputs
     ) -> ExecutionHandle:
-        """Admit ``inputs`` (already validated by the runtime) and return a handle."""
+        """Admit ``inputs`` (already validated by the runtime, ``program`` a kind this
+        engine :meth:`accepts`) and return a handle."""
 
     @abc.abstractmethod
     def execute_scoped(
-        self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+        self, engine: EngineId, program: Any, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
         """Run synchronously to retirement (synchronous providers only)."""
 

@@ -38,7 +38,8 @@ from ..errors import (
     UseAfterMoveError,
 )
 from ._engine import EngineId, ExecutionProvider, lookup
-from ._program import CompiledGraph, ExecutableProgram, OutputKind, OutputMetadata, Program
+from ._executable import ExecutableProgram, Program
+from ._program import CompiledGraph, OutputKind, OutputMetadata
 
 B = TypeVar("B")
 I = TypeVar("I")  # noqa: E741

@@ -123,7 +123,7 @@ _BY_NAME: dict[Primitive, str] = {
     C.CONJ: "conj", C.ANGLE: "angle",
 }
 _SPECIAL: dict[Primitive, str] = {
-    M.ERF: "erf", M.EXPIT: "expit", S.DIGAMMA: "digamma", S.GAMMALN: "gammaln",
+    S.ERF: "erf", S.EXPIT: "expit", S.DIGAMMA: "digamma", S.GAMMALN: "gammaln",
     S.BETALN: "betaln", S.GAMMAINC: "gammainc", S.GAMMAINCC: "gammaincc", S.ERFC: "erfc",
     S.ERFINV: "erfinv", S.NDTR: "ndtr", S.NDTRI: "ndtri", S.LOG_NDTR: "log_ndtr",
     S.LOGIT: "logit", S.XLOGY: "xlogy", S.XLOG1PY: "xlog1py",
