@@ -28,9 +28,6 @@ class AllocationReason(enum.Enum):
     CHECKPOINT_RECOMPUTE_OUTPUT = "checkpoint_recompute_output"
     EXPLICIT_DUPLICATE_DESTINATION = "explicit_duplicate_destination"
     TRANSFER_DESTINATION = "transfer_destination"
-    EXECUTION_SCRATCH = "execution_scratch"
-    """Temporary memory of one engine execution (an XLA executable's temp buffers, sized by
-    its compiler's memory analysis): allocated at dispatch, released at retirement."""
 
 
 class CopyReason(enum.Enum):

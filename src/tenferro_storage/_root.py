@@ -318,6 +318,22 @@ class RootResource(NoCopy):
         )
 
 
+class AlignedRootResource(RootResource):
+    """A host root over an :func:`aligned_empty` array: its buffer is a view of a private
+    over-allocated block, so the block is registered as live memory too (numpy's views of
+    the buffer name the block as their base) and leaves the registry with the root."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        try:
+            block = self._allocation.base
+        except AttributeError:
+            return
+        _BUFFERS.pop(id(block), None)
+        RootResource.__del__(self)
+
+
 class DeviceRootResource(RootResource):
     """A root whose allocation lives in a :class:`DeviceDomain` (not host-visible).
 
@@ -593,13 +609,19 @@ def _new_root(
     whose caller refused a live root's buffer first (the per-op path uses
     :func:`adopt_fresh_root`). O(1)."""
     assert provider is RootResource.provider  # a host root's provider is the class's
-    root = RootResource.__new__(RootResource)
+    block = buffer.base
+    aligned = block is not None and _FRESH_ALIGNED.pop(id(buffer), None) is buffer
+    root = (AlignedRootResource if aligned else RootResource).__new__(
+        AlignedRootResource if aligned else RootResource
+    )
     root._allocation = buffer
     root._claimed = True
     root.reason = reason
     root._operation = operation
     root.alloc_id = alloc_id = LEDGER.allocate(reason, buffer.nbytes, operation)
     _BUFFERS[id(buffer)] = alloc_id
+    if aligned:
+        _BUFFERS[id(block)] = alloc_id
     _HOST_COUNTERS.allocations += 1
     return root
 
@@ -609,9 +631,7 @@ def allocate(nbytes: int, reason: AllocationReason, operation: str) -> OwnedStor
 
     Records one allocation event with ``reason``.
     """
-    buffer = aligned_empty((nbytes,), np.uint8)
-    _FRESH_ALIGNED.pop(id(buffer), None)
-    root = _new_root(HOST, buffer, reason, operation)
+    root = _new_root(HOST, aligned_empty((nbytes,), np.uint8), reason, operation)
     return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
 
 
@@ -658,7 +678,7 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
     its memory and is C-contiguous (``LayoutError``).
     """
     refuse_existing_memory(array, operation)
-    if array.base is not None and _FRESH_ALIGNED.pop(id(array), None) is array:
+    if array.base is not None and _FRESH_ALIGNED.get(id(array)) is array:
         pass  # a fresh aligned array (aligned_empty): its base is a private block
     elif array.base is not None or not array.flags.c_contiguous:  # one flags read
         raise LayoutError(

@@ -913,6 +913,8 @@ def claim_deferred(
     if type(adopted) is not RootResource:
         if isinstance(adopted, Tensor):
             return adopted
+        if isinstance(adopted, RootResource):  # another kind of root (aligned): claimed
+            return _owner_over(claim_unclaimed(adopted, operation))  # once, refused here
         raise OwnershipError(
             f"{operation}: claim_deferred: argument 'adopted' must be what "
             f"adopt_output_deferred returned (a RootResource or a Tensor), got {shown(adopted)}"

@@ -12,7 +12,8 @@ Memory
     read-only borrow (``to_numpy()`` is still its one recorded copy); a host write is
     refused (``DeviceResidentError``) -- ``runtime.download`` is the recorded
     ``TRANSFER`` to a writable host owner.  Each execution also records one
-    ``EXECUTION_SCRATCH`` allocation sized by XLA's memory analysis (released at
+    ``OPERATION_OUTPUT`` allocation named ``"<program> scratch @<domain>"``, sized by
+    XLA's memory analysis (released at
     retirement) when the executable needs temporaries.
 
 Inputs
@@ -354,7 +355,7 @@ class XlaProvider(ExecutionProvider):
             }
             if program.scratch_bytes:
                 work.scratch = LEDGER.allocate(
-                    AllocationReason.EXECUTION_SCRATCH, program.scratch_bytes,
+                    AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
             work.results = program.executable(*work.inputs)
@@ -387,7 +388,7 @@ class XlaProvider(ExecutionProvider):
             handles = [self._import_desc(v._desc, operation) for v in inputs._views]
             if program.scratch_bytes:
                 scratch = LEDGER.allocate(
-                    AllocationReason.EXECUTION_SCRATCH, program.scratch_bytes,
+                    AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
             results = program.executable(*handles)
@@ -401,7 +402,7 @@ class XlaProvider(ExecutionProvider):
         finally:
             handles = None
             if scratch:
-                LEDGER.release(AllocationReason.EXECUTION_SCRATCH, program.scratch_bytes, scratch)
+                LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, scratch)
         counters.retirements += 1
         inputs._moved_by = None
         fresh = {
@@ -455,7 +456,7 @@ class XlaProvider(ExecutionProvider):
                 cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "xla", exc)
         work.inputs = None  # the imported buffers (zero-copy host imports end here)
         if work.scratch:
-            LEDGER.release(AllocationReason.EXECUTION_SCRATCH, program.scratch_bytes, work.scratch)
+            LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, work.scratch)
             work.scratch = 0
         assert record.event is not None
         record.event.complete()

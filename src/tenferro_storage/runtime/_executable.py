@@ -26,7 +26,8 @@ class ExecutableProgram:
     ``donated`` input slots are consumed and their buffers reused for the results named
     in ``backing`` (result slot -> donated input slot).  ``scratch_bytes``: the
     temporary memory one execution needs (the compiler's memory analysis), recorded as
-    one allocation per execution.  Validated once at construction (``ProgramError``).
+    one allocation per execution (released at its retirement).  Validated once at
+    construction (``ProgramError``).
     """
 
     engine_kind: str
