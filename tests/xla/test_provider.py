@@ -106,6 +106,20 @@ def test_releasing_the_owner_frees_the_xla_buffer_at_once(xla_engine: Any) -> No
     assert rec.releases == 0 and sum(1 for e in rec.events if e.kind.name == "RELEASE") == 1
 
 
+@pytest.mark.parametrize("n", [1, 3, 5, 7, 13, 33, 100, 1000])
+def test_tenferro_host_allocations_are_64_byte_aligned(n: int) -> None:
+    """Every constructor's owner starts at 64 bytes (numpy's own small buffers: 16)."""
+    src = np.arange(float(n))
+    made = [ts.from_numpy(src), ts.zeros((n,)), ts.ones((n,)), ts.full((n,), 2.0),
+            ts.arange(float(n)), ts.random.normal((n,)), ts.from_numpy(src).duplicate()]
+    for t in made:
+        assert t._desc.readonly().ctypes.data % 64 == 0, t
+    storage = ts.allocate_storage(8 * n)
+    view = ts.Tensor.from_storage(storage, dtype="float64", shape=(n,))
+    assert view._desc.readonly().ctypes.data % 64 == 0
+    assert src.nbytes == made[0].nbytes  # the ledger records the value's bytes, not the pad
+
+
 def test_aligned_owners_cross_zero_copy_and_a_training_loop_copies_nothing(
     xla_engine: Any,
 ) -> None:
