@@ -136,12 +136,17 @@ def test_aligned_owners_cross_zero_copy_and_a_training_loop_copies_nothing(
     losses = [loss(w1, w2, x).item()]
     w1, w2 = step(w1, w2, x)  # compile both signatures (host owners, then engine buffers)
     step(w1, w2, x)
-    counters = _provider(xla_engine).counters
+    provider = _provider(xla_engine)
+    counters = provider.counters
     before = counters.snapshot()
-    with ledger.forbid_copies():
-        for _ in range(5):
-            w1, w2 = step(w1, w2, x)
-            losses.append(loss(w1, w2, x).item())
+    provider.verify_zero_copy = True  # import with device_put and compare addresses
+    try:
+        with ledger.forbid_copies():
+            for _ in range(5):
+                w1, w2 = step(w1, w2, x)
+                losses.append(loss(w1, w2, x).item())
+    finally:
+        provider.verify_zero_copy = False
     after = counters.snapshot()
     assert after["imports_transferred"] == before["imports_transferred"]
     assert after["imports_zero_copy"] > before["imports_zero_copy"]
