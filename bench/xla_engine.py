@@ -14,6 +14,7 @@ each (trace + lowering + compilation) for both.
 from __future__ import annotations
 
 import argparse
+import itertools
 import statistics
 import time
 from collections.abc import Callable
@@ -40,7 +41,7 @@ def _median_ms(f: Callable[[], Any], number: int) -> float:
 
 def classifier(m: Any, rng: np.random.Generator) -> tuple[Callable[..., Any], list[Any]]:
     sizes = (784, 512, 512, 10)
-    ws = [rng.normal(size=(a, b)).astype(np.float32) * 0.05 for a, b in zip(sizes, sizes[1:])]
+    ws = [rng.normal(size=(a, b)).astype(np.float32) * 0.05 for a, b in itertools.pairwise(sizes)]
     bs = [np.zeros(b, np.float32) for b in sizes[1:]]
     x = rng.normal(size=(128, 784)).astype(np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
@@ -55,7 +56,7 @@ def classifier(m: Any, rng: np.random.Generator) -> tuple[Callable[..., Any], li
         logp = z - m.log(m.sum(m.exp(z), axis=1, keepdims=True))
         return -m.sum(logp * y) / 128.0
 
-    params = [p for wb in zip(ws, bs) for p in wb]
+    params = [p for wb in zip(ws, bs, strict=True) for p in wb]
     return loss, [params, x, y]
 
 
@@ -119,14 +120,12 @@ def main() -> None:
         _read(grad_jx(*resident))
         c_jx = time.perf_counter() - t0
 
-        def run_ad() -> Any:
-            out = grad_ad(*owners)
-            _read(out)
+        def run_ad(g: Any = grad_ad, a: Any = owners) -> Any:
+            _read(g(*a))
             return 0
 
-        def run_jx() -> Any:
-            out = grad_jx(*resident)
-            _read(out)
+        def run_jx(g: Any = grad_jx, a: Any = resident) -> Any:
+            _read(g(*a))
             return 0
 
         t_ad, t_jx = [], []
