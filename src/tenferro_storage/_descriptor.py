@@ -142,13 +142,15 @@ class CheckedDescriptor:
         read (an XLA CPU buffer), over its zero-copy read-only view. O(1), no copy."""
         ro = self._readonly
         if ro is None:
-            if type(self.buffer) is not np.ndarray:  # device memory: its read-only host view
-                ro = self._over(self.buffer.host_readonly())  # type: ignore[attr-defined]
-                ro.setflags(write=False)
-                self._readonly = ro
-                return ro
             arr = self._array
-            ro = (self.array() if arr is None else arr).view()
+            if arr is None:
+                if type(self.buffer) is not np.ndarray:  # device memory: its host view
+                    ro = self._over(self.buffer.host_readonly())  # type: ignore[attr-defined]
+                    ro.setflags(write=False)
+                    self._readonly = ro
+                    return ro
+                arr = self.array()
+            ro = arr.view()
             ro.setflags(write=False)  # (half the cost of ``ro.flags.writeable = False``)
             self._readonly = ro
         return ro

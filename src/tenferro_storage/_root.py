@@ -610,17 +610,18 @@ def _new_root(
     :func:`adopt_fresh_root`). O(1)."""
     assert provider is RootResource.provider  # a host root's provider is the class's
     block = buffer.base
-    aligned = block is not None and _FRESH_ALIGNED.pop(id(buffer), None) is buffer
-    root = (AlignedRootResource if aligned else RootResource).__new__(
-        AlignedRootResource if aligned else RootResource
-    )
+    if block is None:
+        root = RootResource.__new__(RootResource)
+    else:  # an aligned_empty() array (adopt refused any other view): its block is live too
+        _FRESH_ALIGNED.pop(id(buffer), None)
+        root = AlignedRootResource.__new__(AlignedRootResource)
     root._allocation = buffer
     root._claimed = True
     root.reason = reason
     root._operation = operation
     root.alloc_id = alloc_id = LEDGER.allocate(reason, buffer.nbytes, operation)
     _BUFFERS[id(buffer)] = alloc_id
-    if aligned:
+    if block is not None:
         _BUFFERS[id(block)] = alloc_id
     _HOST_COUNTERS.allocations += 1
     return root
