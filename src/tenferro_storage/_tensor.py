@@ -52,6 +52,7 @@ from .errors import (
     OwnershipError,
     RankError,
     ReinterpretError,
+    UseAfterMoveError,
     shown,
 )
 
@@ -582,6 +583,18 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         t._storage = storage
         t._desc = D.fresh(dt, array.view(), storage._root)  # type: ignore[arg-type]
         return t
+
+    def _take_back(self, source: Tensor[Any, Any], operation: str) -> None:
+        """Undo the move that consumed this object: it takes over ``source``'s owner (the
+        same storage and descriptor; no copy, no ledger event) and ``source`` is consumed.
+        For a runtime that hands a moved-in owner back after a failed run that never
+        wrote it.  ``self`` must be consumed and ``source`` live. O(1)."""
+        if self._moved_by is None or self._storage is not None:
+            raise UseAfterMoveError(f"{operation}: the tensor to restore was not moved out")
+        source._consume(operation)
+        self._storage, self._desc = source._storage, source._desc
+        source._storage = None
+        self._unconsume()
 
     @classmethod
     def from_storage(

@@ -65,11 +65,29 @@ _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 class ExecutionFailed(TenferroError, RuntimeError):
     """A jitted program failed on its engine after admission (``RetiredFailed``) or its
     completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
-    error value; the caller's arguments are unchanged."""
+    error value.
 
-    def __init__(self, message: str, cause: Any) -> None:
+    Non-donated arguments are unchanged (numpy arguments were imported, owners and views
+    only read).  A donated owner (``donate_argnums``) that the failed program had not yet
+    written is moved back into the caller's very ``Tensor`` object: unchanged and usable.
+    One it had written holds what the program left, so it is *not* put back where a
+    retry would silently compute on it: the caller's object stays consumed, the owner is
+    handed over in ``.donated`` (argument leaf index -> owner) and ``.clobbered`` names
+    those leaves.  After ``CompletionUnproven`` nothing comes back (the engine keeps
+    every input for good) and ``.donated`` is empty.  Costs nothing beyond the failure:
+    no copy, no allocation."""
+
+    def __init__(
+        self,
+        message: str,
+        cause: Any,
+        donated: dict[int, ts.Tensor[Any, Any]] | None = None,
+        clobbered: tuple[int, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.cause = cause
+        self.donated: dict[int, ts.Tensor[Any, Any]] = donated or {}
+        self.clobbered = clobbered
 
 
 @attrs.frozen(eq=False)
@@ -230,6 +248,8 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
     slots = [group.insert(_imported(x, v.dtype)) for x, v in zip(leaves, entry.graph.invars,
                                                                   strict=True)]
     outcome = rt.submit(engine, entry.program, rt.ExecutionInputs(group, slots)).wait()
+    if isinstance(outcome, rt.RetiredFailed):
+        raise _failed_donation(engine, entry.program, leaves, outcome)
     if not isinstance(outcome, rt.Completed):
         raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
                               outcome.cause)
@@ -248,6 +268,38 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
             taken[out] = t
             outs.append(t)
     return outs
+
+
+def _failed_donation(
+    engine: rt.EngineId,
+    program: rt.CompiledGraph,
+    leaves: Sequence[Any],
+    outcome: rt.RetiredFailed[rt.ExecutionInputs],
+) -> ExecutionFailed:
+    """The exception for a failed detached run: donated owners the program did not write
+    go back into the caller's objects, written ones into ``.donated``. O(donated)."""
+    group, bindings = outcome.inputs.into_parts()
+    handed: dict[int, ts.Tensor[Any, Any]] = {}
+    for k in program.donated:
+        x = leaves[k]
+        if not isinstance(x, ts.Tensor):
+            continue  # a numpy argument: only its import was written
+        owner = group.try_extract(bindings[k])  # donation proved it is the sole record
+        if k in outcome.clobbered:
+            handed[k] = owner
+        else:
+            x._take_back(owner, "jit")
+    clobbered = tuple(k for k in outcome.clobbered if isinstance(leaves[k], ts.Tensor))
+    note = (
+        f"; donated argument leaf(s) {list(clobbered)} hold what the program wrote "
+        "(handed over in .donated)" if clobbered else ""
+    )
+    return ExecutionFailed(
+        f"jit: the program failed on {engine}: {outcome.cause}{note}",
+        outcome.cause,
+        handed,
+        clobbered,
+    )
 
 
 def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:

@@ -12,6 +12,8 @@
   :func:`bind_read`/:func:`bind_write` -> :class:`DeviceRead`/:class:`DeviceWrite`.
 * Transfers: :func:`download` (device -> host) and :func:`upload` (host -> device), each
   one recorded ``TRANSFER`` copy; :func:`domain_of` says where a value lives.
+* :func:`permanently_retained`: what unproven completions keep for the rest of the
+  process (records, roots, bytes); never freed, not even when the provider is dropped.
 """
 
 from .._access import AccessTarget, PreparedDeviceRead, PreparedDeviceWrite
@@ -22,9 +24,7 @@ from ._device import (
     DeviceRead,
     DeviceWrite,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     bind_read,
     bind_write,
     domain_of,
@@ -35,6 +35,12 @@ from ._device import (
     upload,
 )
 from ._host import HostExecutionProvider, HostRuntimeCounters
+from ._retirement import (
+    PermanentRetention,
+    ProviderEvent,
+    RetirementRecord,
+    permanently_retained,
+)
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
 
 # The one place the built-in providers plug into the runtime (which imports no provider):
@@ -54,6 +60,7 @@ __all__ = [
     "Fault",
     "HostExecutionProvider",
     "HostRuntimeCounters",
+    "PermanentRetention",
     "PreparedDeviceRead",
     "PreparedDeviceWrite",
     "ProviderContext",
@@ -67,6 +74,7 @@ __all__ = [
     "bind_write",
     "domain_of",
     "download",
+    "permanently_retained",
     "prepare_access",
     "prepare_read",
     "prepare_write",

@@ -427,6 +427,7 @@ def run_program(
     arrays: Sequence[np.ndarray[Any, Any]],
     writable: Mapping[int, np.ndarray[Any, Any]] | None = None,
     device: DeviceOutputs | None = None,
+    written: set[int] | None = None,
 ) -> dict[int, Tensor[Any, Any]]:
     """Interpret ``program`` over read-only input ``arrays``; return the fresh owners of
     its FRESH output values, by value slot (except those held in a donated input's
@@ -440,9 +441,11 @@ def run_program(
     ``writable`` (input slot -> writable array, given by a provider that owns the
     input exclusively; ``KernelOutputError`` when it is missing).  Owners are host
     memory unless a device engine passes ``device``: then every result is owned in its
-    device domain and stays device-resident.  Intermediates are dropped at their last
-    use.  Any exception propagates after every intermediate made so far has been
-    released.  Cost: the kernels plus O(instructions) bookkeeping.
+    device domain and stays device-resident.  ``written`` (when given) collects the
+    donated input slots a kernel was handed to write, *before* the call (a kernel that
+    raises may have written part of it): a failed run reports which inputs it clobbered.
+    Intermediates are dropped at their last use.  Any exception propagates after every
+    intermediate made so far has been released.  Cost: the kernels plus O(instructions) bookkeeping.
     """
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
@@ -480,6 +483,8 @@ def run_program(
                         )
                     out = writable[src]
                     owner = None
+                    if written is not None:
+                        written.add(src)
                 else:
                     owner = kept.pop(into, None)
                     if owner is None:  # released by this very instruction: in place
