@@ -217,7 +217,7 @@ class _Call(NoCopy):
             n = self.counts[k]
             out.append(self.rebuild[k].unflatten(flat[i : i + n]))
             i += n
-        return out[0] if isinstance(argnums, int) else tuple(out)
+        return out[0] if _single(argnums) else tuple(out)
 
 
 def _has_tracer(tree: Any) -> bool:
@@ -233,11 +233,13 @@ def _has_tracer(tree: Any) -> bool:
 
 
 def _traced_value_and_grad(
-    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
+    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any,
+    has_aux: bool,
 ) -> Any:
-    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
+    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it (with
+    ``has_aux``: ``((value, aux), grads)``, the aux passed through undifferentiated)."""
     graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
-    return _eval_graph(_graph_value_and_grad(graph, argnums), *args)
+    return _eval_graph(_graph_value_and_grad(graph, argnums, has_aux), *args)
 
 
 def _tape_length() -> int:
@@ -263,7 +265,7 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
         ):
             dt = np.asarray(leaf).dtype
             if dt.kind in "fc":
-                ts.dtype(dt)  # a supported dtype (float16 is not)
+                ts.dtype(dt if dt.isnative else dt.newbyteorder("="))  # (not float16)
         else:
             _check_other(leaf, _argument_name(argnum, items), what)
         if dt.kind not in "fc":
@@ -343,6 +345,12 @@ def constant(value: Any) -> EagerTensor:
     )
 
 
+def _single(argnums: object) -> bool:
+    """Whether ``argnums`` names one argument (an int or a numpy integer, as JAX takes it):
+    its gradient is returned alone, not in a tuple. O(1)."""
+    return isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
+
+
 def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
     """Normalize and check ``argnums`` against the number of positional arguments."""
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
@@ -411,11 +419,10 @@ def value_and_grad(
         if nums is None:
             nums = checked[len(args)] = _argnums(argnums, len(args), "grad")
         if _has_tracer(args):  # inside a trace (e.g. jit of grad): transform the graph
-            if has_aux:
-                raise NotImplementedError(
-                    "grad(has_aux=True) inside a traced function is not supported yet"
-                )
-            return _traced_value_and_grad(f, args, kwargs, argnums)
+            # the normalized argnums (a negative or numpy integer is a plain index there)
+            return _traced_value_and_grad(
+                f, args, kwargs, nums[0] if _single(argnums) else nums, has_aux
+            )
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:

@@ -178,7 +178,12 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     dt = (
         resolve_dtype_for(dtype, "from_numpy")
         if dtype is not None
-        else from_numpy_dtype(src.dtype, "from_numpy: argument 'array'")
+        # another byte order (big-endian data) is the same type: the copy below converts
+        # it, as numpy's own operations do
+        else from_numpy_dtype(
+            src.dtype if src.dtype.isnative else src.dtype.newbyteorder("="),
+            "from_numpy: argument 'array'",
+        )
     )
     if dtype is not None and src.dtype.kind not in "biufc":
         raise DTypeError(f"from_numpy: cannot convert numpy dtype {src.dtype} to {dt.name}")

@@ -34,7 +34,7 @@ def normal(
         raise TypeError(f"random.normal: dtype must be float32 or float64, got {dt.name}")
     arr = _rng(seed).normal(mean, std, _shape("random.normal", shape)).astype(dt.numpy, copy=False)
     return Tensor._adopt(  # type: ignore[no-any-return]
-        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.normal"
+        np.asarray(arr, order="C"), dt, AllocationReason.OPERATION_OUTPUT, "random.normal"
     )
 
 
@@ -53,5 +53,5 @@ def uniform(
     draws = _rng(seed).uniform(low, high, _shape("random.uniform", shape))
     arr = draws.astype(dt.numpy, copy=False)
     return Tensor._adopt(  # type: ignore[no-any-return]
-        np.ascontiguousarray(arr), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform"
+        np.asarray(arr, order="C"), dt, AllocationReason.OPERATION_OUTPUT, "random.uniform"
     )

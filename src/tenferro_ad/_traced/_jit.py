@@ -56,7 +56,7 @@ from ..errors import ArgumentTypeError, DonationError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
-from ._trace import Tracer, aval_of, run_bound, trace_flat
+from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 
 _SCALARS = (bool, int, float, complex)
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
@@ -125,37 +125,46 @@ class Jitted:
         """How many signatures have been traced and compiled. O(1)."""
         return len(self._cache)
 
-    def lower(self, *args: Any) -> Compiled:
-        """Trace and compile for ``args``' signature (cached) without running anything."""
+    def lower(self, *args: Any, **kwargs: Any) -> Compiled:
+        """Trace and compile for the arguments' signature (cached) without running anything."""
+        if kwargs:
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
-        return self._entry(leaves, tree)
+        return self._entry(leaves, tree, len(args) - 1 if kwargs else -1)
 
-    def retained(self, *args: Any) -> list[ProgramRetainedEntry]:
+    def retained(self, *args: Any, **kwargs: Any) -> list[ProgramRetainedEntry]:
         """What the compiled program for ``args``' signature keeps between its forward and
         backward halves, and why (``traced.retained``: the ``tape.retained()`` of a jitted
         gradient; each entry's ``slot`` is the execution's value slot).  Traces and
         compiles once per signature (cached); runs nothing. O(size of the graph)."""
-        entry = self.lower(*args)
+        entry = self.lower(*args, **kwargs)
         return retained(entry.graph, entry.program)
 
-    def _entry(self, leaves: Sequence[Any], tree: TreeDef) -> Compiled:
+    def _entry(self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1) -> Compiled:
+        """The cache entry of a signature; ``nargs >= 0``: the call had keyword arguments,
+        which travel as a trailing dict after its ``nargs`` positional arguments."""
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
-        key = (tree, tuple((s, d.str) for s, d in avals))
+        key = (tree, tuple((s, d.str) for s, d in avals), nargs)
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
-            graph = trace_flat(self.f, avals, tree)
+            fn = self.f if nargs < 0 else functools.partial(call_with_keywords, self.f, nargs)
+            graph = trace_flat(fn, avals, tree)
             program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
                                     scratch_bytes=self.scratch_bytes, reuse=self.reuse,
-                                    donate=_donated_leaves(tree, self.donate_argnums))
+                                    donate=_donated_leaves(tree, self.donate_argnums, nargs))
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        nargs = -1
+        if kwargs:  # keyword arguments are traced leaves too (as in JAX): a trailing dict
+            nargs = len(args)
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
-            return self.f(*args)
-        entry = self._entry(leaves, tree)
+            return self.f(*args[:nargs], **kwargs) if kwargs else self.f(*args)
+        entry = self._entry(leaves, tree, nargs)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
             if donated:
@@ -179,11 +188,14 @@ def _name(f: Any) -> str:
     return str(getattr(f, "__name__", "f"))
 
 
-def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...]) -> tuple[int, ...]:
-    """The leaf indices of the donated positional arguments. O(leaves)."""
+def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:
+    """The leaf indices of the donated positional arguments (the first ``nargs`` children
+    of ``tree`` when the call had keyword arguments, else all of them). O(leaves)."""
     if not argnums:
         return ()
     kids = tree.children()
+    if nargs >= 0:
+        kids = kids[:nargs]
     starts = [0]
     for k in kids:
         starts.append(starts[-1] + k.num_leaves)

@@ -332,12 +332,21 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         )
     dt = getattr(dtype, "numpy", dtype)  # tenferro_storage.DType -> numpy dtype
     try:
-        return tuple(int(s) for s in shape), np.dtype(dt)
+        nd = np.dtype(dt)
+        # a non-native byte order (big-endian data) is the same type: its import converts
+        return tuple(int(s) for s in shape), nd if nd.isnative else nd.newbyteorder("=")
     except (TypeError, ValueError):  # a class (np.float32), or a foreign shape/dtype
         raise ArgumentTypeError(
             f"{what}: a {type(x).__name__} has no usable shape/dtype; pass arrays, Tensor "
             "owners, handles, Python scalars (or tuples/lists/dicts of them)"
         ) from None
+
+
+def call_with_keywords(f: Callable[..., Any], nargs: int, *args: Any) -> Any:
+    """``f(*args[:nargs], **args[nargs])``: a call whose keyword arguments travel as one
+    trailing positional dict, traced (``jit``) and batched (``vmap``) like the other
+    arguments, as JAX treats them. O(1)."""
+    return f(*args[:nargs], **args[nargs])
 
 
 def trace_flat(

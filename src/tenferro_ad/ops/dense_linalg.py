@@ -34,7 +34,8 @@ from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
-from .._traced._batch_rules import defbatch, leading
+from .._traced._batch_rules import defbatch, leading, unbatched_result
+from .._traced._batch_rules import elementwise as broadcasting
 from ..errors import ArgumentError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
@@ -694,10 +695,15 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
 
 
 def _uplo_hermitian(a: Any, lower: bool) -> EagerTensor:
-    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view)."""
-    t = bind(TRIL, a, k=0) if lower else bind(TRIU, a, k=0)
+    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view:
+    the strict triangle, its conjugate transpose, and the *real* part of the diagonal --
+    LAPACK never reads the diagonal's imaginary part, so neither may the gradient)."""
     s = bind(TRIL, a, k=-1) if lower else bind(TRIU, a, k=1)
-    return elementwise.add(t, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    h = elementwise.add(s, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    d = bind(TRIU, bind(TRIL, a, k=0), k=0)  # the diagonal alone
+    if is_complex(d):
+        d = elementwise.mul(elementwise.add(d, bind(CONJ, d)), 0.5)  # its real part, complex
+    return elementwise.add(h, d)
 
 
 def eigh(
@@ -875,3 +881,25 @@ __all__ = [
     "tril",
     "triu",
 ]
+
+# batching rules: every kernel here maps over leading batch axes (numpy.linalg's stacks,
+# ``_linalg_math._batched``), so the batch axis rides in front; several arguments broadcast
+# their batch axes as numpy does (the batched ones gain unit axes up to the common rank)
+defbatch(INV, leading("inv"))
+defbatch(DET, leading("det"))
+defbatch(SLOGDET, leading("slogdet"))
+defbatch(CHOLESKY, leading("cholesky"))
+defbatch(QR, leading("qr"))
+defbatch(EIGH, leading("eigh"))
+defbatch(SVD, leading("svd"))
+defbatch(EXPM, leading("expm"))
+defbatch(SQRTM, leading("sqrtm"))
+defbatch(PINV, leading("pinv"))
+defbatch(EIG, leading("eig"))
+defbatch(SVD_FULL, leading("svd_full_matrices"))
+defbatch(SOLVE, broadcasting("solve"))
+defbatch(TRSOLVE, broadcasting("triangular_solve"))
+defbatch(SYLVESTER, broadcasting("sylvester"))
+defbatch(DIAGONAL, leading("diagonal", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(DIAG_EMBED, leading("diag_embed", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(EYE_LIKE, unbatched_result("eye_like"))

@@ -702,3 +702,5 @@ stop_gradient = bind_op(
     """The same value with no gradient: a metadata-only alias (no allocation, no copy).""",
     __name__,
 )
+
+defbatch(SAME, leading("same"))

@@ -240,11 +240,12 @@ def transpose(x: Any, *axes: Any) -> EagerTensor:
 
 
 @op("swapaxes")
-def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
-    """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
+def swapaxes(x: Any, axis1: int, axis2: int) -> EagerTensor:
+    """Swap two axes (a transpose alias; numpy's argument names). ``AxisError`` for an axis
+    out of range. O(1): metadata only."""
     nd = len(value_of("swapaxes", x)[0])
-    i = axis_index("swapaxes", a, nd, "a")
-    j = axis_index("swapaxes", b, nd, "b")
+    i = axis_index("swapaxes", axis1, nd, "axis1")
+    j = axis_index("swapaxes", axis2, nd, "axis2")
     ax = list(range(nd))
     ax[i], ax[j] = ax[j], ax[i]
     return bind(TRANSPOSE, x, axes=tuple(ax))
