@@ -30,7 +30,8 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ops", ("tenferro_ad.ops",)),
     ("api", (
         "tenferro_ad._functional", "tenferro_ad._forward", "tenferro_ad._transforms",
-        "tenferro_ad._custom", "tenferro_ad.linalg", "tenferro_ad.fft", "tenferro_ad.optim",
+        "tenferro_ad._custom", "tenferro_ad._custom_call", "tenferro_ad.linalg", "tenferro_ad.fft",
+        "tenferro_ad.optim",
         "tenferro_ad.traced", "tenferro_ad.tree_util", "tenferro_ad.extend",
         "tenferro_ad.scipy",
     )),

@@ -250,7 +250,8 @@ def abstract_eval(
 ) -> tuple[Shape, np.dtype[Any]]:
     """The output ``(shape, dtype)`` of ``prim`` on these inputs, by running its kernel once on
     stride-0 probes (cached per primitive, input types and parameters; numpy floating-point
-    warnings are ignored since probe values are arbitrary)."""
+    warnings are ignored since probe values are arbitrary).  A kernel that refuses the
+    stride-0 probes runs once more on laid-out ones (one allocation per input)."""
     try:
         key = _cache_key(prim, inputs, params)
     except TypeError:
@@ -261,11 +262,10 @@ def abstract_eval(
     with np.errstate(all="ignore"):
         try:
             out = prim.impl(*args, **params)
-        except Exception:  # a kernel that needs real strides (view_as_complex) on the probes
-            # gets contiguous zeros; a genuine refusal raises again from this second call
-            args = [a.value if isinstance(a, Lit) else np.zeros(a.shape, a.dtype)
-                    for a in inputs]
-            out = prim.impl(*args, **params)
+        except Exception:  # a kernel that needs strides a stride-0 probe lacks (a zero-copy
+            # reinterpretation): once more on laid-out probes, whose failure is the answer
+            out = prim.impl(*[np.array(a) if isinstance(a, np.ndarray) else a for a in args],
+                            **params)
     arr = np.asarray(out)
     aval = (tuple(int(s) for s in arr.shape), arr.dtype)
     if key is not None:

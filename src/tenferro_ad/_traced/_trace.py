@@ -40,6 +40,7 @@ from ._graph import (
     abstract_eval,
     tree_flatten,
     tree_unflatten,
+    treedef_tuple,
     type_str,
 )
 
@@ -61,13 +62,16 @@ eager copy-or-alias distinction does not exist in a graph). Filled by ``traced.p
 class Builder:
     """Collects equations for one graph. ``level`` orders nested traces (inner is higher)."""
 
-    __slots__ = ("eqns", "invars", "level", "live")
+    __slots__ = ("captured", "eqns", "invars", "level", "live")
 
-    def __init__(self) -> None:
+    def __init__(self, capture: bool = False) -> None:
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self.level = len(_ACTIVE.stack)
         self.live = False
+        # capture=True: a value of an enclosing, live trace used here becomes an extra
+        # input (closure conversion); outer variable -> (its tracer, the input variable)
+        self.captured: dict[Var, tuple[Tracer, Var]] | None = {} if capture else None
 
     @contextmanager
     def active(self) -> Iterator[Builder]:
@@ -90,6 +94,14 @@ class Builder:
         """The graph atom for one argument: its variable, or a literal for a constant."""
         if type(a) is Tracer:
             if a._b is not self:
+                if isinstance(a._atom, Lit):  # an outer constant is a constant here too
+                    return a._atom
+                cap = self.captured
+                if cap is not None and a._b.live and a._b.level < self.level:
+                    got = cap.get(a._atom)
+                    if got is None:
+                        got = cap[a._atom] = (a, Var(a.shape, a.dtype))
+                    return got[1]
                 raise TracerError(
                     f"{operation}: got {a!r} from another trace (an outer function being "
                     "traced, or one that has finished); pass the value in as an argument"
@@ -122,9 +134,19 @@ class Builder:
         return Tracer(self, out)
 
     def finish(self, outs: Sequence[Any], in_tree: TreeDef, out_tree: TreeDef) -> Graph:
-        """The graph with these output leaves (tracers or constants)."""
+        """The graph with these output leaves (tracers or constants).  Captured outer
+        values are trailing inputs: one more argument, a tuple of them."""
         atoms = tuple(self.atom(o, "trace (output)") for o in outs)
-        return Graph(tuple(self.invars), tuple(self.eqns), atoms, in_tree, out_tree)
+        invars = tuple(self.invars)
+        if self.captured:
+            invars += tuple(v for _, v in self.captured.values())
+            consts = tree_flatten(tuple(range(len(self.captured))))[1]
+            in_tree = treedef_tuple((*in_tree.children(), consts))
+        return Graph(invars, tuple(self.eqns), atoms, in_tree, out_tree)
+
+    def consts(self) -> tuple[Tracer, ...]:
+        """The outer traced values this trace captured, in input order. O(captures)."""
+        return tuple(t for t, _ in (self.captured or {}).values())
 
 
 @contextmanager
@@ -364,6 +386,31 @@ def trace_flat(
                     "trace: argument 'f': the function returned None as a result leaf"
                 )
         return b.finish(leaves, in_tree, out_tree)
+
+
+def trace_closed(
+    f: Callable[..., Any], args: Sequence[Any]
+) -> tuple[Graph, tuple[Tracer, ...] | None]:
+    """Trace ``f`` at the types of ``args`` (pytrees), converting closures: a value of an
+    enclosing trace that ``f`` uses becomes an extra, trailing argument of the graph -- a
+    tuple of them, returned as ``consts`` (``None`` when ``f`` captured nothing), to pass
+    back when the graph (or a transformation of it) is evaluated.  As JAX, the
+    transformations see a captured value as a constant input.  O(ops)."""
+    leaves, in_tree = tree_flatten(tuple(args))
+    avals = [aval_of(x, f"trace: argument leaf {i}") for i, x in enumerate(leaves)]
+    b = Builder(capture=True)
+    ins = [b.new_input(sh, d) for sh, d in avals]
+    with b.active():
+        out = f(*tree_unflatten(in_tree, ins))
+        outs, out_tree = tree_flatten(out)
+        for o in outs:
+            if o is None:
+                raise ArgumentTypeError(
+                    "trace: argument 'f': the function returned None as a result leaf"
+                )
+        graph = b.finish(outs, in_tree, out_tree)
+    consts = b.consts()
+    return graph, (consts if consts else None)
 
 
 def trace(f: Callable[..., Any]) -> Callable[..., Graph]:

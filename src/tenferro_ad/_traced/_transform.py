@@ -244,6 +244,9 @@ def jvp(graph: Graph) -> Graph:
             if prim.save_out:
                 res.append(out)
             total: Any = None
+            if prim.jvp_all is not None:  # one rule sees every tangent
+                total = prim.jvp_all(ns, tin, *res, **e.params)
+                tin = []
             for i, t in enumerate(tin):
                 if t is None:
                     continue
@@ -318,7 +321,9 @@ def vjp(graph: Graph) -> Graph:
         return dce(b.finish(outs + cts, in_tree, out_tree))
 
 
-def _check_scalar(graph: Graph, what: str, has_aux: bool = False) -> None:
+def _check_scalar(
+    graph: Graph, what: str, has_aux: bool = False, holomorphic: bool = False
+) -> None:
     outs = graph.outvars
     if has_aux:
         kids = graph.out_tree.children()
@@ -328,18 +333,22 @@ def _check_scalar(graph: Graph, what: str, has_aux: bool = False) -> None:
                 f"value is one scalar, got the output structure {graph.out_tree}"
             )
         outs = outs[:1]
-    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "f":
+    kinds = "fc" if holomorphic else "f"
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind not in kinds:
         got = ", ".join(type_str(a.shape, a.dtype) for a in outs)
+        which = "floating or complex" if holomorphic else "real floating"
         raise TypeError(
-            f"{what}: the graph must have one real floating scalar output, got ({got}); "
+            f"{what}: the graph must have one {which} scalar output, got ({got}); "
             "use vjp for other outputs, or sum() the output"
+            + ("" if holomorphic else " (holomorphic=True for a complex output)")
         )
 
 
 def _grad_parts(
-    graph: Graph, argnums: int | tuple[int, ...], what: str, has_aux: bool = False
+    graph: Graph, argnums: int | tuple[int, ...], what: str, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> tuple[Builder, list[Any], list[Any], TreeDef]:
-    _check_scalar(graph, what, has_aux)
+    _check_scalar(graph, what, has_aux, holomorphic)
     single = isinstance(argnums, int | np.integer)  # (a numpy integer too, as in JAX)
     nargs = len(graph.in_tree.children())
     given: tuple[int, ...] = (
@@ -362,24 +371,29 @@ def _grad_parts(
     return b, outs, grads, gtree
 
 
-def grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output.
+def grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+) -> Graph:
+    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output
+    (``holomorphic=True``: a complex one, seeded with ``1``, as JAX's).
 
     ``argnums`` selects the arguments (an int: that argument's structure; a tuple: a tuple
     of them).  Same rules as eager ``tenferro_ad.grad``; the result can be transformed
     again (``grad(grad(g))``, ``jvp(grad(g))``)."""
-    b, _, grads, gtree = _grad_parts(graph, argnums, "grad")
+    b, _, grads, gtree = _grad_parts(graph, argnums, "grad", holomorphic)
     with b.active():
         return dce(b.finish(grads, graph.in_tree, gtree))
 
 
 def value_and_grad(
-    graph: Graph, argnums: int | tuple[int, ...] = 0, has_aux: bool = False
+    graph: Graph, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> Graph:
     """Like :func:`grad`, returning ``(value, grads)`` from one forward pass.  With
     ``has_aux`` the graph returns ``(value, aux)``: only ``value`` is differentiated and
     the result is ``((value, aux), grads)`` (as JAX's ``has_aux``)."""
-    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad", has_aux)
+    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad", has_aux,
+                                        holomorphic)
     with b.active():
         return dce(b.finish(outs + grads, graph.in_tree, treedef_tuple((graph.out_tree,
                                                                        gtree))))

@@ -36,9 +36,12 @@ from .._core._namespace import NUMPY_NS
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from .._traced._batch_rules import defbatch, leading, unbatched_result
 from .._traced._batch_rules import elementwise as broadcasting
+from .._traced._graph import Lit
+from .._traced._trace import Tracer
 from ..errors import ArgumentError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
+from ._util import shape_of
 from .complex import CONJ, REAL, REAL_T, is_complex
 from .linalg import matmul
 
@@ -55,9 +58,8 @@ def _np(x: Any) -> Array:
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    if isinstance(x, EagerTensor):
-        return tuple(x.shape)
-    return tuple(np.shape(_np(x)))
+    """The shape of a handle, owner, array or traced value (metadata only, O(rank))."""
+    return shape_of(x)
 
 
 def _square(op: str, a: Any) -> tuple[int, ...]:
@@ -215,7 +217,11 @@ def _B(ops: Any) -> Any:
 
 
 def _nz(x: Array) -> Array | None:
-    """A cotangent block that is exactly zero is the symbolic zero it stands for."""
+    """A cotangent block that is exactly zero is the symbolic zero it stands for.  A traced
+    block has no value at trace time: it is kept unless it is a zero literal."""
+    if isinstance(x, Tracer):
+        a = x._atom
+        return None if isinstance(a, Lit) and not np.any(a.value) else x
     return None if not np.any(_np(x)) else x
 
 
@@ -550,16 +556,26 @@ def _eig_impl(a: Array) -> Array:
     return np.concatenate([w[..., None, :], v], axis=-2).astype(cdt, copy=False)
 
 
+# The eigenvector rules read a constant of the primal point: the one-hot of each
+# eigenvector's largest entry.  A nondifferentiable primitive, so a traced rule emits it
+# as an equation (its value is not known at trace time) and a recording rule records it.
+EIG_MASK = nondifferentiable(defprimitive("eig_mask", L.eig_mask, 1))
+
+
+def _mask(ops: Any, v: Array) -> Array:
+    return L.eig_mask(v) if ops is NUMPY_NS else ops.apply(EIG_MASK, v)
+
+
 def _eig_vjp(ops: Any, g: Array, packed: Array) -> Array:
     B = _B(ops)
     w, v = packed[..., 0, :], packed[..., 1:, :]
-    return L.eig_vjp(B, w, v, _np(v), _nz(g[..., 0, :]), _nz(g[..., 1:, :]))
+    return L.eig_vjp(B, w, v, _mask(ops, v), _nz(g[..., 0, :]), _nz(g[..., 1:, :]))
 
 
 def _eig_jvp(ops: Any, t: Array, packed: Array) -> Array:
     B = _B(ops)
     w, v = packed[..., 0, :], packed[..., 1:, :]
-    dw, dv = L.eig_jvp(B, w, v, _np(v), t)
+    dw, dv = L.eig_jvp(B, w, v, _mask(ops, v), t)
     return ops.concatenate([B.row(dw), dv], axis=-2)
 
 

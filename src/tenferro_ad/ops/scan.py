@@ -22,10 +22,12 @@ from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from .._core._state import no_grad
 from .._traced._batch_rules import defbatch, flat_index, leading
+from .._traced._trace import Tracer
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from . import elementwise as ew
 from . import reduce as rd
 from . import shape as sh
+from ._along import TAKE_ALONG
 from ._util import axes as _axes
 from ._util import axis as _axis
 from ._util import dtype_of, guard_module, shape_of, value_arg
@@ -252,6 +254,8 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
         ax = _axis(op, axis, len(shape))
     else:
         shape, ax = (_count(shape, tuple(range(len(shape)))),), 0
+    if isinstance(indices, Tracer):  # traced indices: no value to check or key by
+        return _take_traced(x, indices, shape, ax, axis is None)
     idx = _index_array(indices, op)
     if idx.dtype.kind not in "iu":
         raise ArgumentTypeError(
@@ -291,6 +295,24 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
             sh_i[i] = n
             key.append(np.arange(n).reshape(sh_i))
     return sh.gather(x, tuple(key))
+
+
+def _take_traced(
+    x: Any, idx: Tracer, shape: tuple[int, ...], ax: int, flat: bool
+) -> EagerTensor:
+    """``take_along_axis`` by traced indices: the ``take_along`` primitive (metadata checks
+    only; an out-of-range index raises when the program runs)."""
+    op = "take_along_axis"
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"{op}: argument 'indices' must hold integers, got dtype {idx.dtype}"
+        )
+    if idx.ndim != len(shape):
+        raise ArgumentError(
+            f"{op}: arguments 'x' and 'indices' do not fit: 'indices' must have as many dims "
+            f"as 'x' ({len(shape)}{', flattened' if flat else ''}), got {idx.ndim}"
+        )
+    return bind(TAKE_ALONG, _flat(x) if flat else x, idx, axis=ax)
 
 
 def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
