@@ -52,6 +52,7 @@ from ._root import (
     StorageMut,
     StorageRef,
 )
+from ._save import load, save
 from ._tensor import Tensor, TensorView, TensorViewMut
 
 __all__ = [
@@ -107,10 +108,12 @@ __all__ = [
     "int64",
     "kernel",
     "ledger",
+    "load",
     "ones",
     "providers",
     "random",
     "runtime",
+    "save",
     "view_as_complex",
     "view_as_real",
     "zeros",
