@@ -98,7 +98,7 @@ with ad.Tape() as tape:
     loss = ad.sum(y)
 with capture() as rec:
     grads = tape.backward(loss, wrt=[x])
-print("block form backward:", dict(rec.allocations))
+print("block form backward:\n" + str(rec.allocations))
 # exp is recomputed from the saved h (the scaling's backward reads it; the scaling itself
 # is not re-run: nothing reads its output); neither tanh nor x @ x is re-run: tanh's backward
 # needs only its saved output h, and the product's backward only x, the region's input

@@ -160,7 +160,8 @@ def _plot(runs: dict[str, tuple[list[float], LedgerRecord]], path: Path | None) 
     if path is None:
         path = Path(tempfile.mkdtemp(prefix="tenferro-demo-")) / "checkpoint_demo.png"
     try:
-        plot_records([(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], path)
+        plot_records([(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], path,
+                     share_y=True)  # the panels are compared: one y-scale
     except PlotUnavailableError:
         print("(matplotlib not installed: pip install 'tenferro[plot]' to get the plot)")
         return

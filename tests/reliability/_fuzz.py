@@ -621,6 +621,9 @@ VALID_CALLS: dict[str, ValidCall] = {
     "EagerTensor.__matmul__": ValidCall(["owner f64 (3,3)"]),
     "EagerTensor.dot": ValidCall(["owner f64 (3,3)"]),
     "EagerTensor.swapaxes": ValidCall(["int 0", "int 1"]),
+    **{f"{c}.{m}": v for c in ("Tensor", "TensorView", "TensorViewMut") for m, v in (
+        ("dot", ValidCall(["owner f64 (3,3)"])), ("swapaxes", ValidCall(["int 0", "int 1"])),
+    )},
 }
 # Targets that have no valid call at all: the reason.
 NO_VALID_CALL: dict[str, str] = {

@@ -52,7 +52,7 @@ def _np(x: Any) -> Array:
     """The values of a handle, owner or array-like, read in place (O(1), no copy)."""
     if isinstance(x, EagerTensor):
         return x._r("linalg").a
-    if isinstance(x, ts.Tensor):
+    if isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
         return ts.kernel.read_array(x)
     return np.asarray(x)
 
