@@ -227,3 +227,28 @@ def test_a_kernel_returning_a_hand_built_constant_is_refused_not_made_a_second_o
     assert not any("returns-constant" in op for op in ops)
     np.testing.assert_array_equal(caller, [1.0, 2.0])
     caller[0] = 5.0  # still the caller's own memory, and nobody else's
+def test_the_generated_host_run_records_one_allocation_and_one_release_per_kernel_result() -> None:
+    """The host path (one generated function per program): each kernel result is one
+    OPERATION_OUTPUT allocation released at its last use, a buffer reused by ``into`` is
+    neither allocated nor released again, only the outputs stay live; no copy. The same
+    program run twice reuses its generated function."""
+    fresh = rt.OutputKind.FRESH
+    p = rt.CompiledGraph(1, 5, (
+        rt.Instruction(np.sin, (0,), (1,), name="sin"),
+        rt.Instruction(np.cos, (1,), (2,), release_after=(1,), name="cos"),
+        rt.Instruction(np.add.reduce, (2,), (3,), (("axis", 0),), name="sum"),
+        # add(v2, v2) writes into sin's buffer, released by cos
+        rt.Instruction(np.add, (2, 2), (4,), release_after=(2,), name="add", into=1),
+    ), (rt.ProgramOutput(fresh, value=4), rt.ProgramOutput(fresh, value=3)), "chain")
+    src = ts.arange(4.0)
+    for _ in range(2):
+        with src.as_view() as v, ledger.capture() as rec:
+            out = rt.run_program(p, [ts.kernel.read_array(v)])
+            assert rec.live_bytes == 4 * 8 + 8  # the two outputs
+        assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 3}
+        assert rec.releases == 1 and not rec.copies  # sin's buffer moved on to the add
+        c = np.cos(np.sin(np.arange(4.0)))
+        np.testing.assert_allclose(out[4].to_numpy(), c + c)
+        np.testing.assert_allclose(out[3].to_numpy(), c.sum())
+        del out
+    assert p._host_run is not None

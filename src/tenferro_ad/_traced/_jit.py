@@ -15,9 +15,10 @@ How a call runs depends on what it is given:
   current tape — ``tenferro_ad.grad(jit(f))`` works;
 * **tracers**: ``f`` itself is called, so a jitted function inlines into a trace.
 
-Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
-gives up only one owned output without a copy, so a scoped call with several outputs
-returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+Results are fresh owners: every value the program computes is moved out of its bundle
+(scoped: ``ScopedExecutionBundle.into_owned_group``), never copied; only an input returned
+as is and a value returned twice become recorded ``EXPLICIT_DUPLICATE`` copies (a second
+owner needs its own allocation).
 On an engine with device memory (not host-visible) each result is downloaded to the host:
 one recorded ``TRANSFER`` copy per output (inputs are read where they are).
 
@@ -59,6 +60,7 @@ from ._retained import ProgramRetainedEntry, retained
 from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 
 _SCALARS = (bool, int, float, complex)
+_borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 
 
@@ -316,32 +318,51 @@ def _failed_donation(
 
 def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
     views, imported = [], []
+    holder = f"jit({entry.program.name}): a running call"  # named borrows: no call-site walk
     try:
         for x, v in zip(leaves, entry.graph.invars, strict=True):
             if not isinstance(x, _STORAGE):
                 x = _imported(x, v.dtype)
                 imported.append(x)
-            views.append(x.as_view())
+            views.append(_borrow(x, holder))
         outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
         if not isinstance(outcome, rt.Completed):
             raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
                                   outcome.cause)
         bundle = outcome.bundle
         kinds = bundle.kinds
-        if len(kinds) == 1 and kinds[0] is rt.OutputKind.FRESH:
-            return [bundle.into_owned_output(0)]
-        outs = []
-        for i in range(len(kinds)):
-            view = bundle.output(i)
-            assert isinstance(view, ts.TensorView)
-            outs.append(view.duplicate())
-            view.release()
-        bundle.release()
-        return outs
+        group, refs = bundle.into_owned_group()
+        return _scoped_outputs(group, refs, kinds)
     finally:
         for view in views:
             view.release()
         imported.clear()
+
+
+def _scoped_outputs(
+    group: ts.AllocationGroup, refs: Sequence[Any], kinds: Sequence[rt.OutputKind]
+) -> list[Any]:
+    """Fresh owners of a scoped call's outputs: a fresh output is moved out of the bundle's
+    group (no copy); an input returned as is (a borrow of the caller's value) and the second
+    occurrence of a value are recorded ``EXPLICIT_DUPLICATE`` copies -- two owners of one
+    value need two allocations. O(outputs)."""
+    taken: dict[Any, ts.Tensor[Any, Any]] = {}
+    outs: list[Any] = []
+    try:
+        for ref, kind in zip(refs, kinds, strict=True):
+            if isinstance(ref, ts.TensorView):
+                outs.append(ref.duplicate())
+            elif kind is rt.OutputKind.REPEATED:
+                outs.append(taken[ref].duplicate())
+            else:
+                assert isinstance(ref, ts.DescriptorSlot)  # programs from graphs have no metadata
+                taken[ref] = t = group.try_extract(ref)
+                outs.append(t)
+    finally:
+        for ref in refs:
+            if isinstance(ref, ts.TensorView):
+                ref.release()
+    return outs
 
 
 def jit(

@@ -19,6 +19,7 @@ from .._frozen import frozen
 from .._ledger import AllocationReason
 from .._tensor import Tensor, adopt_output
 from ..kernel import read_array
+from ._host_run import KernelOutputError, run_on_host
 
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
@@ -56,7 +57,8 @@ class Value:
 class Instruction:
     """One kernel call: ``outputs = kernel(*values[inputs], **params)``.
 
-    ``kernel`` receives read-only numpy arrays and returns one fresh C-contiguous array
+    ``kernel`` receives numpy arrays it must not write (the input bindings read-only, the
+    program's own intermediates as they are on the host) and returns one fresh C-contiguous array
     (or numpy scalar) per output slot, as a tuple when ``len(outputs) != 1``.
     ``params`` are static keyword parameters (sorted ``(name, value)`` pairs).
     ``release_after`` lists the intermediate value slots whose last use is this
@@ -240,6 +242,7 @@ class CompiledGraph:
     _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
     _kept: frozenset[int] = attrs.field(init=False, repr=False, eq=False)
     _backing: dict[int, int] = attrs.field(init=False, repr=False, eq=False)
+    _host_run: Any = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _validate(self)
@@ -256,6 +259,7 @@ class CompiledGraph:
                 if src is not None:
                     backing[ins.outputs[0]] = src
         object.__setattr__(self, "_backing", backing)
+        object.__setattr__(self, "_host_run", None)  # generated on the first host run
 
     def backing_input(self, value: int) -> int | None:
         """The donated input slot whose buffer holds ``value`` (``None``: its own). O(1)."""
@@ -401,10 +405,6 @@ class ProgramBuilder:
         )
 
 
-class KernelOutputError(RuntimeError):
-    """A kernel returned the wrong number of results."""
-
-
 class DeviceOutputs(Protocol):
     """How a device engine owns and reaches program values in its own memory (see
     :func:`run_program`; ``providers._device.DeviceAdopter`` is the simulated device's)."""
@@ -445,8 +445,13 @@ def run_program(
     donated input slots a kernel was handed to write, *before* the call (a kernel that
     raises may have written part of it): a failed run reports which inputs it clobbered.
     Intermediates are dropped at their last use.  Any exception propagates after every
-    intermediate made so far has been released.  Cost: the kernels plus O(instructions) bookkeeping.
+    intermediate made so far has been released.  Cost: the kernels plus O(instructions)
+    bookkeeping; on the host without donation the instructions run as one generated
+    function (``_host_run``: the same allocation events, no owner object for an
+    intermediate).
     """
+    if device is None and not program.donated:
+        return run_on_host(program, arrays)
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
     for c in program.constants:

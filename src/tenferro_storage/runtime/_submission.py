@@ -586,6 +586,25 @@ class ScopedExecutionBundle(Lender):
             v.release()
         return tensor
 
+    def into_owned_group(
+        self,
+    ) -> tuple[AllocationGroup, tuple[TensorView[Any, Any] | DescriptorSlot | OutputMetadata, ...]]:
+        """Consume the bundle into its owned group and output map, to keep *every* fresh
+        output (``into_owned_output`` keeps one): each fresh output is a slot of the group
+        (``AllocationGroup.try_extract`` moves its owner out; a repeated one names the same
+        slot again), a borrowed output is its ``TensorView`` (the caller releases it), a
+        metadata output its ``OutputMetadata``.  A borrowed bundle raises ``BorrowError``
+        and nothing changes.  No copy, no allocation. O(1)."""
+        operation = "ScopedExecutionBundle.into_owned_group"
+        self._live(operation)
+        owned = self._owned
+        assert owned is not None
+        owned._exclusive_access(operation)
+        self._moved_by = operation
+        self._owned = None
+        outputs, self._outputs = self._outputs, ()
+        return owned, outputs
+
     def release(self) -> None:
         """End the borrows of the borrowed outputs now (the owned group is dropped too). O(n)."""
         if self._moved_by is None:
