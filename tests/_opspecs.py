@@ -194,6 +194,16 @@ def _core_rows() -> list[Op]:
               lambda x: jax.nn.logsumexp(x, axis=-1), REDUCE),
         _core("softmax", lambda x: ad.softmax(x, axis=-1),
               lambda x: jax.nn.softmax(x, axis=-1), REDUCE),
+        # a leading axis as well as the last: a rule reducing over the wrong axis agrees
+        # with JAX on the last axis of a square input, never on both
+        _core("log_softmax", lambda x: ad.log_softmax(x, axis=-1),
+              lambda x: jax.nn.log_softmax(x, axis=-1), REDUCE),
+        _core("log_softmax_axis0", lambda x: ad.log_softmax(x, axis=0),
+              lambda x: jax.nn.log_softmax(x, axis=0), REDUCE),
+        _core("softmax_axis0", lambda x: ad.softmax(x, axis=0),
+              lambda x: jax.nn.softmax(x, axis=0), REDUCE),
+        _core("logsumexp_axis0", lambda x: ad.logsumexp(x, axis=0),
+              lambda x: jax.nn.logsumexp(x, axis=0), REDUCE),
     ]
 
 
