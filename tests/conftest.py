@@ -8,11 +8,16 @@
 * numpy floating-point errors raise inside every test (a NaN must not hide a bug).
 * Borrow debug mode (``TENFERRO_DEBUG_BORROWS``) is on in every test: arrays handed out
   by prepared access are staged and poisoned when the access ends, so a late read or
-  write through one is caught instead of silently touching a value a tape holds.
+  write through one is caught instead of silently touching a value a tape holds.  A
+  module marked ``pytestmark = pytest.mark.both_borrow_modes`` (the ownership, borrow and
+  escape suites) runs every test twice, ``[debug]`` and ``[default]``: the second in the
+  mode users get by default (debug mode off).
 * Leak check after every test: every root allocated during the test has been released
   (``ledger.live_allocations()`` and ``ledger.live_bytes()`` are back to their values
-  before the test) and no root was released twice.  It costs two integer reads when
-  nothing leaked; only a mismatch triggers ``gc.collect()`` (views in reference
+  before the test, plus exactly the roots an unproven completion retained for the rest
+  of the process: ``providers.permanently_retained()``) and no root was released twice.
+  It costs two integer reads and one scan of the permanent records when nothing leaked;
+  only a mismatch triggers ``gc.collect()`` (views in reference
   cycles, e.g. held by a traceback, are collected before judging).
 """
 
@@ -28,11 +33,32 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tenferro_storage import _access, ledger
+from tenferro_storage.providers import permanently_retained
+
+BOTH_MODES = "both_borrow_modes"
+"""Marker of a module whose tests run twice: in borrow debug mode and in the default mode
+users get (``TENFERRO_DEBUG_BORROWS`` unset): the ownership, borrow and escape suites."""
+
+
+@pytest.fixture
+def borrow_mode(request: pytest.FixtureRequest) -> str:
+    """``"debug"`` or ``"default"``: the borrow mode of a test of a marked module."""
+    return str(request.param)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.definition.get_closest_marker(BOTH_MODES) is not None:
+        if "borrow_mode" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("borrow_mode")
+        metafunc.parametrize("borrow_mode", ["debug", "default"], indirect=True)
 
 
 @pytest.fixture(autouse=True)
-def _debug_borrows_on() -> Iterator[None]:
-    previous = _access._set_debug_borrows(True)
+def _debug_borrows_on(request: pytest.FixtureRequest) -> Iterator[None]:
+    debug = True
+    if "borrow_mode" in request.fixturenames:
+        debug = request.getfixturevalue("borrow_mode") == "debug"
+    previous = _access._set_debug_borrows(debug)
     try:
         yield
     finally:
@@ -65,6 +91,9 @@ settings.load_profile(PROFILE)
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{BOTH_MODES}: run each test in borrow debug mode and in the default mode"
+    )
     # Hypothesis probes mypy_extensions.TypedDict while reporting a failure; with
     # warnings as errors that probe would mask the real failure.
     config.addinivalue_line(
@@ -111,9 +140,15 @@ def _leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
     allocations = ledger.live_allocations()
     live = ledger.live_bytes()
     doubles = len(ledger.double_releases())
+    kept = permanently_retained()
     yield
     if request.node.stash.get(_CALL_FAILED, False):
         return  # the failure's traceback keeps the test's objects alive; report it alone
+    # Unproven completions keep their roots for the rest of the process by contract; the
+    # roots such a test retained (and nothing else) may stay alive.
+    now = permanently_retained()
+    allocations += now.roots - kept.roots
+    live += now.nbytes - kept.nbytes
     if ledger.live_allocations() != allocations:
         gc.collect()
     leaked = ledger.live_allocations() - allocations

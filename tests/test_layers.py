@@ -30,7 +30,8 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ops", ("tenferro_ad.ops",)),
     ("api", (
         "tenferro_ad._functional", "tenferro_ad._forward", "tenferro_ad._transforms",
-        "tenferro_ad._custom", "tenferro_ad.linalg", "tenferro_ad.fft", "tenferro_ad.optim",
+        "tenferro_ad._custom", "tenferro_ad._custom_call", "tenferro_ad.linalg", "tenferro_ad.fft",
+        "tenferro_ad.optim",
         "tenferro_ad.traced", "tenferro_ad.tree_util", "tenferro_ad.extend",
         "tenferro_ad.scipy",
     )),
@@ -62,6 +63,7 @@ OVER_BUDGET: dict[str, str] = {
     "tenferro_storage._root": "roots and claims: the one audited module that creates roots",
     "tenferro_storage._pytree": "the pytree registry, flatten/unflatten and key paths",
     "tenferro_storage.runtime._submission": "submission and its outcomes, one state table",
+    "tenferro_ad.ops.scan": "the sort/scan/gather family and its traced-index paths (as on main)",
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import runpy
 from pathlib import Path
 
@@ -14,3 +15,15 @@ TUTORIALS = sorted((Path(__file__).resolve().parent.parent / "tutorials").glob("
 def test_tutorial_runs(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     runpy.run_path(str(path), run_name="__main__")
     assert capsys.readouterr().out  # every tutorial prints what it shows
+
+
+def test_readme_snippets_run_and_print_plain_tables(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's Python snippets run in order; the ledger counters they print are plain
+    tables (no enum reprs, no ``Counter(...)``)."""
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    code = "\n".join(re.findall(r"```python\n(.*?)```", readme, re.S))
+    assert code
+    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "transfer_destination" in out
+    assert "Counter(" not in out and "AllocationReason." not in out and "<" not in out

@@ -29,8 +29,8 @@ with ledger.capture() as rec:
     np.testing.assert_allclose(g.to_numpy(), expected)
     print("gradient:", g.to_numpy())
 
-print("allocations:", dict(rec.allocations))
-print("copies:     ", dict(rec.copies))  # only the import and our to_numpy() reads
+print("allocations:\n" + str(rec.allocations))
+print("copies:\n" + str(rec.copies))  # only the import and our to_numpy() reads
 assert ts.CopyReason.EXPLICIT_DUPLICATE not in rec.copies
 
 # %% The functional API borrows its arguments: nothing is consumed.

@@ -19,9 +19,9 @@ Y = np.sin(X @ np.array([1.0, -2.0, 0.5, 1.5]))[:, None]
 x, y = ts.from_numpy(X), ts.from_numpy(Y)  # the dataset: two owners, used every step
 
 params = [
-    ts.random.normal((4, 16), seed=1, std=0.5),
+    ts.random.default_rng(1).normal((4, 16), scale=0.5),
     ts.zeros(16),
-    ts.random.normal((16, 1), seed=2, std=0.5),
+    ts.random.default_rng(2).normal((16, 1), scale=0.5),
 ]
 scale = ts.from_numpy(np.full(16, 0.9))  # a constant the loss closes over (borrowed)
 

@@ -39,7 +39,7 @@ def loss_fn(x: Any, checkpointed: bool) -> Any:
 
 # %% [2] Run forward + backward under a ledger capture, with and without checkpointing.
 def run(checkpointed: bool) -> tuple[np.ndarray[Any, Any], Any]:
-    x0 = ts.random.normal((N,), seed=0)  # made before the capture: not counted
+    x0 = ts.random.default_rng(0).normal((N,))  # made before the capture: not counted
     with capture() as rec:
         with ad.Tape() as tape:
             x = tape.watch(x0)
@@ -80,7 +80,7 @@ print(f"recomputed allocations: {recomputed} ({recomputed * n:,} bytes)")
 # %% [4] The tape explains what it retains: only region inputs, needed by the
 # checkpoint's recompute (no interior value appears here).
 with ad.Tape() as tape:
-    x = tape.watch(ts.random.normal((N,), seed=0))
+    x = tape.watch(ts.random.default_rng(0).normal((N,)))
     loss = loss_fn(x, True)
     for entry in tape.retained():
         print(f"retained: {entry.producer:<8} needed by {entry.needed_by}  {entry.nbytes:,} B")
@@ -91,14 +91,14 @@ del loss, x, tape
 # inside the block and still referenced when it exits are the region's outputs.
 # ad.save_named("h") keeps values named with ad.name(...) instead of recomputing them.
 with ad.Tape() as tape:
-    x = tape.watch(ts.random.normal((4, 4), seed=1))
+    x = tape.watch(ts.random.default_rng(1).normal((4, 4)))
     with tape.checkpoint(policy=ad.save_named("h")):
         h = ad.name(ad.tanh(x @ x), "h")  # saved: a region boundary
         y = ad.exp(h) * 2.0  # interior values of y are recomputed
     loss = ad.sum(y)
 with capture() as rec:
     grads = tape.backward(loss, wrt=[x])
-print("block form backward:", dict(rec.allocations))
+print("block form backward:\n" + str(rec.allocations))
 # exp is recomputed from the saved h (the scaling's backward reads it; the scaling itself
 # is not re-run: nothing reads its output); neither tanh nor x @ x is re-run: tanh's backward
 # needs only its saved output h, and the product's backward only x, the region's input

@@ -93,6 +93,6 @@ with SimulatedAsyncProvider(name="tutorial-sim") as sim:
         print("host read refused:", err.__cause__)
     with ts.ledger.capture() as rec:
         z_host = rt.download(z_device)  # the explicit, recorded copy
-    print("downloaded z =", z_host.to_numpy(), "copies:", dict(rec.copies))
+    print("downloaded z =", z_host.to_numpy(), "copies:", repr(rec.copies))
     del done, z_device, z_host, pkg
 print("done")

@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(args_list)
 
     sink = Diagnostics()
-    loaded = load(args.root, args.manifest, sink)
+    loaded = load(args.root, args.manifest, sink, collect=True)
     candidate: str | None = None
     results: dict[str, int] | None = None
     if loaded is not None:

@@ -65,6 +65,7 @@ DIAGNOSTIC_FIELDS: dict[str, frozenset[str]] = {
         "E_CWD_MISSING": ("obligation_id", "command_id", "cwd"),
         "E_ARGV_PATH_ESCAPE": ("obligation_id", "command_id", "index", "path"),
         "E_ARGV_PATH_MISSING": ("obligation_id", "command_id", "index", "path"),
+        "E_SELECTOR_UNRESOLVED": ("obligation_id", "command_id", "target"),
         # exact command allow-list and identity
         "E_ARTIFACT_KIND": ("artifact_id", "kind"),
         "E_ARTIFACT_SELECTOR": ("artifact_id", "kind"),

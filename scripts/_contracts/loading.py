@@ -17,15 +17,28 @@ from .model import Manifest
 from .provenance import git
 from .registry import check_lifecycle, check_registry
 from .schema import load_manifest_text, parse_manifest
+from .selectors import check_selectors
 
 
 def check_structure(
-    root: Path, manifest: Manifest, sink: Diagnostics, tree: TreeFiles | None = None
+    root: Path,
+    manifest: Manifest,
+    sink: Diagnostics,
+    tree: TreeFiles | None = None,
+    *,
+    collect: bool = False,
 ) -> None:
+    """The structural rules; with ``collect`` (the checker, on the working tree) also
+    resolves every pytest selector with one collect-only run.  The runner does not: it
+    executes every active row, which fails on a selector that names nothing, and a commit's
+    tree (the replay) cannot be collected."""
     check_registry(manifest, sink)
     check_lifecycle(manifest, sink)
     failed = check_paths(root, manifest, sink, tree)
+    before = len(sink)
     check_commands(manifest, failed, sink)
+    if collect and tree is None and len(sink) == before:
+        check_selectors(root, manifest, failed, sink)
 
 
 @dataclass
@@ -51,8 +64,11 @@ def resolve_root(value: str, sink: Diagnostics) -> Path | None:
     return root
 
 
-def load(root_arg: str, manifest_rel: str, sink: Diagnostics) -> Loaded | None:
-    """Root, manifest confinement, TOML parse, shape and structural checks."""
+def load(
+    root_arg: str, manifest_rel: str, sink: Diagnostics, *, collect: bool = False
+) -> Loaded | None:
+    """Root, manifest confinement, TOML parse, shape and structural checks (``collect``:
+    selector resolution too, see :func:`check_structure`)."""
     root = resolve_root(root_arg, sink)
     if root is None:
         return None
@@ -79,7 +95,7 @@ def load(root_arg: str, manifest_rel: str, sink: Diagnostics) -> Loaded | None:
     manifest = parse_manifest(data, sink)
     if manifest is None:
         return None
-    check_structure(root, manifest, sink)
+    check_structure(root, manifest, sink, collect=collect)
     return Loaded(root, manifest_rel, manifest)
 
 

@@ -14,7 +14,20 @@ The tape retains exactly what the rules' residual declarations name
 (``tape.retained()`` explains it); the ledgers (``tenferro_storage.ledger``) prove it.
 """
 
-from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, traced
+# creation in one place: the storage kernel's (owners) beside the ops' (values)
+from tenferro_storage import (
+    __version__ as __version__,
+)
+from tenferro_storage import (
+    arange,
+    from_dlpack,
+    from_numpy,
+    full,
+    ones,
+    zeros,
+)
+
+from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, testing, traced
 from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,
@@ -30,6 +43,7 @@ from ._core._primitive import Primitive, Zero
 from ._core._retention import AdValueRecord, RetentionContainer
 from ._core._state import allocation_reason, no_grad
 from ._core._tape import RetainedEntry, Tape, current_tape
+from ._creation import asarray
 from ._custom import custom_jvp, custom_vjp
 from ._forward import jvp
 from ._functional import VjpFunction, constant, grad, value_and_grad, vjp
@@ -236,6 +250,7 @@ __all__ = [
     "angle",
     "any",
     "append",
+    "arange",
     "arccos",
     "arccosh",
     "arcsin",
@@ -248,6 +263,7 @@ __all__ = [
     "argpartition",
     "argsort",
     "array_split",
+    "asarray",
     "astype",
     "atleast_1d",
     "atleast_2d",
@@ -303,6 +319,9 @@ __all__ = [
     "fmax",
     "fmin",
     "fmod",
+    "from_dlpack",
+    "from_numpy",
+    "full",
     "full_like",
     "gather",
     "gelu",
@@ -363,6 +382,7 @@ __all__ = [
     "no_grad",
     "norm",
     "not_equal",
+    "ones",
     "ones_like",
     "ops",
     "optim",
@@ -416,6 +436,7 @@ __all__ = [
     "tan",
     "tanh",
     "tensordot",
+    "testing",
     "tile",
     "trace",
     "traced",
@@ -433,5 +454,6 @@ __all__ = [
     "vsplit",
     "vstack",
     "where",
+    "zeros",
     "zeros_like",
 ]

@@ -26,8 +26,12 @@ pytrees (tuples, lists, dicts, namedtuples, ``None``, registered nodes) of value
 has the output's structure, ``bwd`` returns one cotangent pytree per argument (``None``
 for a whole argument or at a leaf position: zeros), and a JVP rule receives tangents in
 the arguments' structures.  A function with several output leaves appends one node per
-output leaf; the rule is linear in ``g``, so each node calls it with its own cotangent
-(zeros elsewhere) and the sweep sums the results.
+output dtype whose value packs those leaves (a single leaf is its own value): the user's
+rule runs once per backward for a single-dtype output (once per dtype otherwise, each
+call with zeros at the other dtypes' leaves; the rule is linear in ``g``).
+
+Traced values, and calls inside a checkpoint region, go through the custom call
+primitives of :mod:`._custom_call` instead (the rule travels with the equation).
 """
 
 from __future__ import annotations
@@ -47,8 +51,11 @@ from ._core._primitive import Primitive, Zero
 from ._core._retention import AdValueRecord
 from ._core._state import STATE, no_grad
 from ._core._tape import TapeNode
+from ._custom_call import CustomCall, call_custom
 from ._functional import constant, vjp
+from ._traced._trace import Tracer
 from .errors import ArgumentError, ArgumentTypeError
+from .ops import shape as _sh
 
 __all__ = ["custom_jvp", "custom_vjp"]
 
@@ -56,11 +63,12 @@ __all__ = ["custom_jvp", "custom_vjp"]
 class _NodeState:
     """What one recorded custom node's rule needs: the user's rule and the residuals, the
     arguments' structure (``in_tree``, of the argument tuple) and the output's
-    (``out_tree``; this node is output leaf ``out_index``, ``out_likes`` every output
-    leaf's value, for the zero cotangents of the others)."""
+    (``out_tree``; this node's value packs the output leaves ``group`` -- one per output
+    dtype --, ``out_likes`` every output leaf's value, for the zero cotangents of the
+    others)."""
 
     __slots__ = (
-        "arg_trees", "cache", "fn", "in_tree", "likes", "nargs", "out_index", "out_likes",
+        "arg_trees", "cache", "fn", "group", "in_tree", "likes", "nargs", "out_likes",
         "out_tree", "res_ids", "res_tree",
     )
 
@@ -74,31 +82,42 @@ class _NodeState:
         self.cache: tuple[Any, list[Any]] | None = None
         self.likes: list[np.ndarray[Any, Any]] = []  # each argument leaf's value, for checks
         self.out_tree: PyTreeDef | None = None
-        self.out_index = 0
+        self.group: tuple[int, ...] = (0,)
         self.out_likes: list[np.ndarray[Any, Any]] = []
 
-    def cotangent(self, g: Any) -> Any:
-        """The user rule's ``g``: the output's structure, ``g`` at this node's leaf and
-        zeros elsewhere (just ``g`` for a single output leaf). O(output leaves)."""
+    def cotangent(self, g: EagerTensor) -> Any:
+        """The user rule's ``g``: the output's structure, this node's leaves from ``g``
+        (metadata-only slices of the packed cotangent) and zeros elsewhere (just ``g``
+        for a single output leaf). O(output leaves)."""
         tree = self.out_tree
         if tree is None or tree.num_leaves == 1:
             return g if tree is None else tree.unflatten([g])
-        leaves = [_as_handle(np.zeros(a.shape, a.dtype)) for a in self.out_likes]
-        leaves[self.out_index] = g
+        leaves: list[Any] = [_as_handle(np.zeros(a.shape, a.dtype)) for a in self.out_likes]
+        if len(self.group) == 1:
+            leaves[self.group[0]] = g
+            return tree.unflatten(leaves)
+        off = 0
+        for j in self.group:
+            a = self.out_likes[j]
+            leaves[j] = _sh.reshape(_sh.getitem(g, slice(off, off + a.size)), a.shape)
+            off += a.size
         return tree.unflatten(leaves)
 
 
 def _as_handle(g: Any) -> EagerTensor:
     """A cotangent as a handle: handles pass; kernel scratch is owned without a copy
-    when it can be, else laid out afresh (a kernel write)."""
+    when it can be; memory another value or the caller holds (a residual, the caller's
+    seed, a view of one) becomes a recorded ``MATERIALIZE`` copy, never a second owner;
+    any other view is laid out afresh (a kernel write)."""
     if isinstance(g, EagerTensor):
         return g
     g = np.asarray(g)
-    if g.base is None and g.flags.carray:
-        try:
-            return constant(ts.kernel.adopt_output(g, STATE.reason, "cotangent"))
-        except ts.errors.LayoutError:
-            pass  # another value's memory: lay it out afresh below
+    try:
+        return constant(ts.kernel.adopt_output(g, STATE.reason, "cotangent"))
+    except ts.errors.AliasedOutputError:
+        return constant(ts.kernel.materialize_output(g, STATE.reason, "cotangent"))
+    except ts.errors.LayoutError:
+        pass  # a view of scratch, or not contiguous: laid out afresh below
     return constant(ts.kernel.adopt_output(np.array(g, order="C"), STATE.reason, "cotangent"))
 
 
@@ -129,8 +148,11 @@ def _value_of(x: Any) -> np.ndarray[Any, Any]:
 def _record(
     prim: Primitive, fn: Any, args: tuple[Any, ...], out: Any, residuals: Any
 ) -> Any:
-    """Append the custom nodes for ``out`` (one per output leaf) on the recording tape;
-    returns ``out``'s structure of tracked handles."""
+    """Append the custom nodes for ``out`` on the recording tape: one per output dtype,
+    whose value packs that dtype's output leaves (raveled and joined: one allocation;
+    a single leaf is its own value), so the user's rule runs once per backward for the
+    usual single-dtype output.  Returns ``out``'s structure of tracked handles (a packed
+    leaf is a recorded metadata-only slice of its node's value)."""
     tape = STATE.tape
     key = tape.key
     arg_leaves, in_tree = tree_flatten(args)
@@ -142,8 +164,11 @@ def _record(
     ]
     likes = [_value_of(a) for a in arg_leaves]
     out_likes = [o._r(prim.name).a for o in out_leaves]
-    handles = []
-    for j, o in enumerate(out_leaves):
+    groups: dict[np.dtype[Any], list[int]] = {}
+    for j, a in enumerate(out_likes):
+        groups.setdefault(a.dtype, []).append(j)
+    handles: list[Any] = [None] * len(out_leaves)
+    for group in groups.values():
         res: list[Any] = []
         ids: list[int] = []
         for leaf in leaves:
@@ -157,7 +182,7 @@ def _record(
                 ids.append(-1)
         st = _NodeState(fn, in_tree, res_tree, ids)
         st.likes = likes
-        st.out_tree, st.out_index, st.out_likes = out_tree, j, out_likes
+        st.out_tree, st.group, st.out_likes = out_tree, tuple(group), out_likes
         node = TapeNode.__new__(TapeNode)
         node.prim = prim
         node.ids = ids_in
@@ -166,7 +191,16 @@ def _record(
         node.shapes = None
         vid = len(tape.nodes)
         tape.nodes.append(node)
-        handles.append(make_handle(o._r(prim.name), key, vid))
+        if len(group) == 1:
+            handles[group[0]] = make_handle(out_leaves[group[0]]._r(prim.name), key, vid)
+            continue
+        packed = np.concatenate([out_likes[j].reshape(-1) for j in group])
+        h = make_handle(_as_handle(packed)._r(prim.name), key, vid)
+        off = 0
+        for j in group:
+            a = out_likes[j]
+            handles[j] = _sh.reshape(_sh.getitem(h, slice(off, off + a.size)), a.shape)
+            off += a.size
     return out_tree.unflatten(handles)
 
 
@@ -244,6 +278,7 @@ class custom_vjp:
         self.bwd: Callable[..., Any] | None = None
         self._in_fwd = 0  # fwd may call the function itself: that call is plain
         self.prim = _make_prim(f"custom_vjp({getattr(fun, '__name__', 'f')})", self._bwd_all)
+        self._calls: dict[Any, CustomCall] = {}  # traced primal graphs, per argument types
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> custom_vjp:
         """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g) -> tuple``."""
@@ -251,6 +286,12 @@ class custom_vjp:
             raise ArgumentTypeError("custom_vjp.defvjp: fwd and bwd must be callable")
         self.fwd, self.bwd = fwd, bwd
         return self
+
+    def _defined(self) -> None:
+        if self.fwd is None:
+            raise ArgumentTypeError(
+                f"{self.prim.name}: call defvjp(fwd, bwd) before differentiating it"
+            )
 
     def _bwd_all(self, ops: Any, g: Any, res: tuple[Any, ...], st: _NodeState) -> list[Any]:
         handles = ops is HANDLE_NS
@@ -274,19 +315,25 @@ class custom_vjp:
         ]
 
     def __call__(self, *args: Any) -> Any:
+        if self._in_fwd:
+            return self.fun(*args)  # fwd's own call of the function
+        if _has_tracer(args):  # traced: one custom_vjp_call equation carries the rule
+            self._defined()
+            return call_custom(self, "vjp", args)
         tape = STATE.tape
         if STATE.jvp is not None:
             raise ArgumentTypeError(
                 f"{self.prim.name}: forward mode (jvp) of a custom_vjp function is not "
                 "defined (as in JAX); use custom_jvp, or reverse mode"
             )
+        if STATE.region is not None and _has_handle(args):
+            self._defined()  # a checkpoint region replays recorded ops: one op
+            return call_custom(self, "vjp", args)
         tracked = tape is not None and _tracked(args, tape.key)
-        if not tracked or STATE.region is not None or self._in_fwd:
-            return self.fun(*args)  # nothing to differentiate here (or a checkpoint body)
-        if self.fwd is None:
-            raise ArgumentTypeError(
-                f"{self.prim.name}: call defvjp(fwd, bwd) before differentiating it"
-            )
+        if not tracked:
+            return self.fun(*args)  # nothing to differentiate here
+        self._defined()
+        assert self.fwd is not None
         self._in_fwd += 1
         try:
             res = self.fwd(*args)
@@ -295,6 +342,16 @@ class custom_vjp:
         if not isinstance(res, tuple | list) or len(res) != 2:
             raise ArgumentTypeError(f"{self.prim.name}: fwd must return (out, residuals)")
         return _record(self.prim, self, args, res[0], res[1])
+
+
+def _has_tracer(args: tuple[Any, ...]) -> bool:
+    """Whether a leaf of ``args`` is a traced value. O(leaves)."""
+    return any(type(a) is Tracer for a in tree_leaves(args))
+
+
+def _has_handle(args: tuple[Any, ...]) -> bool:
+    """Whether a leaf of ``args`` is a handle. O(leaves)."""
+    return any(isinstance(a, EagerTensor) for a in tree_leaves(args))
 
 
 def _tracked(args: tuple[Any, ...], key: Any) -> bool:
@@ -317,6 +374,7 @@ class custom_jvp:
         self.fun = fun
         self.rule: Callable[..., Any] | None = None
         self.prim = _make_prim(f"custom_jvp({getattr(fun, '__name__', 'f')})", self._bwd_all)
+        self._calls: dict[Any, CustomCall] = {}  # traced primal graphs, per argument types
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
         """Register ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
@@ -347,7 +405,7 @@ class custom_jvp:
         else:
             with no_grad():
                 _, fn = vjp(tangent_map, *zeros)
-                cts = fn(st.cotangent(g))
+                cts = fn(st.cotangent(_as_handle(g)))
         fn.release()
         flat = tree_leaves(cts)
         return [_to_ns(ops, ct, like) for ct, like in zip(flat, st.likes, strict=True)]
@@ -355,12 +413,16 @@ class custom_jvp:
     def __call__(self, *args: Any) -> Any:
         if self.rule is None:
             return self.fun(*args)
+        if _has_tracer(args):  # traced: one custom_jvp_call equation carries the rule
+            return call_custom(self, "jvp", args)
         ctx = STATE.jvp
         if ctx is not None:
             return self._forward(ctx, args)
         tape = STATE.tape
+        if STATE.region is not None and _has_handle(args):
+            return call_custom(self, "jvp", args)  # a checkpoint region: one op
         tracked = tape is not None and _tracked(args, tape.key)
-        if not tracked or STATE.region is not None:
+        if not tracked:
             return self.fun(*args)
         with no_grad():
             out = self.fun(*args)

@@ -31,13 +31,13 @@ from ._functional import (
     _has_tracer,
     _leaf_array,
     _output_leaves,
-    _owner_of,
     _tape_length,
     _zeros_handle,
     constant,
+    owners_of,
 )
 from ._traced._eval import eval_graph as _eval_graph
-from ._traced._trace import trace as _traced_trace
+from ._traced._trace import trace_closed as _trace_closed
 from ._traced._transform import jvp as _graph_jvp
 from .errors import ArgumentError, ArgumentTypeError
 
@@ -69,8 +69,12 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
             "primal, with the same structure"
         )
     if _has_tracer((primals, tangents)):
-        graph = _traced_trace(f)(*primals)
-        return _eval_graph(_graph_jvp(graph), *primals, *tangents)  # type: ignore[no-any-return]
+        graph, consts = _trace_closed(f, primals)
+        jg = _graph_jvp(graph)
+        if consts is None:
+            return _eval_graph(jg, *primals, *tangents)  # type: ignore[no-any-return]
+        czeros = tuple(np.zeros(c.shape, c.dtype) for c in consts)  # captured: constants
+        return _eval_graph(jg, *primals, consts, *tangents, czeros)  # type: ignore[no-any-return]
     if STATE.jvp is not None or STATE.tape is not None:
         return _jvp_nested(f, primals, tangents)
     ctx = JvpContext()
@@ -123,11 +127,7 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                     tans.append(own(tan_out, foreign, "jvp"))
             ctx.tangents.clear()
             del args
-            for leaf in leaves:
-                if isinstance(leaf, EagerTensor):
-                    values.append(_owner_of(leaf))
-                else:
-                    values.append(ts.from_numpy(np.asarray(leaf)))
+            values = owners_of(leaves)
             del leaves, out
             return rebuild.unflatten(values), rebuild.unflatten(tans)
         finally:

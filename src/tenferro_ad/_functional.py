@@ -49,7 +49,7 @@ from ._core._state import LOCAL, STATE
 from ._core._tape import Tape, check_cotangent
 from ._core._tape import recording_on as _recording_on
 from ._traced._eval import eval_graph as _eval_graph
-from ._traced._trace import trace as _traced_trace
+from ._traced._trace import trace_closed as _trace_closed
 from ._traced._transform import value_and_grad as _graph_value_and_grad
 from ._traced._transform import vjp as _graph_vjp
 from .errors import ArgumentError, ArgumentTypeError, IntoValueError
@@ -217,7 +217,7 @@ class _Call(NoCopy):
             n = self.counts[k]
             out.append(self.rebuild[k].unflatten(flat[i : i + n]))
             i += n
-        return out[0] if isinstance(argnums, int) else tuple(out)
+        return out[0] if _single(argnums) else tuple(out)
 
 
 def _has_tracer(tree: Any) -> bool:
@@ -233,11 +233,18 @@ def _has_tracer(tree: Any) -> bool:
 
 
 def _traced_value_and_grad(
-    f: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], argnums: Any
+    f: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    argnums: Any,
+    has_aux: bool,
+    holomorphic: bool,
 ) -> Any:
-    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it."""
-    graph = _traced_trace(lambda *a: f(*a, **kwargs))(*args)
-    return _eval_graph(_graph_value_and_grad(graph, argnums), *args)
+    """``value_and_grad`` on tracers: trace ``f``, transform the graph, inline it (with
+    ``has_aux``: ``((value, aux), grads)``, the aux passed through undifferentiated)."""
+    graph, consts = _trace_closed(lambda *a: f(*a, **kwargs), args)
+    vg = _graph_value_and_grad(graph, argnums, has_aux, holomorphic)
+    return _eval_graph(vg, *args) if consts is None else _eval_graph(vg, *args, consts)
 
 
 def _tape_length() -> int:
@@ -263,7 +270,7 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
         ):
             dt = np.asarray(leaf).dtype
             if dt.kind in "fc":
-                ts.dtype(dt)  # a supported dtype (float16 is not)
+                ts.dtype(dt if dt.isnative else dt.newbyteorder("="))  # (not float16)
         else:
             _check_other(leaf, _argument_name(argnum, items), what)
         if dt.kind not in "fc":
@@ -343,6 +350,12 @@ def constant(value: Any) -> EagerTensor:
     )
 
 
+def _single(argnums: object) -> bool:
+    """Whether ``argnums`` names one argument (an int or a numpy integer, as JAX takes it):
+    its gradient is returned alone, not in a tuple. O(1)."""
+    return isinstance(argnums, int | np.integer) and not isinstance(argnums, bool)
+
+
 def _argnums(argnums: int | tuple[int, ...], nargs: int, what: str) -> tuple[int, ...]:
     """Normalize and check ``argnums`` against the number of positional arguments."""
     raw = (argnums,) if isinstance(argnums, int | np.integer) else argnums
@@ -384,6 +397,38 @@ def _owner_of(out: EagerTensor) -> Any:
         return e.value.duplicate_value()
 
 
+def _in_tree(h: EagerTensor, tree: Any) -> bool:
+    """Whether a leaf of ``tree`` is ``h`` or another handle of its value. O(leaves)."""
+    rec = h._rec
+    return any(
+        leaf is h or (isinstance(leaf, EagerTensor) and leaf._rec is rec)
+        for leaf in tree_leaves(tree)
+    )
+
+
+def owners_of(leaves: list[Any]) -> list[Any]:
+    """Each output leaf as an owner: a handle's value is moved out (no copy) where it first
+    appears; the same value appearing again (``lambda x: (y, y)``) is an explicit, recorded
+    duplicate of that owner -- JAX hands out one immutable array twice, an owner has one
+    holder.  Arrays and scalars are imported (one ``TRANSFER`` each). O(leaves)."""
+    seen: dict[int, Any] = {}
+    out: list[Any] = []
+    for leaf in leaves:
+        if not isinstance(leaf, EagerTensor):
+            out.append(ts.from_numpy(np.asarray(leaf)))
+            continue
+        owner = seen.get(id(leaf))  # the same handle again (it was consumed)
+        if owner is None:
+            key = id(leaf._r("output"))  # or another handle of the same value
+            owner = seen.get(key)
+            if owner is None:
+                owner = seen[key] = seen[id(leaf)] = _owner_of(leaf)
+                out.append(owner)
+                continue
+        out.append(owner.duplicate())
+    return out
+
+
 def value_and_grad(
     f: Callable[..., Any],
     argnums: int | tuple[int, ...] = 0,
@@ -411,11 +456,10 @@ def value_and_grad(
         if nums is None:
             nums = checked[len(args)] = _argnums(argnums, len(args), "grad")
         if _has_tracer(args):  # inside a trace (e.g. jit of grad): transform the graph
-            if has_aux:
-                raise NotImplementedError(
-                    "grad(has_aux=True) inside a traced function is not supported yet"
-                )
-            return _traced_value_and_grad(f, args, kwargs, argnums)
+            # the normalized argnums (a negative or numpy integer is a plain index there)
+            return _traced_value_and_grad(
+                f, args, kwargs, nums[0] if _single(argnums) else nums, has_aux, holomorphic
+            )
         n0 = _tape_length()
         call = _Call(args, nums, "grad", fname)
         try:
@@ -445,7 +489,11 @@ def value_and_grad(
             value: Any = out
             call.release()
             if not call.handles:
-                value = _owner_of(out)
+                # the value is moved out, unless aux hands out the same value (then the
+                # value is an explicit, recorded duplicate and aux keeps its handle)
+                value = (
+                    out.duplicate_value() if _in_tree(out, aux) else _owner_of(out)
+                )
             grads = call.pack(flat, argnums)
             return ((value, aux), grads) if has_aux else (value, grads)
         except BaseException:
@@ -610,12 +658,14 @@ class VjpFunction(NoCopy):
 
 def _traced_vjp(f: Callable[..., Any], primals: tuple[Any, ...]) -> tuple[Any, Any]:
     """``vjp`` on tracers: the pullback evaluates the traced VJP graph (inlined)."""
-    graph = _traced_trace(f)(*primals)
+    graph, consts = _trace_closed(f, primals)
+    args = primals if consts is None else (*primals, consts)
     vgraph = _graph_vjp(graph)
-    out = _eval_graph(graph, *primals)
+    out = _eval_graph(graph, *args)
 
     def pullback(ct: Any) -> Any:
-        return _eval_graph(vgraph, *primals, ct)[1]
+        cts = _eval_graph(vgraph, *args, ct)[1]
+        return cts if consts is None else tuple(cts)[:-1]  # not the captured values'
 
     return out, pullback
 

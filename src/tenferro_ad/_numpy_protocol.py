@@ -1,6 +1,8 @@
 """numpy calls on handles run tenferro_ad's ops (NEP 13 / NEP 18 dispatch).
 
-Installed on :class:`~tenferro_ad.EagerTensor` at import:
+Installed on :class:`~tenferro_ad.EagerTensor` at import, and registered with
+``tenferro_storage`` (``kernel.register_numpy``) for its owners and views, so every tenferro
+value (owner, view, handle) runs the same functions and gives the same refusals:
 
 * ``__array_ufunc__``: ``np.sin(h)``, ``ndarray + h``, ``np.add.reduce(h)``,
   ``np.add.accumulate(h)`` ... run the matching recorded op.  Argument order is kept
@@ -12,8 +14,8 @@ Installed on :class:`~tenferro_ad.EagerTensor` at import:
   ``%``, ``//`` operators (reflected too).
 
 A numpy function or ufunc without a tenferro_ad implementation raises
-:class:`NumpyFunctionError` (a ``TypeError``) naming it; so do ``out=`` (handles are
-read-only) and a ``dtype=``/``where=`` this dispatch does not honour.  Dispatch costs one
+:class:`NumpyFunctionError` (a ``TypeError``) naming it; so do ``out=`` (ops return new
+values) and a ``dtype=``/``where=`` this dispatch does not honour.  Dispatch costs one
 dict lookup per call.  ``float(h)``, ``int(h)`` and ``np.float64(h)`` read the single
 element (host reads, no tracking, like ``item()``).
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+import tenferro_storage as ts
 from tenferro_storage.errors import TenferroError
 
 from . import linalg as _ad_linalg
@@ -72,8 +75,8 @@ def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
     out = kw.pop("out", None)
     if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
         raise NumpyFunctionError(
-            f"{name}: argument 'out' is not supported (EagerTensor values are read-only; "
-            "use the returned value)"
+            f"{name}: argument 'out' is not supported (tenferro ops return a new value; use "
+            "it, or write it into an owner under `with owner.as_view_mut() as m:`)"
         )
     for k, default in (("where", True), ("casting", "same_kind"), ("order", "K"),
                        ("subok", True), ("signature", None)):
@@ -107,8 +110,8 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
     if method == "__call__":
         if impl is None:
             raise NumpyFunctionError(
-                f"{name}: this ufunc has no tenferro_ad implementation for EagerTensor "
-                "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
+                f"{name}: this ufunc has no tenferro_ad implementation for tenferro values "
+                "(see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
             )
         if kwargs:
             kw = _no_out(name, kwargs)
@@ -125,7 +128,7 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
         )
         impl = table.get(ufunc)
         if impl is None or len(inputs) != 1:
-            raise NumpyFunctionError(f"{name}.{method}: not supported for EagerTensor arguments")
+            raise NumpyFunctionError(f"{name}.{method}: not supported for tenferro values")
         kw = _no_out(f"{name}.{method}", kwargs)
         axis = kw.pop("axis", 0)
         if method == "reduce":
@@ -141,7 +144,7 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
                 f"{name}.{method}: argument {next(iter(kw))!r} is not supported"
             )
         return impl(inputs[0], axis=axis)
-    raise NumpyFunctionError(f"{name}.{method}: not supported for EagerTensor arguments")
+    raise NumpyFunctionError(f"{name}.{method}: not supported for tenferro values")
 
 
 def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -149,8 +152,8 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
     name = _fname(func) if impl is None or kwargs else ""
     if impl is None:
         raise NumpyFunctionError(
-            f"{name}: this numpy function has no tenferro_ad implementation for EagerTensor "
-            "arguments (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
+            f"{name}: this numpy function has no tenferro_ad implementation for tenferro "
+            "values (see tenferro_ad's ops, or call .to_numpy() for a recorded copy)"
         )
     return impl(*args, **_no_out(name, kwargs)) if kwargs else impl(*args)
 
@@ -244,7 +247,8 @@ def _fill_tables() -> None:
         np.ones_like: mp.ones_like, np.full_like: mp.full_like, np.where: _where,
         np.clip: _clip, np.dot: pr.dot, np.vdot: pr.vdot, np.inner: pr.inner,
         np.outer: pr.outer, np.kron: pr.kron, np.cross: pr.cross, np.tensordot: tensordot,
-        np.einsum: lambda *a, **k: einsum(*a), np.real: cx.real, np.imag: cx.imag,
+        np.einsum: lambda *a, optimize="auto", **k: einsum(*a, optimize=optimize),
+        np.real: cx.real, np.imag: cx.imag,
         np.conj: cx.conj, np.angle: lambda z, deg=False: cx.angle(z), np.sinc: m.sinc,
         np.nan_to_num: m.nan_to_num, np.select: mp.select, np.broadcast_to: sh.broadcast_to,
         np.round: m.round, np.around: m.round, np.linspace: mp.linspace, np.shape: _shape,
@@ -267,20 +271,36 @@ def _methods() -> dict[str, Any]:
     def _squeeze(self: Any, axis: Any = None) -> Any:
         return mp.squeeze(self, axis)
 
-    def _clip(self: Any, min: Any = None, max: Any = None) -> Any:
-        out = self
-        if min is not None:
-            out = ew.maximum(out, min)
-        if max is not None:
-            out = ew.minimum(out, max)
-        return out
+    def _clip(self: Any, lo: Any = None, hi: Any = None, out: Any = None) -> Any:
+        _no_out("clip", {"out": out})
+        return ew.clip(self, lo, hi)
+
+    def _plain(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+        def method(self: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+            _no_out(name, {"out": out})
+            return f(self, axis, keepdims)
+
+        return method
+
+    def _trace(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+               out: Any = None) -> Any:
+        _no_out("trace", {"out": out})
+        return _with_dtype(mp.trace)(self, offset, axis1, axis2, dtype=dtype)
+
+    def _dot(self: Any, b: Any, out: Any = None) -> Any:
+        _no_out("dot", {"out": out})
+        return pr.dot(self, b)
+
+    def _round(self: Any, decimals: int = 0, out: Any = None) -> Any:
+        _no_out("round", {"out": out})
+        return m.round(self, decimals)
 
     def _red(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    keepdims: bool = False, **kw: Any) -> Any:
             if out is not None or kw:
-                _no_out(f"EagerTensor.{name}", {"out": out, **kw})
-            target = None if dtype is None else dtype_arg(f"EagerTensor.{name}", dtype)
+                _no_out(name, {"out": out, **kw})
+            target = None if dtype is None else dtype_arg(name, dtype)
             r = f(self, axis=axis, keepdims=keepdims)
             if target is None:
                 return r
@@ -291,14 +311,14 @@ def _methods() -> dict[str, Any]:
     def _stat(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    ddof: int = 0, keepdims: bool = False) -> Any:
-            _no_out(f"EagerTensor.{name}", {"out": out})
+            _no_out(name, {"out": out})
             return _with_dtype(f)(self, axis=axis, ddof=ddof, keepdims=keepdims, dtype=dtype)
 
         return method
 
     def _scan(f: Callable[..., Any], name: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-            _no_out(f"EagerTensor.{name}", {"out": out})
+            _no_out(name, {"out": out})
             return _with_dtype(f)(self, axis=axis, dtype=dtype)
 
         return method
@@ -315,16 +335,16 @@ def _methods() -> dict[str, Any]:
         "sum": _red(rd.sum, "sum"),
         "mean": _red(rd.mean, "mean"),
         "prod": _red(rd.prod, "prod"),
-        "max": lambda self, axis=None, out=None, keepdims=False: rd.max(self, axis, keepdims),
-        "min": lambda self, axis=None, out=None, keepdims=False: rd.min(self, axis, keepdims),
+        "max": _plain(rd.max, "max"),
+        "min": _plain(rd.min, "min"),
         "var": _stat(sc.var, "var"),
         "std": _stat(sc.std, "std"),
         "cumsum": _scan(sc.cumsum, "cumsum"),
         "cumprod": _scan(sc.cumprod, "cumprod"),
-        "any": lambda self, axis=None, out=None, keepdims=False: sc.any(self, axis, keepdims),
-        "all": lambda self, axis=None, out=None, keepdims=False: sc.all(self, axis, keepdims),
-        "argmax": lambda self, axis=None, keepdims=False: sc.argmax(self, axis, keepdims),
-        "argmin": lambda self, axis=None, keepdims=False: sc.argmin(self, axis, keepdims),
+        "any": _plain(sc.any, "any"),
+        "all": _plain(sc.all, "all"),
+        "argmax": _plain(sc.argmax, "argmax"),
+        "argmin": _plain(sc.argmin, "argmin"),
         "argsort": lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
         "ravel": lambda self, order="C": mp.ravel(self),
         "flatten": lambda self, order="C": mp.flatten(self),
@@ -334,19 +354,30 @@ def _methods() -> dict[str, Any]:
         "diagonal": lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(
             self, offset, axis1, axis2
         ),
-        "trace": lambda self, offset=0, axis1=0, axis2=1: mp.trace(self, offset, axis1, axis2),
+        "trace": _trace,
         "clip": _clip,
-        "dot": lambda self, b: pr.dot(self, b),
+        "dot": _dot,
         "conj": lambda self: cx.conj(self),
         "conjugate": lambda self: cx.conj(self),
         "real": property(lambda self: cx.real(self)),
         "imag": property(lambda self: cx.imag(self)),
-        "round": lambda self, decimals=0: m.round(self, decimals),
+        "round": _round,
     }
 
 
-def install() -> None:
-    """Fill the dispatch tables and install the numpy protocols and methods. Idempotent."""
+def install() -> dict[str, Callable[..., Any]]:
+    """Fill the dispatch tables and install the numpy protocols and methods on handles;
+    returns the same functions keyed for owners and views (``kernel.NUMPY_KEYS``), which
+    ``_wiring`` registers with ``tenferro_storage``.  Idempotent. O(number of entries)."""
     _fill_tables()
-    for k, v in _methods().items():
+    methods = _methods()
+    for k, v in methods.items():
         setattr(EagerTensor, k, v)
+    shared: dict[str, Callable[..., Any]] = {}
+    for k, v in methods.items():
+        if k in ts.kernel.NUMPY_KEYS:
+            shared[k] = v.fget if isinstance(v, property) and v.fget is not None else v
+    shared["array_ufunc"] = _array_ufunc
+    shared["array_function"] = _array_function
+    shared["astype"] = ew.astype
+    return shared

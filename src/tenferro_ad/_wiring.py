@@ -80,7 +80,7 @@ def install() -> None:
     _fill_handle_namespace()
     _install_handle_operators()
     _register_owner_operators()
-    _numpy_protocol.install()
+    ts.kernel.register_numpy(_numpy_protocol.install())  # owners and views: what handles run
     register_tracer(Tracer, trace_bind)
     _fill_trace_namespace()
     _install_tracer_operators()

@@ -34,12 +34,12 @@ DEPTH, WIDTH, BATCH, IN, OUT, BLOCKS = 24, 64, 1024, 32, 8, 6
 
 
 def _init(seed: int) -> list[ts.Tensor[Any, Any]]:
-    rng = np.random.default_rng(seed)
+    rng = ts.random.default_rng(seed)
     dims = [IN] + [WIDTH] * DEPTH + [OUT]
     params: list[ts.Tensor[Any, Any]] = []
     for a, b in itertools.pairwise(dims):
-        params.append(ts.random.normal((a, b), seed=rng, std=1.0 / np.sqrt(a)))
-        params.append(ts.random.normal((b,), seed=rng, std=0.01))
+        params.append(rng.normal((a, b), scale=1.0 / np.sqrt(a)))
+        params.append(rng.normal((b,), scale=0.01))
     return params
 
 
@@ -72,9 +72,9 @@ def train(
     each block per step when checkpointing).
     """
     params = _init(0)
-    rng = np.random.default_rng(1)
-    x = ts.random.normal((BATCH, IN), seed=rng)
-    y = ts.random.normal((BATCH, OUT), seed=rng)
+    rng = ts.random.default_rng(1)
+    x = rng.normal((BATCH, IN))
+    y = rng.normal((BATCH, OUT))
     opt = ad.optim.SGD(lr)
     step = ad.value_and_grad(lambda p, x, y: _loss(p, x, y, policy))
     losses: list[float] = []
@@ -160,7 +160,8 @@ def _plot(runs: dict[str, tuple[list[float], LedgerRecord]], path: Path | None) 
     if path is None:
         path = Path(tempfile.mkdtemp(prefix="tenferro-demo-")) / "checkpoint_demo.png"
     try:
-        plot_records([(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], path)
+        plot_records([(f"{k}: peak {r.peak_bytes:,} B", r) for k, (_, r) in runs.items()], path,
+                     share_y=True)  # the panels are compared: one y-scale
     except PlotUnavailableError:
         print("(matplotlib not installed: pip install 'tenferro[plot]' to get the plot)")
         return

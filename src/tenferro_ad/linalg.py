@@ -17,14 +17,15 @@ from typing import Any
 import numpy as np
 
 from ._core._handle import EagerTensor
+from ._traced._trace import Tracer
 from .errors import ArgumentError, ArgumentTypeError
 from .ops import elementwise as _ew
 from .ops import reduce as _red
 from .ops import shape as _sh
+from .ops._util import dtype_of
 from .ops.complex import conj as _conj
 from .ops.complex import is_complex as _is_complex
 from .ops.dense_linalg import (
-    _np,
     _shape,
     _square,
     cholesky,
@@ -99,7 +100,7 @@ def matrix_power(a: Any, n: int) -> Any:
         )
     n = int(n)
     if n == 0:
-        eye = np.eye(s[-1], dtype=np.result_type(_np(a).dtype, np.float32))
+        eye = np.eye(s[-1], dtype=np.result_type(dtype_of(a), np.float32))
         return _sh.broadcast_to(eye, s)
     if n == 1:
         return a if isinstance(a, EagerTensor) else _sh.reshape(a, s)  # a handle, no copy
@@ -150,6 +151,9 @@ def lstsq(
     an empty array; ``rank`` (no gradient) counts singular values above
     ``rcond * max(s)`` (``rcond`` defaults to ``eps * max(m, n)``); ``s`` are the singular
     values (differentiable).  ``a``: ``(m, n)``; ``b``: ``(m,)`` or ``(m, k)``.  O(m n k).
+    Traced (``jit``/``vmap``), ``rank`` is a value of the program and the residuals are
+    returned whenever ``m > n`` (shapes must be known at trace time: JAX's compiled
+    behaviour, ``numpy_resid=False``).
     """
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
@@ -158,11 +162,16 @@ def lstsq(
     rdt = _real_dtype(a)
     rc = float(np.finfo(rdt).eps) * max(m, n) if rcond is None else float(rcond)
     s = svd(a)[1]
-    s_np = np.asarray(s.to_numpy())
-    rank = np.asarray(int(np.sum(s_np > rc * s_np.max())) if s_np.size else 0)
     x = matmul(pinv(a, rtol=rc), b)
     resid: Any
-    if rank == n and m > n:
+    if isinstance(s, Tracer):  # traced: rank is a value of the program, shapes are static
+        rank = _red.sum(_ew.greater(_ew.stop_gradient(s), rc * _red.max(_ew.stop_gradient(s))))
+        full = m > n
+    else:
+        s_np = np.asarray(s.to_numpy())
+        rank = np.asarray(int(np.sum(s_np > rc * s_np.max())) if s_np.size else 0)
+        full = bool(rank == n) and m > n
+    if full:
         resid = _red.sum(_abs2(_ew.sub(b, matmul(a, x))), axis=0)
         if len(sb) == 1:
             resid = _sh.reshape(resid, (1,))

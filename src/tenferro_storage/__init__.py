@@ -17,7 +17,22 @@ from ._access import (
     PreparedStridedWrite,
 )
 from ._borrow_arrays import borrow_arrays
-from ._creation import allocate_storage, arange, from_numpy, full, ones, zeros
+from ._creation import (
+    allocate_storage,
+    arange,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+
+__version__ = "0.1.0"
 from ._descriptor import CheckedDescriptor
 from ._dtypes import (
     DType,
@@ -42,7 +57,7 @@ from ._layout import (
 from ._ledger import AllocationReason, CopyReason
 from ._provider import HOST as host_provider
 from ._provider import HostProvider, ProviderCounters
-from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
+from ._rank import AnyRank, DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
 from ._reinterpret import view_as_complex, view_as_real
 from ._root import (
     AllocationDiagnostics,
@@ -52,12 +67,14 @@ from ._root import (
     StorageMut,
     StorageRef,
 )
+from ._save import load, save
 from ._tensor import Tensor, TensorView, TensorViewMut
 
 __all__ = [
     "AllocationDiagnostics",
     "AllocationGroup",
     "AllocationReason",
+    "AnyRank",
     "CheckedDescriptor",
     "CheckedInjectiveStrided",
     "CheckedLayout",
@@ -98,20 +115,28 @@ __all__ = [
     "complex128",
     "dtype",
     "errors",
+    "eye",
     "float32",
     "float64",
+    "from_dlpack",
     "from_numpy",
     "full",
+    "full_like",
     "host_provider",
     "int32",
     "int64",
     "kernel",
     "ledger",
+    "load",
+    "linspace",
     "ones",
+    "ones_like",
     "providers",
     "random",
     "runtime",
+    "save",
     "view_as_complex",
     "view_as_real",
     "zeros",
+    "zeros_like",
 ]

@@ -35,6 +35,7 @@ import numpy as np
 
 from ._descriptor import CheckedDescriptor
 from ._dtypes import DType
+from ._frozen import readonly_over
 from ._layout import CheckedInjectiveStrided, CheckedLayout, CheckedStrided, Contiguous, Strided
 from ._linear import Borrow, Lender
 from ._root import OwnedStorage
@@ -116,25 +117,32 @@ class _Staging:
         return arr
 
     def hand_out(self, desc: CheckedDescriptor, kind: str, writable: bool) -> np.ndarray[Any, Any]:
-        """The staged array of ``kind`` (``"array"``/``"flat"``), built once per mode."""
+        """The staged array of ``kind`` (``"array"``/``"flat"``), built once per mode; a
+        read-only one lies over a read-only buffer (no numpy API makes it writable)."""
         key = f"{kind}:{'w' if writable else 'r'}"
         arr = self.cache.get(key)
         if arr is None:
+            item = desc.dtype.itemsize
             if kind == "array":
-                arr = self.n_dim(desc).view()
+                n_dim = self.n_dim(desc)
+                if writable:
+                    arr = n_dim.view()
+                else:
+                    offset = (desc.offset - self.lo) * item if desc.size else 0
+                    arr = readonly_over(
+                        self.buffer, n_dim.shape, n_dim.dtype, offset, n_dim.strides
+                    )
             else:
                 layout = desc.layout
                 assert isinstance(layout, Contiguous)
                 r = layout.element_range
-                item = desc.dtype.itemsize
-                arr = np.ndarray(
-                    (len(r),),
-                    dtype=desc.dtype.numpy,
-                    buffer=self.buffer,
-                    offset=(r.start - self.lo) * item if len(r) else 0,
-                )
-            if not writable:
-                arr.flags.writeable = False
+                offset = (r.start - self.lo) * item if len(r) else 0
+                if writable:
+                    arr = np.ndarray(
+                        (len(r),), dtype=desc.dtype.numpy, buffer=self.buffer, offset=offset
+                    )
+                else:
+                    arr = readonly_over(self.buffer, (len(r),), desc.dtype.numpy, offset)
             self.cache[key] = arr
             self.handed.append(arr)
         return arr

@@ -183,18 +183,57 @@ def from_numpy(array: Any, dtype: object = None) -> Tensor[Any, DynRank]:
     dt = (
         resolve_dtype_for(dtype, "from_numpy")
         if dtype is not None
-        else from_numpy_dtype(src.dtype, "from_numpy: argument 'array'")
+        # another byte order (big-endian data) is the same type: the copy below converts
+        # it, as numpy's own operations do
+        else from_numpy_dtype(
+            src.dtype if src.dtype.isnative else src.dtype.newbyteorder("="),
+            "from_numpy: argument 'array'",
+        )
     )
     if dtype is not None and src.dtype.kind not in "biufc":
         raise DTypeError(f"from_numpy: cannot convert numpy dtype {src.dtype} to {dt.name}")
-    src = checked_cast("from_numpy: argument 'array'", src, dt.numpy)
-    LEDGER.check_copy_allowed("from_numpy")
+    return _transfer(checked_cast("from_numpy: argument 'array'", src, dt.numpy), dt,
+                     "from_numpy")
+
+
+def _transfer(src: np.ndarray[Any, Any], dt: Any, operation: str) -> Tensor[Any, DynRank]:
+    """``src`` copied into a new owner: one ``TRANSFER`` copy, one ``TRANSFER_DESTINATION``
+    allocation (nothing when copies are forbidden: ``CopyForbiddenError`` first). O(size)."""
+    LEDGER.check_copy_allowed(operation)
     arr = aligned_copy(src, dt.numpy)
     t: Tensor[Any, DynRank] = Tensor._adopt(
-        arr, dt, AllocationReason.TRANSFER_DESTINATION, "from_numpy"
+        arr, dt, AllocationReason.TRANSFER_DESTINATION, operation
     )
-    LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, "from_numpy")
+    LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, operation)
     return t
+
+
+def from_dlpack(x: Any) -> Tensor[Any, DynRank]:
+    """Import any DLPack producer (a torch tensor, a JAX array, a numpy array, another
+    tenferro value) into a new owner: **one recorded** ``TRANSFER`` copy and one
+    ``TRANSFER_DESTINATION`` allocation, read straight from the producer's memory (numpy's
+    zero-copy ``np.from_dlpack``, released right after).
+
+    Why a copy and not adoption: the producer keeps its tensor, so its memory stays
+    reachable (and, for torch, writable) from outside; an owner here must be the only way
+    to its bytes.  A producer on another device than the CPU, or of a dtype tenferro does
+    not store, raises ``DTypeError`` naming ``from_dlpack``; nothing is allocated then.
+    O(size).
+    """
+    if not hasattr(x, "__dlpack__"):
+        raise DTypeError(
+            f"from_dlpack: argument 'x' is a {type(x).__name__}, which does not implement "
+            "the DLPack protocol (__dlpack__); use from_numpy for arrays and lists"
+        )
+    try:
+        src = np.from_dlpack(x)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise DTypeError(f"from_dlpack: argument 'x' cannot be read on the host: {e}") from None
+    dt = from_numpy_dtype(src.dtype, "from_dlpack: argument 'x'")
+    try:
+        return _transfer(src, dt, "from_dlpack")
+    finally:
+        del src  # the producer's capsule (and a tenferro export's borrow) ends here
 
 
 def allocate_storage(
@@ -215,3 +254,88 @@ def allocate_storage(
         raise AllocationFailedError(
             f"allocate_storage: argument 'nbytes': the host cannot provide {nbytes} bytes ({e})"
         ) from None
+
+
+def _count(operation: str, name: str, v: object) -> int:
+    """A non-negative int argument, or ``LayoutError`` naming it. O(1)."""
+    if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 0:
+        raise LayoutError(
+            operation, f"argument {name!r} must be a non-negative int, got {shown(v)}"
+        )
+    return int(v)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: object = "float64") -> Tensor[Any, Rank2]:
+    """A new ``n x m`` owner with ones on diagonal ``k`` (``numpy.eye``). One
+    ``OPERATION_OUTPUT`` allocation. O(n*m).  ``tenferro_ad.eye`` is the same as a value."""
+    dt = resolve_dtype_for(dtype, "eye")
+    rows = _count("eye", "n", n)
+    cols = rows if m is None else _count("eye", "m", m)
+    if not isinstance(k, int | np.integer) or isinstance(k, bool):
+        raise LayoutError("eye", f"argument 'k' must be an int, got {shown(k)}")
+    _shape("eye", (rows, cols), dt)  # addressable
+    return Tensor._adopt(np.eye(rows, cols, int(k), dtype=dt.numpy), dt, _OUT, "eye")  # type: ignore[no-any-return]
+
+
+def linspace(
+    start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: object = "float64"
+) -> Tensor[Any, Rank1]:
+    """``num`` evenly spaced numbers from ``start`` to ``stop`` (``numpy.linspace``) in a new
+    owner. One ``OPERATION_OUTPUT`` allocation. O(num).  (``tenferro_ad.linspace`` is the
+    differentiable one, for ``start``/``stop`` that are values.)"""
+    dt = resolve_dtype_for(dtype, "linspace")
+    count = _count("linspace", "num", num)
+    _shape("linspace", (count,), dt)  # addressable
+    for name, v in (("start", start), ("stop", stop)):
+        real = isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool)
+        if not real or not np.isfinite(v):
+            raise DTypeError(f"linspace: argument {name!r} must be a finite real number, got "
+                             f"{shown(v)}")
+    # numpy's linspace returns a view of its own temporary: own the data (a kernel temporary,
+    # never a user's memory, so no copy event)
+    arr = np.require(np.linspace(start, stop, count, endpoint=bool(endpoint), dtype=dt.numpy),
+                     requirements=["O", "C"])
+    return Tensor._adopt(arr, dt, _OUT, "linspace")  # type: ignore[no-any-return]
+
+
+def full_like(x: Any, fill_value: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """A new owner of ``x``'s shape (and dtype, unless ``dtype``) filled with ``fill_value``;
+    ``x`` is any value with ``shape`` and ``dtype`` (owner, view, handle, array; only its
+    metadata is read). One ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return _like("full_like", x, fill_value, dtype)
+
+
+def _like(operation: str, x: Any, fill_value: Any, dtype: object) -> Tensor[Any, DynRank]:
+    shape = getattr(x, "shape", None) if not isinstance(x, type) else None
+    dt_x = getattr(x, "dtype", None) if not isinstance(x, type) else None
+    if not isinstance(shape, tuple) or dt_x is None:
+        raise LayoutError(
+            operation, f"argument 'x' must be a value with a shape and a dtype, got {shown(x)}"
+        )
+    dt = resolve_dtype_for(dt_x if dtype is None else dtype, operation)
+    shape_t = _shape(operation, shape, dt)
+    try:
+        fill = np.asarray(fill_value)
+    except Exception as e:
+        raise DTypeError(
+            f"{operation}: argument 'fill_value' {shown(fill_value)} is not a scalar: {e}"
+        ) from None
+    if fill.ndim != 0 or fill.dtype.kind not in "biufc":
+        raise DTypeError(
+            f"{operation}: argument 'fill_value' must be a numeric scalar, got "
+            f"{shown(fill_value)}"
+        )
+    fill = checked_cast(f"{operation}: argument 'fill_value'", fill, dt.numpy)
+    return Tensor._adopt(np.full(shape_t, fill, dtype=dt.numpy), dt, _OUT, operation)  # type: ignore[no-any-return]
+
+
+def zeros_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """A new owner of ``x``'s shape and dtype (or ``dtype``) filled with 0: one
+    ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return _like("zeros_like", x, 0, dtype)
+
+
+def ones_like(x: Any, dtype: object = None) -> Tensor[Any, DynRank]:
+    """A new owner of ``x``'s shape and dtype (or ``dtype``) filled with 1: one
+    ``OPERATION_OUTPUT`` allocation. O(size)."""
+    return _like("ones_like", x, 1, dtype)

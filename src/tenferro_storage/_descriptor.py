@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._dtypes import DType
+from ._frozen import readonly_over
 from ._layout import (
     INTP_MAX,
     CheckedInjectiveStrided,
@@ -108,50 +109,49 @@ class CheckedDescriptor:
         return CheckedInjectiveStrided.from_plan(self.layout.plan, proof)
 
     # -- arrays --------------------------------------------------------------------
+    def _geometry(self) -> tuple[int, tuple[int, ...]]:
+        """The byte offset into the buffer and the numpy byte strides of this layout.
+
+        An axis of extent <= 1 (or any axis of an empty layout) never steps, so its stride
+        is irrelevant to numpy; validation does not bound it (a slice with step 2**62 is
+        legal), so numpy gets 0 there instead of a byte stride past intp. O(rank)."""
+        item = self.dtype.itemsize
+        size = self.size
+        return (
+            self.start + self.offset * item if size else self.start,
+            tuple(
+                s * item if size and n > 1 else 0
+                for n, s in zip(self.shape, self.strides, strict=True)
+            ),
+        )
+
     def array(self) -> np.ndarray[Any, Any]:
         """The writable numpy array over exactly this layout (built once, cached)."""
         arr = self._array
         if arr is None:
             if type(self.buffer) is not np.ndarray:  # device memory: no writable host array
                 self.buffer.refuse_host(None, "write")  # type: ignore[attr-defined]
-            arr = self._over(self.buffer)
+            offset, strides = self._geometry()
+            arr = np.ndarray(
+                self.shape, dtype=self.dtype.numpy, buffer=self.buffer, offset=offset,
+                strides=strides,
+            )
             self._array = arr
         return arr
 
-    def _over(self, buffer: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
-        """A numpy array over exactly this layout in ``buffer``. O(rank)."""
-        item = self.dtype.itemsize
-        # An axis of extent <= 1 (or any axis of an empty layout) never steps, so its
-        # stride is irrelevant to numpy; validation does not bound it (a slice with step
-        # 2**62 is legal), so hand numpy 0 there instead of a byte stride past intp.
-        size = self.size
-        return np.ndarray(
-            self.shape,
-            dtype=self.dtype.numpy,
-            buffer=buffer,
-            offset=self.start + self.offset * item if size else self.start,
-            strides=tuple(
-                s * item if size and n > 1 else 0
-                for n, s in zip(self.shape, self.strides, strict=True)
-            ),
-        )
-
     def readonly(self) -> np.ndarray[Any, Any]:
-        """A read-only numpy array over this layout (built once, cached): a view of
-        :meth:`array` with its write flag off -- or, for an external buffer the host can
-        read (an XLA CPU buffer), over its zero-copy read-only view. O(1), no copy."""
+        """The read-only numpy array over this layout (built once, cached), over a
+        read-only buffer: no numpy API can make it (or a view of it) writable, so what a
+        shared borrow hands out never becomes write access.  For an external buffer the
+        host can read (an XLA CPU buffer) it lies over that buffer's zero-copy read-only
+        host view, frozen the same way. O(rank) once, no copy."""
         ro = self._readonly
         if ro is None:
-            arr = self._array
-            if arr is None:
-                if type(self.buffer) is not np.ndarray:  # device memory: its host view
-                    ro = self._over(self.buffer.host_readonly())  # type: ignore[attr-defined]
-                    ro.setflags(write=False)
-                    self._readonly = ro
-                    return ro
-                arr = self.array()
-            ro = arr.view()
-            ro.setflags(write=False)  # (half the cost of ``ro.flags.writeable = False``)
+            buffer = self.buffer
+            if type(buffer) is not np.ndarray:  # device memory: its host view, or refused
+                buffer = buffer.host_readonly()  # type: ignore[attr-defined]
+            offset, strides = self._geometry()
+            ro = readonly_over(buffer, self.shape, self.dtype.numpy, offset, strides)
             self._readonly = ro
         return ro
 
@@ -173,16 +173,14 @@ class CheckedDescriptor:
             buffer = buffer.host_readonly()  # type: ignore[attr-defined]
         r = self.layout.element_range
         item = self.dtype.itemsize
-        arr: np.ndarray[Any, Any] = np.ndarray(
-            (len(r),),
-            dtype=self.dtype.numpy,
-            buffer=buffer,
-            offset=self.start + r.start * item if len(r) else self.start,
-        )
+        offset = self.start + r.start * item if len(r) else self.start
         if writable:
+            arr: np.ndarray[Any, Any] = np.ndarray(
+                (len(r),), dtype=self.dtype.numpy, buffer=buffer, offset=offset
+            )
             self._flat = arr
-        else:
-            arr.flags.writeable = False
+        else:  # over a read-only buffer, like readonly()
+            arr = readonly_over(buffer, (len(r),), self.dtype.numpy, offset)
             self._flat_readonly = arr
         return arr
 

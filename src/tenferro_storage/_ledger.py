@@ -10,18 +10,49 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
+import sys
 import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
 from .errors import CopyForbiddenError
 
+R = TypeVar("R", bound=enum.Enum)
 
-class AllocationReason(enum.Enum):
+
+class Counts(Counter[R]):
+    """A :class:`collections.Counter` of reasons that prints as a plain table (``print(rec
+    .copies)``) and reprs with the reasons' names (``Counts({transfer: 2})``); compares,
+    adds and indexes like any ``Counter``. O(reasons) to print."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "(none)"
+        width = max(len(str(k)) for k in self)
+        rows = [f"{k!s:<{width}}  {v:>12,}" for k, v in self.most_common()]
+        return "\n".join(rows)
+
+    def __repr__(self) -> str:
+        return "Counts({" + ", ".join(f"{k}: {v}" for k, v in self.most_common()) + "})"
+
+
+class _Reason(enum.Enum):
+    """A reason prints by one name everywhere: its value (``operation_output``), in
+    ``str``, f-strings, tables and plots."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class AllocationReason(_Reason):
     """Why a physical allocation was made."""
 
     OPERATION_OUTPUT = "operation_output"
@@ -30,7 +61,7 @@ class AllocationReason(enum.Enum):
     TRANSFER_DESTINATION = "transfer_destination"
 
 
-class CopyReason(enum.Enum):
+class CopyReason(_Reason):
     """Why bytes were copied unchanged.
 
     * ``EXPLICIT_DUPLICATE``: ``duplicate()`` (the user asked for a second owner);
@@ -70,6 +101,9 @@ class LedgerEvent:
     nbytes: int
     allocation: int | None
     operation: str
+    source: str | None = None
+    """``file:line`` of the user's call that caused an allocation, when the capture was
+    opened with ``capture(source_lines=True)`` (``None`` otherwise and for other events)."""
 
 
 _ALLOC: Final = EventKind.ALLOCATE
@@ -87,10 +121,14 @@ class LedgerRecord:
     except appending raw events.
     """
 
-    __slots__ = ("_allocated_ids", "_events", "_live", "_peak", "_thread", "active")
+    __slots__ = (
+        "_allocated_ids", "_events", "_live", "_peak", "_sources", "_thread", "active",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, source_lines: bool = False) -> None:
         self._thread = _thread_key()  # a capture sees only its own thread's events
+        # allocation id -> the user's file:line (only when asked for: off costs nothing)
+        self._sources: dict[int, str] | None = {} if source_lines else None
         self._events: list[_RawEvent] = []
         self._allocated_ids: set[int] = set()
         self._live = 0
@@ -99,32 +137,53 @@ class LedgerRecord:
 
     @property
     def events(self) -> list[LedgerEvent]:
-        """Every event in order, as :class:`LedgerEvent` objects."""
-        return [LedgerEvent(*e) for e in self._events]
+        """Every event in order, as :class:`LedgerEvent` objects (allocations carry their
+        ``source`` when the capture records source lines)."""
+        src = self._sources
+        if src is None:
+            return [LedgerEvent(*e) for e in self._events]
+        return [LedgerEvent(*e, source=src.get(e[4]) if e[1] is _ALLOC else None)  # type: ignore[arg-type]
+                for e in self._events]
 
     @property
-    def allocations(self) -> Counter[AllocationReason]:
-        """Allocation events by reason (a multiset)."""
-        return Counter(e[2] for e in self._events if e[1] is _ALLOC)  # type: ignore[misc]
+    def allocation_bytes_by_source(self) -> Counts[Any]:
+        """Allocated bytes by the user's ``file:line`` that caused them (prints as a table;
+        needs ``capture(source_lines=True)``, else ``ValueError``). O(events)."""
+        src = self._sources
+        if src is None:
+            raise ValueError(
+                "allocation_bytes_by_source: this capture does not record source lines; "
+                "open it with ledger.capture(source_lines=True)"
+            )
+        c: Counts[Any] = Counts()
+        for e in self._events:
+            if e[1] is _ALLOC:
+                c[src.get(e[4] or 0, "?")] += e[3]
+        return c
 
     @property
-    def allocation_bytes(self) -> Counter[AllocationReason]:
-        """Allocated bytes by reason."""
-        c: Counter[AllocationReason] = Counter()
+    def allocations(self) -> Counts[AllocationReason]:
+        """Allocation events by reason (a multiset; prints as a table)."""
+        return Counts(e[2] for e in self._events if e[1] is _ALLOC)  # type: ignore[misc]
+
+    @property
+    def allocation_bytes(self) -> Counts[AllocationReason]:
+        """Allocated bytes by reason (prints as a table)."""
+        c: Counts[AllocationReason] = Counts()
         for e in self._events:
             if e[1] is _ALLOC:
                 c[e[2]] += e[3]  # type: ignore[index]
         return c
 
     @property
-    def copies(self) -> Counter[CopyReason]:
-        """Copy events by reason (a multiset)."""
-        return Counter(e[2] for e in self._events if e[1] is _COPY)  # type: ignore[misc]
+    def copies(self) -> Counts[CopyReason]:
+        """Copy events by reason (a multiset; prints as a table)."""
+        return Counts(e[2] for e in self._events if e[1] is _COPY)  # type: ignore[misc]
 
     @property
-    def copy_bytes(self) -> Counter[CopyReason]:
-        """Copied bytes by reason."""
-        c: Counter[CopyReason] = Counter()
+    def copy_bytes(self) -> Counts[CopyReason]:
+        """Copied bytes by reason (prints as a table)."""
+        c: Counts[CopyReason] = Counts()
         for e in self._events:
             if e[1] is _COPY:
                 c[e[2]] += e[3]  # type: ignore[index]
@@ -201,6 +260,23 @@ def attributed_to(tid: int) -> Iterator[None]:
         _ATTRIBUTION.tid = prev
 
 
+def _user_line() -> str:
+    """``file:line`` of the innermost frame outside the tenferro packages (the user's
+    call that caused the event). O(stack depth); only for captures that ask for it."""
+    f = sys._getframe(1)
+    while f is not None and str(f.f_globals.get("__name__", "")).startswith("tenferro_"):
+        f = f.f_back  # type: ignore[assignment]
+    if f is None:
+        return "?"
+    name = f.f_code.co_filename
+    try:
+        rel = os.path.relpath(name)
+        name = rel if not rel.startswith("..") else name
+    except ValueError:  # another drive (Windows)
+        pass
+    return f"{name}:{f.f_lineno}"
+
+
 class _Ledger:
     """Process-wide ledger state (one instance).
 
@@ -239,6 +315,8 @@ class _Ledger:
                     if rec._thread != tid:
                         continue
                     rec._events.append(event)
+                    if rec._sources is not None:  # asked for: find the user's line
+                        rec._sources[alloc_id] = _user_line()
                     rec._allocated_ids.add(alloc_id)
                     rec._live += nbytes
                     if rec._live > rec._peak:
@@ -287,13 +365,18 @@ LEDGER: Final = _Ledger()
 
 
 @contextmanager
-def capture() -> Iterator[LedgerRecord]:
+def capture(*, source_lines: bool = False) -> Iterator[LedgerRecord]:
     """Record every ledger event inside the ``with`` block.
+
+    ``source_lines=True`` makes every allocation event carry the ``file:line`` of the
+    user's call that caused it (``LedgerEvent.source``,
+    ``rec.allocation_bytes_by_source``): one stack walk per allocation inside this
+    capture only.  Off (the default) it costs nothing.
 
     >>> with capture() as rec:            # doctest: +SKIP
     ...     t = zeros((3,))
     >>> rec.allocations                   # doctest: +SKIP
-    Counter({<AllocationReason.OPERATION_OUTPUT: ...>: 1})
+    Counts({operation_output: 1})
 
     Captures nest; each sees every event its own thread makes while it is active (and
     the releases of its own allocations, wherever they happen), so captures in several
@@ -303,7 +386,7 @@ def capture() -> Iterator[LedgerRecord]:
     are released, even after the block).  Cost: one list append per event per
     active capture.
     """
-    rec = LedgerRecord()
+    rec = LedgerRecord(source_lines)
     with LEDGER.lock:
         LEDGER.captures.append(rec)
     try:

@@ -265,3 +265,14 @@ class Borrow(NoCopy):
     def __del__(self) -> None:
         if getattr(self, "_lender", None) is not None:
             self.release()
+
+
+def name_borrow(view: Any, holder: str) -> None:
+    """Name the party that holds ``view``'s shared borrow (shown by ``BorrowError``
+    when someone asks for a conflicting borrow while it lives). O(1).  Published as
+    ``tenferro_storage.kernel.name_borrow``."""
+    lender = view._lender
+    if lender is not None:
+        lender._who = holder
+        lender._name_holder(holder)
+        view._holder = holder  # ended with the view (Borrow.release)

@@ -10,9 +10,9 @@ Without a registered implementation each operator raises ``TypeError`` saying wh
 package to import.
 
 ``==`` and ``!=`` are deliberately absent: owners keep identity equality and hashing
-(a dict or set of owners must keep working).  ``__array_ufunc__ = None`` makes
-``ndarray + owner`` defer to the owner's reflected operator instead of numpy trying
-to convert the owner (which is refused: tenferro never copies implicitly).
+(a dict or set of owners must keep working).  numpy's protocols, scalar conversions and
+ndarray-style methods come from :class:`~._numpy_surface.NumpySurface`, the base of
+:class:`OperatorMixin` (``ndarray + owner`` runs ``numpy.add`` through it: the same op).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Final, NoReturn, TypeAlias
 
 import numpy as np
 
+from ._numpy_surface import NumpySurface
 from .errors import (
     BadIndexError,
     BorrowError,
@@ -189,7 +190,7 @@ def advanced_getitem(x: object, key: object, operation: str) -> Any:
         raise
 
 
-class OperatorMixin:
+class OperatorMixin(NumpySurface):
     """The Python operators of owners and views, forwarded to the registered table.
 
     Each forward operator calls ``table[key](self, other)``, each reflected one
@@ -199,8 +200,6 @@ class OperatorMixin:
     """
 
     __slots__ = ()
-
-    __array_ufunc__ = None  # ``ndarray <op> owner`` defers to our reflected operator
 
     def __add__(self, other: Any) -> Any:
         return _binary("add", "+", self, other)

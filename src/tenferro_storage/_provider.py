@@ -12,6 +12,19 @@ from typing import Final
 
 import attrs
 
+FaultError = type[BaseException] | BaseException
+"""What an injected fault raises: an exception type (called with a message) or instance."""
+
+
+def raise_fault(error: FaultError | None, default: type[BaseException], message: str) -> None:
+    """Raise the injected fault: ``error`` when given (any ``BaseException``, so tests can
+    drive the interrupt paths too), else ``default(message)``."""
+    if error is None:
+        raise default(message)
+    if isinstance(error, BaseException):
+        raise error
+    raise error(message)
+
 
 @attrs.define
 class ProviderCounters:
@@ -52,17 +65,30 @@ class HostProvider:
         self.name = name
         self.counters = ProviderCounters()
         self._faults: dict[str, int] = {}
+        self._errors: dict[str, FaultError | None] = {}
 
     # -- fault injection (tests) -----------------------------------------------------
-    def fail_next(self, operation: str, times: int = 1) -> None:
-        """Make the next ``times`` calls of provider ``operation`` (``"map"``) fail."""
+    def fail_next(
+        self, operation: str, times: int = 1, error: FaultError | None = None
+    ) -> None:
+        """Make the next ``times`` calls of provider ``operation`` fail: ``"map"`` (host
+        access to an input) or ``"map-write"`` (write access to a donated input).  They
+        raise ``FaultInjected``, or ``error`` (an exception type or instance, any
+        ``BaseException``) when given."""
+        if operation not in ("map", "map-write"):
+            raise ValueError(f"fail_next: unknown operation {operation!r} (map, map-write)")
         self._faults[operation] = self._faults.get(operation, 0) + times
+        self._errors[operation] = error
 
     def _maybe_fail(self, operation: str) -> None:
         n = self._faults.get(operation)
         if n:
             self._faults[operation] = n - 1
-            raise FaultInjected(f"injected {self.name} provider fault in {operation}")
+            raise_fault(
+                self._errors.get(operation),
+                FaultInjected,
+                f"injected {self.name} provider fault in {operation}",
+            )
 
     # -- access-time work ------------------------------------------------------------
     def map_host(self) -> None:
@@ -71,6 +97,16 @@ class HostProvider:
         c.resolutions += 1
         if self._faults:  # (armed only by tests: the common read pays one truth test)
             self._maybe_fail("map")
+        c.maps += 1
+        c.syncs += 1
+
+    def map_host_write(self) -> None:
+        """Map for host *writes* into an input the caller handed over (a donated input of
+        a detached submission). O(1); may be fault-injected (``"map-write"``)."""
+        c = self.counters
+        c.resolutions += 1
+        if self._faults:
+            self._maybe_fail("map-write")
         c.maps += 1
         c.syncs += 1
 

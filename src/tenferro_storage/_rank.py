@@ -7,25 +7,30 @@ validated once when a descriptor is built.
 from __future__ import annotations
 
 
-class Rank0:
+class AnyRank:
+    """The base of every rank marker: what a mix of ranks joins to (a params dict of
+    owners of ranks 1 and 2 is a ``dict[str, Tensor[Any, AnyRank]]``)."""
+
+
+class Rank0(AnyRank):
     """Rank-0 (scalar) marker."""
 
 
-class Rank1:
+class Rank1(AnyRank):
     """Rank-1 marker."""
 
 
-class Rank2:
+class Rank2(AnyRank):
     """Rank-2 marker."""
 
 
-class Rank3:
+class Rank3(AnyRank):
     """Rank-3 marker."""
 
 
-class Rank4:
+class Rank4(AnyRank):
     """Rank-4 marker."""
 
 
-class DynRank:
+class DynRank(AnyRank):
     """Rank known only at runtime (a first-class rank, not an erasure of a static one)."""

@@ -28,6 +28,7 @@ import attrs
 import numpy as np
 
 from ._dtypes import _BY_NUMPY
+from ._frozen import is_frozen
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider, ProviderCounters
@@ -54,15 +55,24 @@ id here always names a live buffer.
 def owning_allocation(array: object) -> int | None:
     """The allocation id of the live root whose buffer is ``array`` or lies in its base chain.
 
-    ``None`` when ``array`` is not memory of any live root.  O(length of the base chain).
+    The chain follows numpy's ``base`` and a memoryview's exporter (``obj``: the read-only
+    arrays handed out under shared borrows lie over a read-only memoryview of the root's
+    buffer).  ``None`` when ``array`` is not memory of any live root.  O(length of the
+    base chain).
     """
     a: object = array
     while a is not None:
         hit = _BUFFERS.get(id(a))
         if hit is not None:
             return hit
-        a = getattr(a, "base", None)
+        a = a.obj if type(a) is memoryview else getattr(a, "base", None)
     return None
+
+
+def _repeats(array: np.ndarray[Any, Any]) -> bool:
+    """Whether ``array`` repeats an element (a broadcast: stride 0 on an axis longer than
+    1). O(rank)."""
+    return any(s == 0 and n > 1 for n, s in zip(array.shape, array.strides, strict=True))
 
 
 def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
@@ -70,8 +80,10 @@ def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
 
     Two signs, both O(1) on the per-op path: the array (or its base chain) is a live
     root's buffer (what ``kernel.read_array`` hands out is a read-only view of one), or
-    it owns its memory but is read-only (nothing fresh from a kernel is).  Any other
-    view is left to :func:`adopt`'s plain ``LayoutError``.
+    it owns its memory but is read-only, or lies over a read-only buffer (nothing fresh
+    from a kernel does: what a shared borrow, a program constant or a traced literal hands
+    a kernel is such memory, held by someone else).  Any other view is left to
+    :func:`adopt`'s plain ``LayoutError``.
     """
     alloc = owning_allocation(array)
     if alloc is not None:
@@ -85,11 +97,15 @@ def refuse_existing_memory(array: np.ndarray[Any, Any], operation: str) -> None:
             shape=tuple(array.shape),
             dtype=str(array.dtype),
         )
-    if array.base is None and not array.flags.writeable:
+    if not array.flags.writeable and (
+        array.base is None
+        or (is_frozen(array) and not _repeats(array))  # (a broadcast is new data)
+    ):
         raise AliasedOutputError(
             operation,
             "the array is read-only, so it is not a fresh kernel result: the kernel "
-            "returned an input (or another value's memory). Adopting it would make a second "
+            "returned an input, a constant (or a view of one, or another value's memory). "
+            "Adopting it would make a second "
             "owner of those bytes. Return a fresh array, or call "
             "tenferro_storage.kernel.materialize_output() for a recorded MATERIALIZE copy",
             shape=tuple(array.shape),

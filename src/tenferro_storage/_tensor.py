@@ -15,7 +15,7 @@ Strides and offsets are counted in elements everywhere.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, overload
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ._dtypes import resolve as resolve_dtype_for
 from ._layout import CheckedLayout, Contiguous, c_strides
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._linear import Borrow, Lender
+from ._numpy_surface import NUMPY_METHODS, NUMPY_PROPERTIES, _identity, scalar, values_text
 from ._operators import BasicKey, OperatorMixin, advanced_getitem, is_basic_key
 from ._provider import HOST as _HOST
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
@@ -51,13 +52,13 @@ from .errors import (
     DTypeError,
     LayoutError,
     OwnershipError,
-    RankError,
     ReinterpretError,
+    UseAfterMoveError,
     shown,
 )
 
-DT = TypeVar("DT")
-R = TypeVar("R")
+DT = TypeVar("DT", covariant=True)  # phantom markers: a Tensor[F, Rank2] is a
+R = TypeVar("R", covariant=True)  # Tensor[F, AnyRank] (dicts of mixed ranks infer that)
 Out = TypeVar("Out")
 
 # The canonical method lists (one source of truth for the API-parity contract).
@@ -81,6 +82,9 @@ READ_ONLY_API: Final = (
 DERIVING_API: Final = ("__getitem__", "transpose", "T", "reshape")
 MUTATION_API: Final = ("prepare_host_mut", "fill")
 CONSUMING_API: Final = ("into_storage", "into_real", "into_complex", "take")
+# numpy's surface (host reads and ndarray-style methods running registered ops): one home,
+# ``_numpy_surface.NumpySurface``, inherited by all three (and shared with handles).
+NUMPY_API: Final = ("tolist", *NUMPY_METHODS, *NUMPY_PROPERTIES)
 
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
@@ -104,15 +108,6 @@ def _fill_value(value: Any, d: CheckedDescriptor) -> np.ndarray[Any, Any]:
             shape=shape,
         )
     return checked_cast("fill: argument 'value'", v, d.dtype.numpy)
-
-
-def _refuse_array(obj: object) -> NoReturn:
-    raise OwnershipError(
-        f"{type(obj).__name__}.__array__: np.asarray({type(obj).__name__}) is refused, "
-        "tenferro never copies implicitly. Call "
-        ".to_numpy() for a recorded TRANSFER copy, or prepare_host().as_array() to read the "
-        "values in place under a borrow"
-    )
 
 
 def _map_host(
@@ -151,9 +146,8 @@ def _repr(kind: str, desc: CheckedDescriptor, span: str) -> str:
     head = f"{kind}({desc.dtype.name}, shape={desc.shape}"
     if type(desc.buffer) is not np.ndarray:  # device memory: the host cannot show values
         head += ", device-resident"
-    elif desc.size <= 16:
-        values = np.array2string(desc.readonly(), separator=", ", threshold=16)
-        head += f", values={values}"
+    else:  # numpy's summary above 16 elements (first and last three per axis)
+        head += f", values={values_text(desc.readonly())}"
     return f"{head}, {span})"
 
 
@@ -249,12 +243,6 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         self._d("span")
         return self._storage.span
 
-    def __len__(self) -> int:
-        shape = self._d("len").shape
-        if not shape:
-            raise RankError("len", "len() of a rank-0 view (it has no first axis)")
-        return shape[0]
-
     # -- derivations -----------------------------------------------------------------
     def as_view(self) -> TensorView[DT, R]:
         """Another shared view of the same values (O(1), no allocation)."""
@@ -321,12 +309,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     def item(self) -> Any:
         """The single element as a Python scalar (a host read; no ledger event)."""
-        d = self._d("item")
-        if d.size != 1:
-            raise LayoutError(
-                "item", f"the view has {d.size} elements, not 1", shape=d.shape
-            )
-        return d.readonly().item()
+        return scalar(self._d("item").readonly(), "item", _identity)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
         """Consume this view into prepared host read access. O(1) in element count.
@@ -349,9 +332,6 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     def __exit__(self, *exc: object) -> None:
         self.release()
-
-    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse_array(self)
 
     def __repr__(self) -> str:
         if self._lender is None:
@@ -452,15 +432,37 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
 
     # Read-only metadata: TensorView's own implementations, read through this object's
     # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
-    shape = TensorView.shape
-    strides = TensorView.strides
-    offset = TensorView.offset
-    dtype = TensorView.dtype
-    ndim = TensorView.ndim
-    size = TensorView.size
-    nbytes = TensorView.nbytes
-    layout = TensorView.layout
-    span = TensorView.span
+    if TYPE_CHECKING:  # typed as the properties they are (a bare alias reads as a method)
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def strides(self) -> tuple[int, ...]: ...
+        @property
+        def offset(self) -> int: ...
+        @property
+        def dtype(self) -> DType: ...
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def nbytes(self) -> int: ...
+        @property
+        def layout(self) -> CheckedLayout: ...
+        @property
+        def span(self) -> str: ...
+
+    else:
+        shape = TensorView.shape
+        strides = TensorView.strides
+        offset = TensorView.offset
+        dtype = TensorView.dtype
+        ndim = TensorView.ndim
+        size = TensorView.size
+        nbytes = TensorView.nbytes
+        layout = TensorView.layout
+        span = TensorView.span
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)
@@ -542,14 +544,13 @@ class TensorViewMut(OperatorMixin, Lender, Borrow, Generic[DT, R]):
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse_array(self)
-
     def __repr__(self) -> str:
         if self._lender is None:
             return f"TensorViewMut(<{self._ended}>)"
-        d = self._desc
-        return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
+        if self._shared or self._exclusive is not None:  # reborrowed: not readable now
+            d = self._desc
+            return f"TensorViewMut({d.dtype.name}, shape={d.shape}, {self._storage.span})"
+        return _repr("TensorViewMut", self._desc, self._storage.span)
 
 
 class Tensor(OperatorMixin, Lender, Generic[DT, R]):
@@ -583,6 +584,18 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         t._storage = storage
         t._desc = D.fresh(dt, array.view(), storage._root)  # type: ignore[arg-type]
         return t
+
+    def _take_back(self, source: Tensor[Any, Any], operation: str) -> None:
+        """Undo the move that consumed this object: it takes over ``source``'s owner (the
+        same storage and descriptor; no copy, no ledger event) and ``source`` is consumed.
+        For a runtime that hands a moved-in owner back after a failed run that never
+        wrote it.  ``self`` must be consumed and ``source`` live. O(1)."""
+        if self._moved_by is None or self._storage is not None:
+            raise UseAfterMoveError(f"{operation}: the tensor to restore was not moved out")
+        source._consume(operation)
+        self._storage, self._desc = source._storage, source._desc
+        source._storage = None
+        self._unconsume()
 
     @classmethod
     def from_storage(
@@ -683,18 +696,37 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
     # -- read-only behaviour delegates to TensorView ----------------------------------
     # Read-only metadata: TensorView's own implementations, read through this object's
     # ``_d`` borrow check (one implementation, three homes: the G4 method-home rule).
-    shape = TensorView.shape
-    strides = TensorView.strides
-    offset = TensorView.offset
-    dtype = TensorView.dtype
-    ndim = TensorView.ndim
-    size = TensorView.size
-    nbytes = TensorView.nbytes
-    layout = TensorView.layout
-    span = TensorView.span
+    if TYPE_CHECKING:  # typed as the properties they are (a bare alias reads as a method)
 
-    def __len__(self) -> int:
-        return len(self.as_view())
+        @property
+        def shape(self) -> tuple[int, ...]: ...
+        @property
+        def strides(self) -> tuple[int, ...]: ...
+        @property
+        def offset(self) -> int: ...
+        @property
+        def dtype(self) -> DType: ...
+        @property
+        def ndim(self) -> int: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def nbytes(self) -> int: ...
+        @property
+        def layout(self) -> CheckedLayout: ...
+        @property
+        def span(self) -> str: ...
+
+    else:
+        shape = TensorView.shape
+        strides = TensorView.strides
+        offset = TensorView.offset
+        dtype = TensorView.dtype
+        ndim = TensorView.ndim
+        size = TensorView.size
+        nbytes = TensorView.nbytes
+        layout = TensorView.layout
+        span = TensorView.span
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
         return _through_view(self, TensorView.to_numpy)
@@ -818,9 +850,6 @@ class Tensor(OperatorMixin, Lender, Generic[DT, R]):
         return _reinterpret_owner(self, to_complex, "Tensor.into_complex")
 
     # -- protocol ----------------------------------------------------------------------------
-    def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        _refuse_array(self)
-
     def __repr__(self) -> str:
         if self._moved_by is not None:
             return f"Tensor(<consumed by {self._moved_by}>)"

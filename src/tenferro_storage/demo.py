@@ -14,9 +14,9 @@ from . import errors, from_numpy, ledger, zeros
 def _table(rec: ledger.LedgerRecord) -> str:
     rows = [("ledger", "reason", "events", "bytes")]
     for reason, n in sorted(rec.allocations.items(), key=lambda kv: kv[0].name):
-        rows.append(("allocation", reason.name, str(n), str(rec.allocation_bytes[reason])))
+        rows.append(("allocation", str(reason), str(n), str(rec.allocation_bytes[reason])))
     for creason, n in sorted(rec.copies.items(), key=lambda kv: kv[0].name):
-        rows.append(("copy", creason.name, str(n), str(rec.copy_bytes[creason])))
+        rows.append(("copy", str(creason), str(n), str(rec.copy_bytes[creason])))
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -32,6 +32,8 @@ __all__ = [
     "EngineError",
     "ExpiredBorrowError",
     "ExtractError",
+    "FileAccessError",
+    "FileFormatError",
     "GroupError",
     "IntoTensorError",
     "LayoutError",
@@ -40,6 +42,7 @@ __all__ = [
     "OwnershipError",
     "RankError",
     "ReinterpretError",
+    "SaveError",
     "ScopedOutputExtractError",
     "ScopedSubmitRejected",
     "SubmitRejected",
@@ -265,6 +268,28 @@ class CopyForbiddenError(TenferroError, RuntimeError):
     The message names the operation that would have copied; nothing was copied or
     allocated.
     """
+
+
+class SaveError(TenferroError, TypeError):
+    """Raised by ``save(path, tree)`` and ``load(path)`` for a ``path`` that is not a
+    non-empty str or ``os.PathLike``, and by ``save`` for a tree it cannot write: a node
+    other than dict, list, tuple or ``None`` (namedtuples and dataclasses included: convert
+    them to dicts), a dict key that is not a str or int, or a leaf that is not an owner,
+    view, numpy array or bool/int/float/complex/str.  The message names the leaf's path
+    (``tree['w'][0]``); nothing is written."""
+
+
+class FileAccessError(TenferroError, OSError):
+    """Raised by ``save`` and ``load`` when the operating system refuses the file (missing,
+    no permission, a full disk...).  ``errno`` and ``filename`` are the operating system's;
+    the message names the operation and the argument ``path``.  A failed save leaves any
+    existing file unchanged and no temporary file behind."""
+
+
+class FileFormatError(TenferroError, ValueError):
+    """Raised by ``load(path)`` for a file that is not a tenferro save file or is damaged
+    (a missing member, a header that disagrees with the tree description, a dtype tenferro
+    does not have, a size or CRC mismatch).  The message names the file and the member."""
 
 
 # -- runtime (tenferro_storage.runtime) and providers (tenferro_storage.providers) ----------

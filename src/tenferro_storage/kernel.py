@@ -3,9 +3,10 @@ reads its inputs during one call.
 
 This is the audited boundary between numpy kernels and the ownership kernel, used
 by ``tenferro_ad``'s primitives and by user extensions.  It grants nothing that the
-public API does not already imply: an input array is read-only and valid only while
-the caller holds the owner or view it came from; an output must be a fresh array
-nobody else references.
+public API does not already imply: an input array is read-only -- over a read-only
+buffer, so no numpy API makes it writable -- and valid only while the caller holds the
+owner or view it came from; an output must be a fresh array nobody else references.
+``frozen(array)`` gives any array that same read-only form (no copy).
 """
 
 from __future__ import annotations
@@ -17,7 +18,18 @@ import numpy as np
 from . import _descriptor as D
 from ._dtypes import dtype as resolve_dtype
 from ._dtypes import from_numpy_dtype
+from ._frozen import frozen, is_frozen
 from ._ledger import LEDGER, AllocationReason, CopyReason
+from ._linear import name_borrow
+from ._numpy_surface import (
+    NUMPY_KEYS,
+    formatted,
+    html,
+    refuse_array,
+    register_numpy,
+    scalar,
+    values_text,
+)
 from ._operators import OPERATOR_KEYS, register_operators
 from ._rank import DynRank
 from ._root import adopt_fresh_root, adopt_output_deferred
@@ -30,6 +42,7 @@ from ._tensor import (
 )
 
 __all__ = [
+    "NUMPY_KEYS",
     "OPERATOR_KEYS",
     "adopt_fresh_root",
     "adopt_output",
@@ -37,10 +50,18 @@ __all__ = [
     "borrow_named",
     "claim_deferred",
     "derive_view",
+    "frozen",
+    "is_frozen",
+    "formatted",
+    "html",
     "materialize_output",
     "name_borrow",
     "read_array",
+    "refuse_array",
+    "register_numpy",
     "register_operators",
+    "scalar",
+    "values_text",
 ]
 
 
@@ -123,16 +144,6 @@ def derive_view(
     if holder is not None:
         name_borrow(out, holder)
     return out
-
-
-def name_borrow(view: TensorView[Any, Any], holder: str) -> None:
-    """Name the party that holds ``view``'s shared borrow (shown by ``BorrowError``
-    when someone asks for a conflicting borrow while it lives). O(1)."""
-    lender = view._lender
-    if lender is not None:
-        lender._who = holder
-        lender._name_holder(holder)
-        view._holder = holder  # ended with the view (Borrow.release)
 
 
 def borrow_named(

@@ -52,3 +52,29 @@ def test_jacfwd_and_grad_refuse_a_duplicate_argnum_alike() -> None:
         errors.append(info.value)
     assert type(errors[0]) is type(errors[1])
     assert all("twice" in str(e) for e in errors)
+
+
+_MODES: list[tuple[str, Callable[[Callable[..., Any]], Callable[..., Any]]]] = [
+    ("eager", lambda g: g),
+    ("jit", ad.jit),
+    ("vmap", ad.vmap),
+]
+
+
+@pytest.mark.parametrize(("mode", "wrap"), _MODES)
+@pytest.mark.parametrize("argnums", [1, -1, np.int64(1), np.int32(-1)])
+def test_negative_and_numpy_integer_argnums_give_a_single_gradient_in_every_mode(
+    mode: str, wrap: Callable[[Callable[..., Any]], Callable[..., Any]], argnums: Any
+) -> None:
+    """argnums as a negative int or a numpy integer names one argument in eager, jit(grad)
+    and vmap(grad) alike, and its gradient comes back alone (not in a tuple), as JAX."""
+    a, b = np.array([1.0, 2.0]), np.array([3.0, 4.0])
+    g = wrap(ad.grad(lambda x, y: ad.sum(x * y * y), argnums=argnums))(a, b)
+    assert not isinstance(g, tuple)
+    np.testing.assert_allclose(g.to_numpy(), 2 * a * b)  # (vmap: per-example, the same)
+
+
+def test_numpy_integer_argnums_in_a_tuple_gives_a_tuple() -> None:
+    a = np.array([1.0, 2.0])
+    g = ad.grad(lambda x, y: ad.sum(x * y), argnums=(np.int64(0), -1))(a, a)
+    assert isinstance(g, tuple) and len(g) == 2

@@ -17,6 +17,8 @@ import tenferro_storage as ts
 from tenferro_storage import ledger
 from tenferro_storage.errors import BorrowError, UseAfterMoveError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 
 def _conflict(owner: Any) -> str:
     with pytest.raises(BorrowError) as info:

@@ -22,7 +22,7 @@ RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 
 
 def _x(n: int = 6, seed: int = 0) -> ts.Tensor[Any, Any]:
-    return ts.random.normal((n,), seed=seed)
+    return ts.random.default_rng(seed).normal((n,))
 
 
 def _two_sines(v: Any) -> Any:

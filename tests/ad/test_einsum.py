@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tenferro_ad as ad
+from tenferro_ad.ops import _einsum_path as E
 from tenferro_storage import AllocationReason, ledger
 from tests.ad._oracle import close, rand, to_np
 
@@ -146,3 +147,36 @@ def test_contraction_intermediates_are_released_when_consumed_and_nothing_is_cop
 def test_bad_subscripts_raise_naming_the_op() -> None:
     with pytest.raises(ValueError, match="einsum: label 'j'"):
         ad.einsum("ij,jk->ik", np.ones((2, 3)), np.ones((4, 5)))
+
+
+_A, _B, _C = (np.random.default_rng(7).normal(size=s) for s in [(3, 4), (4, 5), (5, 2)])
+_PATH = np.einsum_path("ij,jk,kl->il", _A, _B, _C, optimize="optimal")[0]
+
+
+@pytest.mark.parametrize(
+    "optimize",
+    ["auto", "greedy", "optimal", "dp", True, False, _PATH, [(1, 2), (0, 1)]],
+    ids=lambda o: repr(o)[:30],
+)
+def test_einsum_optimize_accepts_strategies_and_paths(optimize: object) -> None:
+    """``optimize=`` takes an opt_einsum strategy, True/False or an explicit path
+    (numpy.einsum_path's form too); every choice gives numpy's value."""
+    got = ad.einsum("ij,jk,kl->il", _A, _B, _C, optimize=optimize)
+    np.testing.assert_allclose(got.to_numpy(), np.einsum("ij,jk,kl->il", _A, _B, _C),
+                               rtol=1e-12)
+
+
+def test_einsum_optimize_path_picks_the_order() -> None:
+    """An explicit path is followed: (1, 2) first contracts B with C, (0, 1) A with B."""
+    shapes = (_A.shape, _B.shape, _C.shape)
+    first = E.plan("ij,jk,kl->il", shapes, "einsum", False, ((1, 2), (0, 1))).steps[0]
+    other = E.plan("ij,jk,kl->il", shapes, "einsum", False, ((0, 1), (0, 1))).steps[0]
+    assert first.subscripts.startswith("jk,kl")  # type: ignore[union-attr]
+    assert other.subscripts.startswith("ij,jk")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("bad", ["nonsense", [(0, 5)], [(0, 1)], 3.5])
+def test_einsum_optimize_refusals_name_the_argument(bad: object) -> None:
+    """An unknown strategy, a wrong path or a wrong type is refused naming 'optimize'."""
+    with pytest.raises((ValueError, TypeError), match="argument 'optimize'"):
+        ad.einsum("ij,jk,kl->il", _A, _B, _C, optimize=bad)

@@ -64,3 +64,37 @@ def test_maximum_mask_product_equals_the_where_form(g: Any) -> None:
     got = E._pick(NUMPY_NS, g, x, y)
     want = np.where(x > y, g, np.where(x == y, g * 0.5, 0.0))
     assert np.array_equal(got, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.complex128])
+@pytest.mark.parametrize(
+    "g", [[1.5, -2.0, 0.0, 3.0], [np.inf, 1.0, -np.inf, 2.0], [np.nan, 1.0, 2.0, -1.0],
+          [3e38, 3e38, 1.0, 1.0]],
+)
+def test_where_mask_zero_equals_numpy_where(dtype: Any, g: Any) -> None:
+    """``where(mask, g, 0)`` -- a traced relu's backward -- is numpy's where in values and
+    dtype (a mask product for finite floats, np.where otherwise: inf/nan stay out)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.array(g).astype(dtype)
+    c = np.array([True, False, True, False])
+    want = np.where(c, x, 0.0)
+    got = E._where(c, x, 0.0)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(E._where(c, x, 1.0), np.where(c, x, 1.0))
+
+
+def test_a_jitted_relu_backward_multiplies_by_the_mask_as_eager_does() -> None:
+    """The traced relu VJP is ``where(x > 0, g, 0)``; its kernel takes eager's mask-product
+    form, visible in the sign of the dropped entries: ``-3 * 0`` is ``-0.0`` where np.where
+    writes ``+0.0`` -- the jitted gradient equals eager's bit for bit."""
+    import tenferro_storage as ts
+
+    x = np.random.default_rng(1).normal(size=(8, 5))
+    f = ad.grad(lambda a: ad.sum(ad.relu(a) * -3.0))
+    jf = ad.jit(f)
+    assert "where" in [e.prim.name for e in jf.lower(x).graph.eqns]
+    got, want = jf(ts.from_numpy(x)).to_numpy(), f(ts.from_numpy(x)).to_numpy()
+    np.testing.assert_array_equal(got, np.where(x > 0, -3.0, 0.0))
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    assert np.signbit(got[x <= 0]).all()

@@ -36,7 +36,6 @@ from tenferro_ad.errors import (
     ArgumentTypeError,
     AxisError,
     BackwardError,
-    NotUnique,
 )
 from tenferro_storage import ledger
 from tenferro_storage.errors import BorrowError
@@ -478,30 +477,3 @@ def test_g7_failed_backward_leaves_the_tape_unchanged_and_usable() -> None:
     assert _can_borrow_mut(w.d)
     with pytest.raises(BackwardError, match="released"):
         w.tape.backward(w.loss)
-
-
-def test_g7_value_guard_holds_its_count_until_released() -> None:
-    """While a ``value()`` guard lives, ``into_value()`` is ``NotUnique`` (G7 allows only
-    ``NotUnique``/``Extract``) and hands back the same handle; after ``release`` (or the
-    end of the ``with`` block) it moves the owner out.
-
-    Fails when ``ValueGuard.__init__`` stops counting the record (``rec.count += 1``
-    removed, with its ``-= 1`` in ``release``) — checked by hand: ``into_value`` then
-    extracts the owner under a live borrow."""
-    h = ad.exp(ad.constant(np.array([0.0, 1.0])))
-    for use_with in (False, True):
-        guard = h.value()
-        if use_with:
-            with guard as v:
-                with pytest.raises(NotUnique) as err:
-                    h.into_value()
-                np.testing.assert_allclose(v.to_numpy(), np.exp([0.0, 1.0]))
-        else:
-            with pytest.raises(NotUnique) as err:
-                h.into_value()
-            assert err.value.value is h
-            np.testing.assert_allclose(guard.view.to_numpy(), np.exp([0.0, 1.0]))
-            guard.release()
-        del err
-    owner = h.into_value()
-    np.testing.assert_allclose(owner.to_numpy(), np.exp([0.0, 1.0]))

@@ -281,3 +281,66 @@ def test_plain_scratch_is_donated_and_overwritten(monkeypatch: pytest.MonkeyPatc
     )
     monkeypatch.undo()
     assert spy.written.count(True) == (4 if _COUNTS_MEAN_HOLDERS else 0)
+
+
+def _views_of_a_caller_array(shape: tuple[int, int]) -> list[tuple[str, np.ndarray[Any, Any]]]:
+    """Caller arrays whose cotangent reaches the sweep as a view: held by nothing but it."""
+    rows, cols = shape
+    return [
+        ("transposed", np.full((cols, rows), 0.5)),
+        ("sliced", np.full((rows, 2 * cols), 0.5)),
+    ]
+
+
+def _as_view(kind: str, base: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    return base.T if kind == "transposed" else base[:, ::2]
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced"])
+def test_a_callers_cotangent_view_is_not_overwritten_by_a_donating_rule(kind: str) -> None:
+    # (BIG is above the in-place threshold: a rule may write over a cotangent it alone holds)
+    base = dict(_views_of_a_caller_array(BIG.shape))[kind]
+    keep = base.copy()
+    _, fn = ad.vjp(lambda x: ad.exp(x) * 3.0, ts.from_numpy(BIG.copy()))
+    (gx,) = fn(_as_view(kind, base))  # the view itself: no other name holds it
+    np.testing.assert_array_equal(base, keep)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, 1.5 * np.exp(BIG), rtol=1e-12)
+    fn.release()
+
+
+@pytest.mark.parametrize("kind", ["transposed", "sliced"])
+def test_a_callers_cotangent_view_is_not_summed_into(kind: str) -> None:
+    def f(x: Any) -> Any:
+        u = ad.sin(x)
+        return u, u * 2.0  # ``u``'s caller cotangent gets the second one added to it
+
+    base = dict(_views_of_a_caller_array(BIG.shape))[kind]
+    keep = base.copy()
+    c2 = np.full(BIG.shape, 0.25)
+    _, fn = ad.vjp(f, ts.from_numpy(BIG.copy()))
+    (gx,) = fn((_as_view(kind, base), c2))
+    np.testing.assert_array_equal(base, keep)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, np.cos(BIG) * (0.5 + 2.0 * 0.25), rtol=1e-12)
+    fn.release()
+
+
+@pytest.mark.parametrize(
+    "last", [ad.transpose, lambda y: y[:, ::1], lambda y: ad.reshape(y, (-1,))],
+    ids=["transpose", "slice", "reshape"],
+)
+def test_a_callers_cotangent_reaching_a_rule_through_a_view_rule_is_not_overwritten(
+    last: Callable[[Any], Any],
+) -> None:
+    # the last op's VJP hands the next rule a view of the caller's array that nothing but
+    # the sweep holds: only the view's base tells that the memory is the caller's
+    _, fn = ad.vjp(lambda x: last(ad.exp(x) * 3.0), ts.from_numpy(BIG.copy()))
+    out_shape = last(np.empty(BIG.shape)).shape if last is not ad.transpose else BIG.T.shape
+    c = np.full(out_shape, 0.5)
+    keep = c.copy()
+    (gx,) = fn(c)
+    np.testing.assert_array_equal(c, keep)
+    with ts.borrow_arrays(gx) as a:
+        np.testing.assert_allclose(a, 1.5 * np.exp(BIG), rtol=1e-12)
+    fn.release()

@@ -44,7 +44,7 @@ def test_step_refuses_when_a_parameter_is_borrowed_and_changes_nothing() -> None
 
 def _snapshot(opt: object, params: list[ts.Tensor]) -> tuple[object, ...]:
     state = {
-        k: (s.count, [b.to_numpy().copy() for b in s.buffers])
+        k: (s.count, [b.to_numpy().copy() for b in s.buffers.values()])
         for k, s in opt._state.items()  # type: ignore[attr-defined]
     }
     return (opt.steps, state, [p.to_numpy().copy() for p in params])  # type: ignore[attr-defined]
@@ -97,25 +97,36 @@ def test_a_bad_last_gradient_changes_nothing(make: object, bad: str) -> None:
 
 
 def test_mismatched_structures_are_refused_and_change_nothing() -> None:
-    """params and grads must have the same nesting, lengths and keys."""
+    """params and grads must have the same nesting, lengths and keys; the error shows both
+    structures."""
     opt = ad.optim.SGD(0.1, 0.9)
     p = {"w": ts.from_numpy(np.ones(2)), "b": ts.from_numpy(np.ones(2))}
-    with pytest.raises(ArgumentError, match="structure"):
+    with pytest.raises(ArgumentError, match=r"(?s)structure.*params: PyTreeDef\(\{'b': \*, "
+                       r"'w': \*\}\).*grads:  PyTreeDef\(\{'c': \*, 'w': \*\}\)"):
         opt.step(p, {"w": np.ones(2), "c": np.ones(2)})
-    with pytest.raises(ArgumentError, match="structure"):
+    with pytest.raises(ArgumentError, match=r"(?s)structure.*PyTreeDef\(\[\*, \*\]\)"
+                       r".*PyTreeDef\(\[\*\]\)"):
         opt.step([p["w"], p["b"]], [np.ones(2)])
     assert opt.steps == 0 and not opt._state
     np.testing.assert_array_equal(p["w"].to_numpy(), np.ones(2))
 
 
-def test_state_follows_the_parameter_not_its_position() -> None:
-    """After step([a, b]) a later step([b]) continues b's own momentum (not a's)."""
+def test_state_follows_the_tree_path_not_the_owner() -> None:
+    """A parameter replaced by a new owner at the same path continues that path's momentum
+    (a reloaded parameter does not share the old one's identity); a step with another
+    structure is refused, showing both structures, and changes nothing."""
     opt = ad.optim.SGD(1.0, momentum=0.5)
     a, b = ts.from_numpy(np.zeros(1)), ts.from_numpy(np.zeros(1))
-    opt.step([a, b], [np.array([10.0]), np.array([1.0])])  # v_a = 10, v_b = 1
-    opt.step([b], [np.array([1.0])])  # v_b = 0.5 * 1 + 1 = 1.5
-    np.testing.assert_allclose(b.to_numpy(), [-1.0 - 1.5])
+    opt.step({"a": a, "b": b}, {"a": np.array([10.0]), "b": np.array([1.0])})  # v_b = 1
+    b2 = ts.from_numpy(np.zeros(1))  # a new owner at params['b']
+    opt.step({"a": a, "b": b2}, {"a": None, "b": np.array([1.0])})  # v_b = 0.5 * 1 + 1
+    np.testing.assert_allclose(b2.to_numpy(), [-1.5])
     np.testing.assert_allclose(a.to_numpy(), [-10.0])
+    with pytest.raises(ArgumentError, match=r"(?s)structure.*PyTreeDef\(\{'a': \*, 'b': \*\}\)"
+                       r".*PyTreeDef\(\[\*\]\)"):
+        opt.step([b2], [np.array([1.0])])
+    assert opt.steps == 2
+    np.testing.assert_allclose(b2.to_numpy(), [-1.5])
 
 
 def test_numpy_views_and_handles_are_accepted_as_gradients() -> None:

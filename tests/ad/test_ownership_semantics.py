@@ -43,6 +43,8 @@ from tenferro_storage.errors import (
     OwnershipError,
 )
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 OUT = AllocationReason.OPERATION_OUTPUT
 
 

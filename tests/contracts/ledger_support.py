@@ -79,6 +79,7 @@ EXPECTED_FIELDS: dict[str, frozenset[str]] = {
         "E_CWD_MISSING": "obligation_id command_id cwd",
         "E_ARGV_PATH_ESCAPE": "obligation_id command_id index path",
         "E_ARGV_PATH_MISSING": "obligation_id command_id index path",
+        "E_SELECTOR_UNRESOLVED": "obligation_id command_id target",
         "E_ARTIFACT_KIND": "artifact_id kind",
         "E_ARTIFACT_SELECTOR": "artifact_id kind",
         "E_COMMAND_KIND": "command_id kind",

@@ -126,6 +126,8 @@ STANDALONE_CODES = {
     "E_HISTORY_ACK_STALE",
     # test_ledger_runner.py (interpreter resolution)
     "E_INTERPRETER_UNRESOLVED",
+    # test_ledger_manifest_faults.py (selector resolution by collection)
+    "E_SELECTOR_UNRESOLVED",
 }
 
 

@@ -609,3 +609,63 @@ def test_deferred_artifact_may_be_a_future_path(
 ) -> None:
     set_pytest_path(manifest, "p2-a", "tests/future/test_not_written_yet.py")
     assert_clean(run_checker(make_repo(manifest, commit=False)))
+
+
+def _select(manifest: Manifest, oid: str, selector: str) -> None:
+    r = row(manifest, oid)
+    r["artifact"]["selector"] = selector
+    r["command"]["argv"][3] = f"{r['artifact']['path']}::{selector}"
+
+
+@pytest.mark.parametrize("oid", ["p1-b", "p3-a"], ids=["active", "deferred"])
+def test_a_selector_that_names_no_test_is_reported_by_collection(
+    oid: str,
+    manifest: Manifest,
+    make_repo: Callable[..., Repo],
+    run_checker: Callable[..., Outcome],
+) -> None:
+    """The file exists, so the path checks pass; pytest --collect-only finds no test for
+    the selector, for an active row and for a deferred one whose file already exists (a
+    revision cannot point a deferred row at a test that was never written)."""
+    _select(manifest, oid, "test_never_written")
+    path = row(manifest, oid)["artifact"]["path"]
+    assert_one_fault(
+        run_checker(make_repo(manifest, commit=False)),
+        "E_SELECTOR_UNRESOLVED",
+        {
+            "obligation_id": oid,
+            "command_id": f"cmd-{oid}",
+            "target": f"{path}::test_never_written",
+        },
+    )
+
+
+def test_selectors_resolve_to_tests_and_parametrized_cases(
+    manifest: Manifest, make_repo: Callable[..., Repo], run_checker: Callable[..., Outcome]
+) -> None:
+    """A test name, a parametrized test's name and one of its cases all resolve."""
+    repo = make_repo(manifest, commit=False)
+    repo.write(
+        "tests/test_p3_b.py",
+        "import pytest\n\n\n@pytest.mark.parametrize('k', ['a', 'b'])\n"
+        "def test_case(k: str) -> None:\n    assert k\n",
+    )
+    _select(manifest, "p1-b", "test_ok")
+    _select(manifest, "p3-a", "test_ok")
+    _select(manifest, "p3-b", "test_case[b]")
+    repo.write_manifest(manifest)
+    assert_clean(run_checker(repo))
+    _select(manifest, "p3-b", "test_case")
+    repo.write_manifest(manifest)
+    assert_clean(run_checker(repo))
+    _select(manifest, "p3-b", "test_case[c]")
+    repo.write_manifest(manifest)
+    assert_one_fault(
+        run_checker(repo),
+        "E_SELECTOR_UNRESOLVED",
+        {
+            "obligation_id": "p3-b",
+            "command_id": "cmd-p3-b",
+            "target": "tests/test_p3_b.py::test_case[c]",
+        },
+    )

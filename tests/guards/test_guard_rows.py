@@ -128,7 +128,7 @@ def test_optimizer_refuses_a_gradient_of_another_shape(opt: Any) -> None:
     """A ``(1,)`` gradient for a ``(3,)`` parameter raises ``ArgumentError`` and changes
     nothing (no broadcast update).
 
-    Fails when the gradient-shape check in ``optim._check`` is removed (checked)."""
+    Fails when the gradient-shape check in ``optim._base._check`` is removed (checked)."""
     p = ts.from_numpy(np.ones(3))
     with pytest.raises(ArgumentError, match="shape"):
         opt.step([p], [ts.from_numpy(np.array([5.0]))])
@@ -306,7 +306,7 @@ def test_a_refused_grad_call_leaves_no_argument_borrowed() -> None:
 
 
 def test_optimizer_refuses_one_parameter_passed_twice() -> None:
-    """Fails when ``optim._check``'s same-parameter check is removed (checked)."""
+    """Fails when ``optim._base._check``'s same-parameter check is removed (checked)."""
     p = ts.from_numpy(np.ones(2))
     g = np.ones(2)
     with pytest.raises(ArgumentError, match="same parameter"):
@@ -319,7 +319,7 @@ def test_optimizer_step_refused_by_a_borrow_leaves_every_parameter_free() -> Non
     ``BorrowError`` when it borrows it for writing, changes nothing, and the first
     parameter (borrowed first) is not left borrowed, even while the exception is kept.
 
-    Fails when ``optim._borrow_all``'s undo is removed (checked)."""
+    Fails when ``optim._base._borrow_all``'s undo is removed (checked)."""
     p1 = ts.from_numpy(np.ones(2))
     p2 = ts.from_numpy(np.ones(2))
     m = p2.as_view()

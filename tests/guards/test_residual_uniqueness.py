@@ -51,6 +51,8 @@ from tenferro_ad.errors import NotUnique
 from tenferro_storage import _access
 from tenferro_storage.errors import BorrowError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 # A symmetric, diagonally dominant (so positive-definite) matrix with entries in (0, 1).
 SPD = np.array([[0.9, 0.2, 0.1], [0.2, 0.8, 0.3], [0.1, 0.3, 0.7]])
 #: Candidate inputs per array argument, tried in order (all arguments get the same one).

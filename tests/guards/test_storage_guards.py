@@ -8,6 +8,8 @@ import pytest
 import tenferro_storage as ts
 from tenferro_storage.errors import BorrowError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 
 def test_a_refused_borrow_arrays_leaves_no_owner_borrowed() -> None:
     """``borrow_arrays((a, b))`` with ``b`` mutably borrowed raises ``BorrowError`` on

@@ -55,6 +55,11 @@ def test_synchronous_borrowed_operation_returns_bindings_only_after_retirement()
         failed = rt.execute_scoped_read_only(rt.host_engine(), failing_program(), pkg)
     assert isinstance(failed, rt.RetiredFailed) and failed.inputs is pkg
     assert rec.live_bytes == 0  # retired before the return: nothing left in flight
+    # The bindings came back usable, not consumed: the same package runs again.
+    assert pkg.views == (view,)
+    again = rt.execute_scoped_read_only(rt.host_engine(), failing_program(), pkg)
+    assert isinstance(again, rt.RetiredFailed) and again.inputs is pkg
+    del again
     y = ts.ones(3)
     vy = y.as_view()
     done = rt.execute_scoped_read_only(

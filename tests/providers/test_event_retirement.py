@@ -12,7 +12,9 @@ Rows 6-9 of the G1 transition table:
   test_draining_to_completion_unproven_keeps_the_record_for_good
 
 plus the event scenarios G1 names: successful completion, execution failure, panic after
-a possible enqueue (proven and unproven).
+a possible enqueue (proven and unproven), and
+test_unproven_retention_outlives_the_dropped_provider_and_keeps_host_inputs_readable
+(the permanent record is the process's, not the provider object's).
 
 Run alone with ``python3 -m pytest tests/providers/test_event_retirement.py``.
 """
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 import gc
 
+import numpy as np
 import pytest
 
 import tenferro_storage as ts
+from tenferro_storage import providers
 from tenferro_storage import runtime as rt
+from tenferro_storage._ledger import LEDGER
 from tenferro_storage.errors import SubmitRejected
 from tenferro_storage.providers import Fault
 from tests.runtime.support import axpy_program, inputs, live_bytes, sim_provider
@@ -57,9 +62,12 @@ def test_possible_enqueue_to_draining_immediate_handle_drop_keeps_the_record_own
             assert c.records_created == 1 and c.records_released == 0
             assert c.events_created == 1 and c.events_completed == 0
             assert live_bytes() == base + 800  # owners live on, owned by the record/worker
+            # ... and so do the retirement bindings: their borrows are live while draining
+            assert sim.context.held_bindings() == 2
         assert sim.drain(5)
         c = sim.counters
         assert c.records_released == 1 and c.events_completed == 1
+        assert sim.context.held_bindings() == 0 and c.bindings_released == 2
         del pkg
         assert live_bytes() == base
 
@@ -106,8 +114,41 @@ def test_draining_to_completion_unproven_keeps_the_record_for_good(fault: Fault)
         assert c.records_created == 4 and c.records_released == 3 and c.records_retained == 1
         assert sim.retained_records == 1
         assert live_bytes() == base + c.retained_bytes
+        retained = c.retained_bytes
     del sim
-    # Retention lasts as long as the provider context: once the closed provider is gone,
-    # its device memory goes with it (like destroying a device context).
-    assert live_bytes() == base
+    # "Permanently" means for the rest of the process: closing and dropping the provider
+    # releases nothing the unproven record holds (the device may still use it).
+    assert live_bytes() == base + retained
     assert ts.ledger.double_releases() == ()
+
+
+def test_unproven_retention_outlives_the_dropped_provider_and_keeps_host_inputs_readable() -> None:
+    """CompletionUnproven's record is kept for the rest of the process, not for the life of
+    the provider object: after the provider is closed, unregistered and dropped, the host
+    input the device may still be reading is not freed and the record is still held."""
+    before = providers.permanently_retained()
+    base = live_bytes()
+    with sim_provider(completion_timeout=0.01) as sim:
+        g = ts.AllocationGroup()
+        x = ts.from_numpy(np.arange(64.0))
+        alloc_id, host_bytes = x._storage._root.alloc_id, x._storage._root.capacity_bytes
+        sx = g.insert(x)
+        sim.inject(Fault.EVENT_NEVER_COMPLETES)
+        out = rt.submit(sim.engine, _negate(), rt.ExecutionInputs(g, [sx])).wait(5)  # type: ignore[arg-type]
+        assert isinstance(out, rt.CompletionUnproven)
+        assert sim.drain(5)
+        del out, g
+    del sim
+    gc.collect()
+    after = providers.permanently_retained()
+    assert after.records == before.records + 1
+    assert after.roots >= before.roots + 1 and after.nbytes >= before.nbytes + host_bytes
+    # The host input's root is still allocated (nothing here holds it but the record).
+    assert alloc_id in LEDGER.live
+    assert live_bytes() == base + (after.nbytes - before.nbytes)
+
+
+def _negate() -> rt.CompiledGraph:
+    b = rt.ProgramBuilder(1, name="negate")
+    (x,) = b.inputs
+    return b.build(b.apply(np.negative, x))

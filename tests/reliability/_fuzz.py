@@ -587,7 +587,7 @@ VALID_BY_NAME: dict[str, str] = {
     "re": "owner f64 (2,3)", "im": "owner f64 (2,3)", "subscripts": "str ij,jk->ik",
     "primals": "tuple (owner f64 (2,3),)", "tangents": "tuple (owner f64 (2,3),)",
     "offset": "int 0", "storage": "storage 48 bytes", "name": "str s", "claim": "None",
-    "element_range": "None", "plan": "None",
+    "element_range": "None", "plan": "None", "path": "str s",
 }
 # The items of a ``*args`` parameter of this name in a valid call.
 VALID_ITEMS: dict[str, list[str]] = {
@@ -621,6 +621,9 @@ VALID_CALLS: dict[str, ValidCall] = {
     "EagerTensor.__matmul__": ValidCall(["owner f64 (3,3)"]),
     "EagerTensor.dot": ValidCall(["owner f64 (3,3)"]),
     "EagerTensor.swapaxes": ValidCall(["int 0", "int 1"]),
+    **{f"{c}.{m}": v for c in ("Tensor", "TensorView", "TensorViewMut") for m, v in (
+        ("dot", ValidCall(["owner f64 (3,3)"])), ("swapaxes", ValidCall(["int 0", "int 1"])),
+    )},
 }
 # Targets that have no valid call at all: the reason.
 NO_VALID_CALL: dict[str, str] = {
@@ -628,6 +631,8 @@ NO_VALID_CALL: dict[str, str] = {
        for n in ("AdValueRecord", "ValueGuard", "VjpFunction", "EagerTensor")},
     **{f"tenferro_storage.{n}": "made by the library, refused when constructed directly"
        for n in ("OwnedStorage", "Contiguous", "Strided")},
+    "tenferro_storage.load": "needs a file written by save (tests/storage/test_save.py "
+                             "covers its refusals)",
     **{f"{c}.__array__": "implicit conversion to numpy is always refused (no implicit copy)"
        for c in ("Tensor", "TensorView", "TensorViewMut", "EagerTensor")},
 }

@@ -29,6 +29,7 @@ import gc
 import inspect
 import json
 import os
+import pathlib
 import random
 import sys
 from collections.abc import Iterator
@@ -96,6 +97,12 @@ def _record(name: str, kind: str, detail: str, call: tuple[Any, ...]) -> None:
         found[key] = {"detail": detail[:300], "call": call}
         with open(SURVEY, "w") as f:
             json.dump(found, f, indent=1, sort_keys=True)
+
+
+@pytest.fixture(autouse=True)
+def _in_a_temporary_directory(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Callables that write files (``save``) write them here, never into the checkout."""
+    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture(autouse=True)

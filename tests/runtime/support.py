@@ -47,8 +47,8 @@ def inputs(n: int = 3, *, dtype: str = "float64") -> tuple[rt.ExecutionInputs, A
 def sim_provider(completion_timeout: float = 0.05) -> Iterator[SimulatedAsyncProvider]:
     """A fresh simulated asynchronous engine, registered for the block, closed after.
 
-    Records it retained permanently die with the provider context once nothing refers
-    to it (``gc.collect`` after the block), so the suite's leak check stays meaningful.
+    Records it retained permanently outlive it (the process keeps them; the suite's leak
+    check counts them through ``providers.permanently_retained()``).
     """
     provider = SimulatedAsyncProvider(completion_timeout=completion_timeout, name="test-sim")
     with provider:

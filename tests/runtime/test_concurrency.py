@@ -122,5 +122,8 @@ def test_sixteen_threads_with_random_drops_and_faults_account_for_every_owner() 
         assert live_bytes() == base + c.retained_bytes
         assert sim.domain.live_bytes <= c.retained_bytes  # device bytes only in retained records
         assert ts.ledger.double_releases() == ()
+        retained = c.retained_bytes
     del sim
-    assert live_bytes() == base
+    # Closed and dropped, the provider takes nothing with it: the unproven records' memory
+    # stays retained for the rest of the process (the device may still use it).
+    assert live_bytes() == base + retained

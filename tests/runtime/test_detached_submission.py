@@ -6,7 +6,9 @@ docs/design/storage-ownership-contracts.md):
 * ``Prepared -> submit result``:
   test_prepared_to_submit_result_rejection_returns_the_exact_unadmitted_inputs
 * ``Admitted -> Running``:
-  test_admitted_to_running_handle_drop_detaches_and_the_worker_keeps_everything
+  test_admitted_to_running_handle_drop_detaches_and_the_worker_keeps_everything and, for
+  its failure column,
+  test_admitted_to_running_post_admission_preparation_or_enqueue_failure_enters_draining
 * ``Running -> Draining``:
   test_running_to_draining_failure_and_panic_never_return_owners_immediately
 * ``Draining -> Retired(Completed)``:
@@ -162,14 +164,63 @@ def test_admitted_to_running_handle_drop_detaches_and_the_worker_keeps_everythin
                 pkg.group  # noqa: B018 - the caller's package was consumed at admission
             assert not handle.done()
             assert sim.counters.records_created == 1 and sim.counters.records_released == 0
+            assert sim.context.held_bindings() == 2  # bindings crossed the enqueue boundary
             del handle  # detach observation only
             gc.collect()
             assert live_bytes() == base + 2 * 8000  # the worker still owns both inputs
             assert sim.counters.records_released == 0
+            # the prepared bindings became retirement bindings the worker holds, live
+            assert sim.context.held_bindings() == 2
         assert sim.drain(5)
         assert sim.counters.records_released == 1
+        assert sim.context.held_bindings() == 0 and sim.counters.bindings_released == 2
         del pkg
         assert live_bytes() == base  # the reaper dropped the unobserved outcome's owners
+
+
+def _donating_negate() -> rt.CompiledGraph:
+    """``exp(-x)`` with ``-x`` written into the donated input 0 (input 1 is only read)."""
+    instructions = (
+        rt.Instruction(np.negative, (0,), (2,), name="negative", into=0),
+        rt.Instruction(np.exp, (2,), (3,), release_after=(2,), name="exp"),
+    )
+    return rt.CompiledGraph(
+        2, 4, instructions, (rt.ProgramOutput(rt.OutputKind.FRESH, value=3),), "donating",
+        donated=(0,),
+    )
+
+
+@pytest.mark.parametrize("kind", ENGINES)
+def test_admitted_to_running_post_admission_preparation_or_enqueue_failure_enters_draining(
+    kind: str,
+) -> None:
+    """The failure column of ``Admitted -> Running``: after admission, a failed preparation
+    (the host's write mapping of a donated input) or a failed enqueue-capable call (the
+    simulated device's queue) is not a rejection: the submission drains and the handle's
+    outcome is ``RetiredFailed`` with the exact package, after the record is released once."""
+    with engine_for(kind) as (engine, sim):
+        pkg, sx, sy = inputs()
+        if sim is None:
+            program = _donating_negate()
+            ts.host_provider.fail_next("map-write")
+        else:
+            program = axpy_program()
+            sim.context.fail_next("enqueue")
+        handle = rt.submit(engine, program, pkg)  # admitted: no SubmitRejected
+        with pytest.raises(UseAfterMoveError):
+            pkg.bindings  # noqa: B018 - nothing comes back except through the outcome
+        outcome = handle.wait(5)
+        assert isinstance(outcome, rt.RetiredFailed)
+        assert outcome.cause.kind is rt.ExecutionErrorKind.PROVIDER_FAILED
+        assert outcome.inputs.bindings == (sx, sy) and outcome.clobbered == ()
+        with outcome.inputs.group.view(sx) as v:
+            np.testing.assert_array_equal(v.to_numpy(), np.arange(3.0))
+        if sim is not None:
+            assert sim.drain(5)
+            c = sim.counters
+            assert (c.records_created, c.records_released, c.bindings_released) == (1, 1, 2)
+            assert sim.context.held_bindings() == 0 and c.rejections == 0
+        del outcome
 
 
 # -- Running -> Draining ---------------------------------------------------------------------

@@ -12,7 +12,7 @@ from tenferro_storage import ledger
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import LayoutError
 
-from .support import axpy_program
+from .support import axpy_program, sim_provider
 
 
 def test_builder_derives_fresh_identity_repeated_and_metadata_kinds() -> None:
@@ -176,3 +176,79 @@ def test_constants_are_read_only_program_data_never_released_or_returned() -> No
     c = b2.constant(1.0)
     with pytest.raises(rt.ProgramError, match="constant"):
         b2.build(c)
+
+
+def _constant_program(kernel: Any, caller: np.ndarray[Any, Any]) -> rt.CompiledGraph:
+    """``kernel(constant)`` over a hand-built ``Constant`` of the caller's own array."""
+    return rt.CompiledGraph(
+        1, 3,
+        (rt.Instruction(kernel, (1,), (2,), name="returns-constant"),),
+        (rt.ProgramOutput(rt.OutputKind.FRESH, value=2),),
+        "constant-program",
+        (rt.Constant(1, caller),),
+    )
+
+
+_RETURNS_CONSTANT = {
+    "identity": lambda c: c,
+    "asarray": lambda c: np.asarray(c),
+    "reshape view": lambda c: c.reshape(c.shape),
+}
+
+
+@pytest.mark.parametrize("engine", ["host", "scoped", "simulated device"])
+@pytest.mark.parametrize("kernel", sorted(_RETURNS_CONSTANT))
+def test_a_kernel_returning_a_hand_built_constant_is_refused_not_made_a_second_owner(
+    engine: str, kernel: str
+) -> None:
+    """A writable caller array in a hand-built ``rt.Constant``, returned by a kernel (as
+    is or as a view), is refused with ``AliasedOutputError`` on every engine: no owner
+    ever shares memory with the caller's array, nothing is allocated, the caller's
+    array is untouched."""
+    caller = np.array([1.0, 2.0])
+    prog = _constant_program(_RETURNS_CONSTANT[kernel], caller)
+    with sim_provider() as sim, ledger.capture() as rec:
+        x = ts.zeros(1)
+        if engine == "scoped":
+            with x.as_view() as v:
+                outcome: Any = rt.execute_scoped_read_only(
+                    rt.host_engine(), prog, rt.ScopedReadInputs([v])
+                )
+        else:
+            g = ts.AllocationGroup()
+            slot = g.insert(x)
+            eid = rt.host_engine() if engine == "host" else sim.engine
+            assert eid is not None
+            outcome = rt.submit(eid, prog, rt.ExecutionInputs(g, [slot])).wait()
+        assert isinstance(outcome, rt.RetiredFailed), outcome
+        assert "AliasedOutputError" in str(outcome.cause)
+        del outcome
+    ops = {e.operation for e in rec.events if e.kind is ledger.EventKind.ALLOCATE}
+    assert not any("returns-constant" in op for op in ops)
+    np.testing.assert_array_equal(caller, [1.0, 2.0])
+    caller[0] = 5.0  # still the caller's own memory, and nobody else's
+def test_the_generated_host_run_records_one_allocation_and_one_release_per_kernel_result() -> None:
+    """The host path (one generated function per program): each kernel result is one
+    OPERATION_OUTPUT allocation released at its last use, a buffer reused by ``into`` is
+    neither allocated nor released again, only the outputs stay live; no copy. The same
+    program run twice reuses its generated function."""
+    fresh = rt.OutputKind.FRESH
+    p = rt.CompiledGraph(1, 5, (
+        rt.Instruction(np.sin, (0,), (1,), name="sin"),
+        rt.Instruction(np.cos, (1,), (2,), release_after=(1,), name="cos"),
+        rt.Instruction(np.add.reduce, (2,), (3,), (("axis", 0),), name="sum"),
+        # add(v2, v2) writes into sin's buffer, released by cos
+        rt.Instruction(np.add, (2, 2), (4,), release_after=(2,), name="add", into=1),
+    ), (rt.ProgramOutput(fresh, value=4), rt.ProgramOutput(fresh, value=3)), "chain")
+    src = ts.arange(4.0)
+    for _ in range(2):
+        with src.as_view() as v, ledger.capture() as rec:
+            out = rt.run_program(p, [ts.kernel.read_array(v)])
+            assert rec.live_bytes == 4 * 8 + 8  # the two outputs
+        assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 3}
+        assert rec.releases == 1 and not rec.copies  # sin's buffer moved on to the add
+        c = np.cos(np.sin(np.arange(4.0)))
+        np.testing.assert_allclose(out[4].to_numpy(), c + c)
+        np.testing.assert_allclose(out[3].to_numpy(), c.sum())
+        del out
+    assert p._host_run is not None

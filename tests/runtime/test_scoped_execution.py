@@ -172,6 +172,41 @@ def test_into_owned_output_only_for_owned_outputs_and_refusals_return_the_exact_
     del owned, back, bundle
 
 
+def test_into_owned_group_keeps_every_fresh_output_without_a_copy() -> None:
+    """The whole owned group and the output map: fresh outputs are group slots (a repeated
+    one names the same slot), borrowed ones the caller's views, metadata itself; a bundle
+    whose owned group is borrowed refuses and stays usable."""
+    x, y = _owners()
+    vx, vy = x.as_view(), y.as_view()
+    out = rt.execute_scoped_read_only(
+        rt.host_engine(), axpy_program(), rt.ScopedReadInputs([vx, vy])
+    )
+    assert isinstance(out, rt.Completed)
+    bundle = out.bundle
+    del out
+    held = bundle.output(0)  # a view of the owned group
+    with pytest.raises(BorrowError):
+        bundle.into_owned_group()
+    held.release()
+    base = live_bytes()
+    with ledger.capture() as rec:
+        group, refs = bundle.into_owned_group()
+    assert rec.copies == {} and rec.allocations == {}
+    assert refs[0] == refs[2] and isinstance(refs[0], ts.DescriptorSlot)
+    assert isinstance(refs[1], ts.TensorView) and refs[1].span == vx.span
+    assert isinstance(refs[3], rt.OutputMetadata)
+    with pytest.raises(UseAfterMoveError):
+        bundle.output(0)
+    owned = group.try_extract(refs[0])
+    assert owned.to_numpy().tolist() == [1.0, 2.0, 5.0]
+    assert live_bytes() == base  # the same allocation, now owned by the caller
+    refs[1].release()
+    vx.release()
+    vy.release()
+    x.as_view_mut().release()
+    del owned, group, refs, bundle
+
+
 def test_scoped_inputs_accept_only_read_only_views() -> None:
     x = ts.arange(3.0)
     with pytest.raises(TypeError, match="read-only TensorView"):

@@ -6,6 +6,7 @@ import itertools
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,7 @@ from tenferro_ad.scenarios import (
     write_plot,
 )
 from tenferro_ad.scenarios.__main__ import main
+from tenferro_ad.scenarios._report import REASON_COLOURS
 from tenferro_storage.ledger import AllocationReason, CopyReason, capture
 
 OP = AllocationReason.OPERATION_OUTPUT
@@ -350,3 +352,41 @@ def test_cli_exit_status_and_outputs(tmp_path: Path, capsys: pytest.CaptureFixtu
     broken = _write(tmp_path, GOOD.replace("seed = 3", "seed = 3.5"), "broken.toml")
     assert main(["run", str(broken)], executor=fake_execute) == 2
     assert "broken.toml: scenario[0].seed: expected int" in capsys.readouterr().err
+
+
+def test_cli_plot_without_matplotlib_is_refused_before_any_scenario_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--plot`` without matplotlib: exit 2 naming the install, and no scenario ran."""
+    good = _write(tmp_path, GOOD, "good.toml")
+    ran: list[object] = []
+
+    def executor(*args: Any, **kw: Any) -> Any:
+        ran.append(args)
+        return fake_execute(*args, **kw)
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    for argv in (["--plot", str(tmp_path / "p.png")], ["--plot"]):
+        assert main(["run", str(good), *argv], executor=executor) == 2
+        assert "pip install 'tenferro[plot]'" in capsys.readouterr().err
+    assert ran == []
+
+
+def test_cli_bare_plot_writes_into_a_temporary_directory_like_the_demo(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bare ``--plot`` (no file name) writes a PNG somewhere new and prints where."""
+    pytest.importorskip("matplotlib")
+    good = _write(tmp_path, GOOD, "good.toml")
+    assert main(["run", str(good), "--plot"], executor=fake_execute) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("wrote plot"))
+    path = Path(line.removeprefix("wrote plot "))
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    path.unlink()
+    path.parent.rmdir()
+
+
+def test_every_reason_has_one_colour_in_every_panel() -> None:
+    """REASON_COLOURS names every allocation reason once, with distinct colours."""
+    assert set(REASON_COLOURS) == set(AllocationReason)
+    assert len(set(REASON_COLOURS.values())) == len(REASON_COLOURS)

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tenferro_storage import _access, _operators
+from tenferro_storage import _access, _numpy_surface, _operators
 
 
 @pytest.fixture
@@ -31,7 +31,9 @@ def debug_borrows_off() -> Iterator[None]:
 @pytest.fixture
 def no_operator_backend() -> Iterator[None]:
     saved = _operators._unregister_operators()
+    saved_numpy = _numpy_surface._unregister_numpy()
     try:
         yield
     finally:
         _operators.register_operators(saved)
+        _numpy_surface.register_numpy(saved_numpy)

@@ -22,6 +22,8 @@ from tenferro_storage._provider import FaultInjected
 from tenferro_storage.errors import AccessError, BorrowError, CopyForbiddenError
 from tests.strategies import LABEL_DTYPE_NAMES, LayoutCase, injective_layouts
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 labels = st.sampled_from(LABEL_DTYPE_NAMES)
 
 

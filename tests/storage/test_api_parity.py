@@ -20,10 +20,12 @@ import pytest
 
 import tenferro_storage as ts
 from tenferro_storage import _tensor
+from tenferro_storage._numpy_surface import NumpySurface
 from tenferro_storage._tensor import (
     CONSUMING_API,
     DERIVING_API,
     MUTATION_API,
+    NUMPY_API,
     READ_ONLY_API,
     Tensor,
     TensorView,
@@ -37,6 +39,7 @@ ALL_LISTS = {
     "DERIVING_API": DERIVING_API,
     "MUTATION_API": MUTATION_API,
     "CONSUMING_API": CONSUMING_API,
+    "NUMPY_API": NUMPY_API,
 }
 # Public names outside the canonical lists, per class, and why they are there.
 EXTRA: dict[type, set[str]] = {
@@ -49,6 +52,7 @@ PUBLIC_SURFACE = (
     "AllocationDiagnostics",
     "AllocationGroup",
     "AllocationReason",
+    "AnyRank",
     "CheckedDescriptor",
     "CheckedInjectiveStrided",
     "CheckedLayout",
@@ -89,22 +93,30 @@ PUBLIC_SURFACE = (
     "complex128",
     "dtype",
     "errors",
+    "eye",
     "float32",
     "float64",
+    "from_dlpack",
     "from_numpy",
     "full",
+    "full_like",
     "host_provider",
     "int32",
     "int64",
     "kernel",
     "ledger",
+    "load",
+    "linspace",
     "ones",
+    "ones_like",
     "providers",
     "random",
     "runtime",
+    "save",
     "view_as_complex",
     "view_as_real",
     "zeros",
+    "zeros_like",
 )
 
 
@@ -150,6 +162,13 @@ def test_consuming_names_exist_only_on_the_owner(name: str) -> None:
     assert not hasattr(TensorView, name) and not hasattr(TensorViewMut, name)
 
 
+@pytest.mark.parametrize("cls", TRIAD, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("name", NUMPY_API)
+def test_numpy_surface_has_one_home_inherited_by_all_three(cls: type, name: str) -> None:
+    """numpy's surface is implemented once (NumpySurface) and inherited, never redefined."""
+    assert getattr(cls, name) is getattr(NumpySurface, name)
+
+
 @pytest.mark.parametrize("name", READ_ONLY_API + DERIVING_API)
 def test_read_only_behaviour_is_implemented_on_the_view(name: str) -> None:
     """TensorView is the home of every read-only and deriving name (defined in its class)."""
@@ -159,7 +178,7 @@ def test_read_only_behaviour_is_implemented_on_the_view(name: str) -> None:
 @pytest.mark.parametrize("cls", TRIAD, ids=lambda c: c.__name__)
 def test_no_public_name_outside_the_canonical_lists(cls: type) -> None:
     """A public method added to one class without a canonical list entry is drift."""
-    allowed = set(READ_ONLY_API) | set(DERIVING_API) | EXTRA[cls]
+    allowed = set(READ_ONLY_API) | set(DERIVING_API) | set(NUMPY_API) | EXTRA[cls]
     if cls is not TensorView:
         allowed |= set(MUTATION_API)
     if cls is Tensor:

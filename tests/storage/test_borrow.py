@@ -20,6 +20,8 @@ import pytest
 import tenferro_storage as ts
 from tenferro_storage.errors import BorrowError, ExpiredBorrowError, UseAfterMoveError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 
 @attrs.define
 class Lending:

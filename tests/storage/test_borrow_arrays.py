@@ -24,6 +24,8 @@ from tenferro_storage.errors import (
     UseAfterMoveError,
 )
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 
 def _buffer(t: ts.Tensor[Any, Any]) -> np.ndarray[Any, Any]:
     assert t._storage is not None

@@ -20,6 +20,8 @@ import tenferro_storage as ts
 from tenferro_storage import _access, ledger
 from tenferro_storage.errors import AccessError, BorrowError, UseAfterMoveError
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 
 @pytest.fixture(autouse=True, params=["normal", "debug"])
 def mode(request: pytest.FixtureRequest) -> Iterator[str]:

@@ -8,6 +8,8 @@ first copy by name and changes nothing.
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import Counter
 
@@ -220,3 +222,51 @@ def test_forbid_copies_nests() -> None:
         with pytest.raises(CopyForbiddenError):
             t.duplicate()
     t.duplicate()
+
+
+def test_reasons_print_by_one_name_everywhere() -> None:
+    """str, f-strings and the Counts repr all spell a reason by its value."""
+    for reason in (*ts.AllocationReason, *ts.CopyReason):
+        assert str(reason) == f"{reason}" == reason.value
+        assert f"{reason:>30}" == f"{reason.value:>30}"
+
+
+def test_counters_print_as_plain_tables() -> None:
+    """``print(rec.allocations)`` is a table of name and count, most common first; the
+    counters still compare like any Counter."""
+    with ledger.capture() as rec:
+        ts.zeros(3)
+        ts.from_numpy(np.ones(2))
+        ts.from_numpy(np.ones(2))
+    assert str(rec.allocations).splitlines() == [
+        "transfer_destination             2",
+        "operation_output                 1",
+    ]
+    assert repr(rec.copies) == "Counts({transfer: 2})"
+    assert str(rec.allocation_bytes).splitlines()[1].split() == ["operation_output", "24"]
+    assert rec.copies == {ts.CopyReason.TRANSFER: 2}
+    with ledger.capture() as empty:
+        pass
+    assert str(empty.copies) == "(none)" and empty.copies == {}
+
+
+def test_allocation_events_carry_the_users_source_line_when_asked() -> None:
+    """``capture(source_lines=True)``: each allocation names the file:line of the user's
+    call (not a line inside tenferro); other events and default captures carry none."""
+    import tenferro_ad as ad  # the op's frames are inside tenferro: skipped
+
+    w = ts.ones((2, 2))
+    with ledger.capture(source_lines=True) as rec:
+        line = sys._getframe().f_lineno + 1
+        h = ad.sin(w)
+        t = ts.zeros(3)
+    here = f"{os.path.relpath(__file__)}:"
+    allocs = [e for e in rec.events if e.kind is ledger.EventKind.ALLOCATE]
+    assert [e.source for e in allocs] == [f"{here}{line}", f"{here}{line + 1}"]
+    assert dict(rec.allocation_bytes_by_source) == {f"{here}{line}": 32, f"{here}{line + 1}": 24}
+    del h, t
+    with ledger.capture() as plain:
+        ts.zeros(1)
+    assert all(e.source is None for e in plain.events) and plain.events
+    with pytest.raises(ValueError, match="source_lines=True"):
+        _ = plain.allocation_bytes_by_source

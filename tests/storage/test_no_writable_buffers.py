@@ -20,6 +20,8 @@ import pytest
 import tenferro_storage as ts
 from tenferro_storage import kernel
 
+pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
 BUFFER_TYPES = (np.ndarray, memoryview, bytearray)
 
 

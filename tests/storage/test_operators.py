@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import tenferro_storage as ts
-from tenferro_storage import _operators, kernel
+from tenferro_storage import _numpy_surface, _operators, kernel
 from tenferro_storage._operators import OPERATOR_KEYS, OPERATOR_METHODS
 
 HINT = "import tenferro_ad to use Python operators on owners"
@@ -105,11 +105,12 @@ def test_unary_operators_without_a_backend_name_the_package_to_import(
 
 
 def test_numpy_on_the_left_defers_to_the_owner(no_operator_backend: None) -> None:
-    """``ndarray + owner`` reaches the owner's reflected operator (__array_ufunc__ = None)."""
+    """``ndarray + owner`` reaches the owner's ``__array_ufunc__`` (numpy's protocol), which
+    without a backend says which package to import."""
     t = ts.ones(2)
-    with pytest.raises(TypeError, match=HINT):
+    with pytest.raises(TypeError, match=r"numpy\.add: import tenferro_ad to run numpy"):
         np.ones(2) + t
-    with pytest.raises(TypeError, match=HINT):
+    with pytest.raises(TypeError, match=r"numpy\.less: import tenferro_ad to run numpy"):
         assert np.ones(2) < t
 
 
@@ -154,12 +155,16 @@ def test_unary_operators_forward_the_operand(key: str, backend: Recorder) -> Non
         assert backend.calls == [(key, (x,))]
 
 
-def test_numpy_on_the_left_reaches_the_reflected_operator(backend: Recorder) -> None:
-    """With __array_ufunc__ = None numpy defers: f(ndarray, owner) is called once."""
+def test_numpy_on_the_left_reaches_the_registered_array_ufunc(backend: Recorder) -> None:
+    """``ndarray * owner`` is numpy's ``multiply``: it reaches the registered ``array_ufunc``
+    once, with the operands in Python order (the owner is never converted)."""
     t = ts.ones(2)
     a = np.ones(2)
-    assert a * t == ("result", "mul")
-    assert backend.calls == [("mul", (a, t))]
+    calls: list[tuple[Any, ...]] = []
+    kernel.register_numpy({"array_ufunc": lambda *args, **kw: calls.append(args) or "ufunc"})
+    assert a * t == "ufunc"
+    assert calls == [(t, np.multiply, "__call__", a, t)]
+    assert backend.calls == []
 
 
 def test_three_argument_pow_is_refused(backend: Recorder) -> None:
@@ -223,7 +228,7 @@ def test_every_owner_and_view_class_has_every_operator() -> None:
     for cls in (ts.Tensor, ts.TensorView, ts.TensorViewMut):
         for name in OPERATOR_METHODS:
             assert getattr(cls, name) is getattr(_operators.OperatorMixin, name), (cls, name)
-        assert cls.__array_ufunc__ is None
+        assert cls.__array_ufunc__ is _numpy_surface.NumpySurface.__array_ufunc__
 
 
 def test_register_operators_refuses_unknown_keys_and_changes_nothing(

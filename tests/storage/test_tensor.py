@@ -113,7 +113,7 @@ def test_creation_defaults_and_shapes() -> None:
         lambda d: ts.full(2, 0, dtype=d),
         lambda d: ts.arange(2, dtype=d),
         lambda d: ts.from_numpy([1, 2], dtype=d),
-        lambda d: ts.random.normal(2, dtype=d),
+        lambda d: ts.random.default_rng(0).normal(2, dtype=d),
         lambda d: ts.dtype(d),
     ],
     ids=["zeros", "ones", "full", "arange", "from_numpy", "random.normal", "dtype"],
@@ -402,18 +402,22 @@ def test_as_view_allocation_is_independent_of_size() -> None:
     assert abs(peaks[1] - peaks[0]) < 1024 and abs(peaks[3] - peaks[2]) < 1024, peaks
 
 
-# -- random ----------------------------------------------------------------------------------
+# -- random (the generator API is tested in test_random.py) --------------------------------
 
 
 @pytest.mark.parametrize("fn", [ts.random.normal, ts.random.uniform])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_random_initializers_are_seeded_fresh_outputs(fn: Any, dtype: str) -> None:
-    """Seeded draws repeat; each is one OPERATION_OUTPUT allocation and no copy."""
-    with ledger.capture() as rec:
+def test_deprecated_random_initializers_warn_and_draw_as_before(fn: Any, dtype: str) -> None:
+    """The module-level normal/uniform warn (DeprecationWarning naming default_rng) and still
+    draw what they drew: numpy's float64 stream for the seed, rounded to the dtype."""
+    with ledger.capture() as rec, pytest.warns(DeprecationWarning, match="default_rng"):
         a = fn((3, 2), seed=7, dtype=dtype)
+    with pytest.warns(DeprecationWarning, match="same draws on every call"):
         b = fn((3, 2), seed=np.random.default_rng(7), dtype=dtype)
-    assert rec.allocations == Counter({A.OPERATION_OUTPUT: 2}) and rec.copies == Counter()
+    assert rec.allocations == Counter({A.OPERATION_OUTPUT: 1}) and rec.copies == Counter()
     assert a.dtype == dtype and a.shape == (3, 2)
-    np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
-    with pytest.raises(TypeError, match="float32 or float64"):
+    ref = getattr(np.random.default_rng(7), fn.__name__)(size=(3, 2)).astype(dtype)
+    np.testing.assert_array_equal(a.to_numpy(), ref)
+    np.testing.assert_array_equal(b.to_numpy(), ref)
+    with pytest.raises(TypeError, match="float dtype"), pytest.warns(DeprecationWarning):
         fn(2, dtype="int64")

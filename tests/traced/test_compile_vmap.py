@@ -60,15 +60,16 @@ def test_grad_of_jit_of_vmap_matches_jax() -> None:
 
 def test_every_batching_rule_is_registered_beside_its_primitive() -> None:
     """The op file that defines a primitive (``defprimitive("name", ...)``) also registers
-    its batching rule (``defbatch(NAME, ...)`` right after it); identity, defined by the
-    functional core, is the one rule registered by ``_batching``."""
+    its batching rule (``defbatch(NAME, ...)`` after it in the same file, or inside the
+    family's ``_unary`` helper); identity, defined by the functional core, is the one rule
+    registered by ``_batching``."""
     import tenferro_ad._traced._batching as batching
     import tenferro_ad.ops as ops
 
     sources = {
         m.__name__: inspect.getsource(m)
         for m in (ops.elementwise, ops.complex, ops.reduce, ops.shape, ops.linalg, ops.einsum,
-                  ops.dense_linalg)
+                  ops.dense_linalg, ops.math, ops.special, ops.scan, ops.fft, ops.manip)
     }
     for prim in RULES:  # (keyed by the Primitive object; its name finds its home)
         name = prim.name
@@ -76,12 +77,17 @@ def test_every_batching_rule_is_registered_beside_its_primitive() -> None:
             assert 'defbatch(IDENTITY' in inspect.getsource(batching)
             continue
         pat = re.compile(
-            r'^(\w+)(?::[^=\n]*)? = (?:\w+\(\s*)?def(?:primitive|pointwise)\(\s*"'
-            + name + '"', re.M,
+            r'^(\w+)(?::[^=\n]*)? = (?:\w+\(\s*)?(?:def(?:primitive|pointwise)|_unary)\('
+            r'\s*(?:#[^\n]*\n\s*)?"' + name + '"', re.M,
         )
         homes = [(m, found) for m, src in sources.items() if (found := pat.search(src))]
         assert len(homes) == 1, (name, homes)
         module, match = homes[0]
         assert match is not None
         var = match.group(1)
+        if "_unary(" in match.group(0):  # the family's unary helper registers the rule
+            helper = re.search(r"^def _unary\(.*?^    return defbatch\(", sources[module],
+                               re.M | re.S)
+            assert helper is not None, (name, module)
+            continue
         assert re.search(rf"defbatch\({var},", sources[module]), (name, module, var)

@@ -12,6 +12,7 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad._traced._jit import ExecutionFailed
 from tenferro_ad.errors import DonationError
 from tenferro_storage import AllocationReason, ledger
 from tenferro_storage import runtime as rt
@@ -150,3 +151,40 @@ def test_the_runtime_refuses_a_donated_record_bound_twice_and_scoped_donation() 
     with x.as_view() as v, pytest.raises(ScopedSubmitRejected, match="donated"):
         rt.execute_scoped_read_only(rt.host_engine(), program, rt.ScopedReadInputs([v, v]))
     del back, inputs
+
+
+def _fails_before_writing(a: Any) -> Any:
+    # a is read again after log, so the donated write (the final product) comes last:
+    # log(0) raises (floating-point errors raise in this suite) before anything is written
+    return ad.log(a - a) * a
+
+
+def _fails_after_writing(a: Any) -> Any:
+    # sin reads a for the last time and writes into it; log(0) then raises
+    return ad.log(ad.sin(a) * 0.0)
+
+
+def test_a_failed_donating_call_puts_an_unwritten_donated_owner_back_unchanged() -> None:
+    jf = host_jit(_fails_before_writing, donate_argnums=0)
+    assert jf.lower(X).program.donated == (0,)
+    x = ts.from_numpy(X)
+    with pytest.raises(ExecutionFailed) as err:
+        jf(x)
+    assert err.value.clobbered == () and err.value.donated == {}
+    np.testing.assert_array_equal(x.to_numpy(), X)  # the caller's owner, usable, unchanged
+    del err
+    assert host_jit(_chain)(x) is not None  # and it can be used again
+
+
+def test_a_failed_donating_call_hands_a_written_owner_over_marked_clobbered() -> None:
+    jf = host_jit(_fails_after_writing, donate_argnums=0)
+    x = ts.from_numpy(X)
+    with pytest.raises(ExecutionFailed, match="hold what the program wrote") as err:
+        jf(x)
+    assert err.value.clobbered == (0,)
+    owner = err.value.donated[0]
+    assert not np.array_equal(owner.to_numpy(), X)  # what the program left, not x
+    # The caller's object was not refilled with those bytes: a retry cannot use them.
+    with pytest.raises(UseAfterMoveError):
+        jf(x)
+    del err, owner

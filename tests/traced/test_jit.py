@@ -203,3 +203,37 @@ def test_fused_and_unfused_programs_agree_with_jax_on_gradients() -> None:
         jf = host_jit(lambda a, b: traced.eval_graph(gg, a, b), scratch_bytes=scratch)
         for a, b in zip(jf(X, W), want, strict=True):
             close(a, b)
+
+
+def test_a_scoped_call_moves_every_fresh_output_out_without_a_copy() -> None:
+    """A call on owners with several outputs (value and gradients): every computed value is
+    moved out of the scoped bundle -- one allocation per kernel, no copy event; an input
+    returned as is and a value returned twice are one recorded duplicate each."""
+    x, w = ts.from_numpy(X), ts.from_numpy(W)
+    vg = ad.jit(ad.value_and_grad(lambda a, b: _f(ad, a, b), argnums=(0, 1)))
+    vg(x, w)
+    with ledger.capture() as rec:
+        v, (gx, gw) = vg(x, w)
+    assert not rec.copies
+    assert rec.live_bytes == 8 + X.nbytes + W.nbytes  # the outputs, nothing else
+    want_v, want_g = jax.value_and_grad(lambda a, b: _f(jnp, a, b), argnums=(0, 1))(X, W)
+    close(v, want_v)
+    close(gx, want_g[0])
+    close(gw, want_g[1])
+    both = ad.jit(lambda a: (a, ad.sin(a), ad.cos(a)))
+    twice = ad.jit(lambda a: (lambda s: (s, s))(ad.sin(a)))
+    both(x), twice(x)
+    with ledger.capture() as rec:
+        same, s, c = both(x)
+    assert rec.copies == {CopyReason.EXPLICIT_DUPLICATE: 1}  # the input returned as is
+    close(same, X)
+    close(s, np.sin(X))
+    close(c, np.cos(X))
+    prog = twice.lower(x).program
+    assert [o.kind for o in prog.outputs] == [rt.OutputKind.FRESH, rt.OutputKind.REPEATED]
+    with ledger.capture() as rec:
+        a, b = twice(x)
+    assert rec.copies == {CopyReason.EXPLICIT_DUPLICATE: 1}  # the second owner of one value
+    assert a is not b
+    close(a, np.sin(X))
+    close(b, np.sin(X))

@@ -140,7 +140,7 @@ def test_vmap_of_grad_matches_jax(spec: Op) -> None:
 
 def _family_cases() -> list[Any]:
     out = []
-    for family in ("math", "manip", "scan", "fft", "scipy"):
+    for family in ("math", "manip", "scan", "fft", "scipy", "linalg", "coverage"):
         for op in table(family, "traced"):
             dtype = "float64" if "float64" in op.dtypes else op.dtypes[-1]
             buckets = range(len(op.shapes)) if THOROUGH else (0,)

@@ -111,7 +111,10 @@ def test_tenferro_host_allocations_are_64_byte_aligned(n: int) -> None:
     """Every constructor's owner starts at 64 bytes (numpy's own small buffers: 16)."""
     src = np.arange(float(n))
     made = [ts.from_numpy(src), ts.zeros((n,)), ts.ones((n,)), ts.full((n,), 2.0),
-            ts.arange(float(n)), ts.random.normal((n,)), ts.from_numpy(src).duplicate()]
+            ts.arange(float(n)), ts.random.default_rng(0).normal((n,)),
+            ts.random.default_rng(0).uniform((n,), dtype="float32"),
+            ts.random.default_rng(0).normal((n,), dtype="complex128"),
+            ts.from_numpy(src).duplicate()]
     for t in made:
         assert t._desc.readonly().ctypes.data % 64 == 0, t
     storage = ts.allocate_storage(8 * n)

@@ -65,7 +65,9 @@ def check_cotangent(ct: Any, like: np.ndarray[Any, Any], what: str, k: int, nest
         if isinstance(ct, complex) and dt.kind != "c":
             raise ArgumentTypeError(f"{what}: entry {k} is complex but the value is {dt.name}")
         a = np.full(shape, ct, dt)
-    elif isinstance(ct, np.ndarray | np.generic | list | tuple):
+    elif isinstance(ct, np.ndarray):  # the caller's memory: read only, never adopted
+        a = ts.kernel.frozen(ct)
+    elif isinstance(ct, np.generic | list | tuple):
         a = np.asarray(ct)
     else:
         raise ArgumentTypeError(
@@ -78,10 +80,13 @@ def check_cotangent(ct: Any, like: np.ndarray[Any, Any], what: str, k: int, nest
             f"{shape}"
         )
     if a.dtype != dt:
-        raise ArgumentTypeError(
-            f"{what}: entry {k} has dtype {a.dtype.name}, but the value it pairs with has "
-            f"dtype {dt.name} (as in JAX, they must match; convert with astype)"
-        )
+        if a.dtype.newbyteorder("=") == dt:  # another byte order (big-endian data): the
+            a = a.astype(dt)  # same values, converted as numpy's operations do
+        else:
+            raise ArgumentTypeError(
+                f"{what}: entry {k} has dtype {a.dtype.name}, but the value it pairs with has "
+                f"dtype {dt.name} (as in JAX, they must match; convert with astype)"
+            )
     if not nested:
         return a
     if isinstance(ct, EagerTensor):

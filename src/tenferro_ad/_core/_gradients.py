@@ -36,10 +36,18 @@ def materialize(ct: Any) -> np.ndarray[Any, Any]:
 
 
 def _root(a: Any) -> Any:
-    """The array that owns ``a``'s memory (``a`` itself when it is not a view)."""
-    while type(a) is np.ndarray and a.base is not None:
-        a = a.base
-    return a
+    """The object that owns ``a``'s memory (``a`` itself when it is not a view): the end of
+    its ``base`` chain, through the read-only memoryview a borrowed array lies over (to the
+    array that exported it). O(length of the chain)."""
+    while True:
+        if type(a) is np.ndarray:
+            if a.base is None:
+                return a
+            a = a.base
+        elif type(a) is memoryview:
+            a = a.obj
+        else:
+            return a
 
 
 def foreign_roots(seeds: Any) -> set[int]:
@@ -50,13 +58,14 @@ def foreign_roots(seeds: Any) -> set[int]:
 
 
 def is_foreign(ct: Any, foreign: set[int]) -> bool:
-    """Whether ``ct`` holds the very bytes of a caller's seed (itself, or a reshaped or
-    transposed view of all of it): delivering it is a byte-preserving copy.  A broadcast
-    or a slice of one is new data (a kernel write)."""
-    if type(ct) is not np.ndarray or not foreign:
+    """Whether ``ct`` holds bytes of a caller's seed as they are: the seed itself or any
+    view of it that repeats no element (reshaped, transposed, sliced, strided -- also
+    when the seed is itself a slice of a larger caller array).  Delivering it is a
+    byte-preserving copy.  A broadcast (an axis of stride 0 repeating an element) is new
+    data (a kernel write). O(rank)."""
+    if type(ct) is not np.ndarray or not foreign or id(_root(ct)) not in foreign:
         return False
-    root = _root(ct)
-    return id(root) in foreign and ct.size == root.size
+    return all(s != 0 or n <= 1 for n, s in zip(ct.shape, ct.strides, strict=True))
 
 
 def own(

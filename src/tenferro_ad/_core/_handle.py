@@ -10,8 +10,9 @@ paths are ``into_value()`` (consuming, G2 extraction after a uniqueness check) a
 Handles are hashable by identity (``__hash__`` is ``object.__hash__``) although ``==``,
 ``<`` ... are elementwise, non-differentiable ops returning boolean handles.
 
-``np.asarray(handle)`` is refused with a ``TypeError`` naming ``to_numpy()`` (a recorded
-``TRANSFER`` copy) and ``value()`` (a borrowed view): tenferro never copies silently.
+``np.asarray(handle)`` is refused with the ``OwnershipError`` owners and views give
+(``tenferro_storage``'s ``refuse_array``: ``to_numpy()``, the testing module, a borrow);
+scalar conversions, ``format`` and ``tolist`` are the host reads owners and views share.
 Operators (``+ - * / @ ** -x``, comparisons, ``x[...]``) are installed by
 ``tenferro_ad.ops``; the stubs below only fix their signatures.
 """
@@ -25,12 +26,21 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import ExtractError, UseAfterMoveError
 
-from ..errors import ArgumentError, ArgumentTypeError, Extract, NotUnique
+from ..errors import ArgumentTypeError, Extract, NotUnique
 from ._nocopy import NoCopy
 from ._retention import AdValueRecord, RetentionContainer
 from ._state import STATE
 
 _claim = ts.kernel.claim_deferred
+scalar = ts.kernel.scalar
+formatted = ts.kernel.formatted
+html = ts.kernel.html
+refuse_array = ts.kernel.refuse_array
+values_text = ts.kernel.values_text
+
+
+def _identity(v: Any) -> Any:
+    return v
 
 
 def _ops_missing(*args: Any) -> Any:  # pragma: no cover - replaced when ops load
@@ -160,7 +170,7 @@ class EagerTensor:
     def __len__(self) -> int:
         s = self._r("len").a.shape
         if not s:
-            raise ArgumentTypeError("EagerTensor.__len__: len() of a rank-0 value")
+            raise ts.errors.RankError("len", "len() of a rank-0 value (it has no first axis)")
         return int(s[0])
 
     # -- cloning ---------------------------------------------------------------------------
@@ -258,26 +268,33 @@ class EagerTensor:
 
     def item(self) -> Any:
         """The single element as a Python scalar (a host read; no ledger event)."""
-        a = self._r("item").a
-        if a.size != 1:
-            raise ArgumentError(f"item: the value has {a.size} elements, not 1 (shape {a.shape})")
-        return a.item()
+        return scalar(self._r("item").a, "item", _identity)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return scalar(self._r("float").a, "float", float)  # type: ignore[no-any-return]
 
     def __int__(self) -> int:
-        return int(self.item())
+        return scalar(self._r("int").a, "int", int)  # type: ignore[no-any-return]
 
     def __bool__(self) -> bool:
-        return bool(self.item())
+        return scalar(self._r("bool").a, "bool", bool)  # type: ignore[no-any-return]
+
+    def __complex__(self) -> complex:
+        return scalar(self._r("complex").a, "complex", complex)  # type: ignore[no-any-return]
+
+    def __format__(self, spec: str) -> str:
+        return formatted(self._r("format").a, spec)
+
+    def tolist(self) -> Any:
+        """The values as nested Python lists (a scalar for rank 0), like ``ndarray.tolist``.
+        A host read: O(size) Python objects, no ledger event."""
+        return self._r("tolist").a.tolist()
+
+    def _repr_html_(self) -> str:
+        return html(repr(self))
 
     def __array__(self, *args: Any, **kwargs: Any) -> NoReturn:
-        raise ts.errors.OwnershipError(
-            "EagerTensor.__array__: np.asarray(handle) is refused, tenferro never copies "
-            "implicitly. Call .to_numpy() for a recorded TRANSFER copy, or read in place "
-            "with `with x.value() as v:`"
-        )
+        refuse_array(self)
 
     # numpy defers to our reflected operators (``ndarray + handle`` -> ``handle.__radd__``),
     # which import the array with a recorded TRANSFER instead of numpy refusing the handle.
@@ -291,10 +308,8 @@ class EagerTensor:
             return "EagerTensor(<consumed by into_value>)"
         a = rec.a
         kind = "tracked" if self._id >= 0 else "constant"
-        vals = (
-            f", values={np.array2string(a, separator=', ', threshold=16)}" if a.size <= 16 else ""
-        )
-        return f"EagerTensor({a.dtype.name}, shape={tuple(a.shape)}{vals}, {kind})"
+        values = values_text(a)
+        return f"EagerTensor({a.dtype.name}, shape={tuple(a.shape)}, values={values}, {kind})"
 
     # -- operators (installed by tenferro_ad.ops) --------------------------------------------
     def __add__(self, other: Any) -> EagerTensor:

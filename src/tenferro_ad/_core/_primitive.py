@@ -84,8 +84,8 @@ class Primitive:
     """
 
     __slots__ = (
-        "alias", "broadcasts", "checked", "fast", "impl", "jvps", "name", "nargs", "nondiff",
-        "save_in", "save_out", "variadic", "vjps",
+        "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name", "nargs",
+        "nondiff", "save_in", "save_out", "variadic", "vjps",
     )
 
     def __init__(
@@ -143,6 +143,11 @@ class Primitive:
         self.checked = False
         self.vjps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
         self.jvps: list[Rule | _NonDiff | None] = [None] * max(nargs, 1)
+        # One JVP rule for all arguments at once (``jvp_all(ops, tangents, *residuals,
+        # **params)``, ``tangents`` one entry per argument, ``None`` where there is none):
+        # used instead of ``jvps`` when set, for rules that must see every tangent together
+        # (a user's custom_jvp rule is called once per call, as in JAX).
+        self.jvp_all: Rule | None = None
 
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""

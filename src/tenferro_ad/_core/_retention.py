@@ -308,14 +308,17 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
 
 
 def constant_record(value: Any, operation: str) -> AdValueRecord:
-    """Import a numpy array, list or scalar as a constant record: one ``TRANSFER`` copy
-    into a new owner (recorded).  Owners and views are not imported: ops borrow them."""
+    """Import a numpy array, list or scalar, or any DLPack producer (a JAX array, a torch
+    tensor) as a constant record: one ``TRANSFER`` copy into a new owner (recorded).
+    Owners and views are not imported: ops borrow them."""
     if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
         t = ts.from_numpy(value)
+    elif hasattr(type(value), "__dlpack__"):
+        t = ts.from_dlpack(value)
     else:
         raise TypeError(
             f"{operation}: unsupported argument type {type(value).__name__}; expected an "
-            "EagerTensor, a Tensor owner or view (borrowed), a numpy array (imported with a "
-            "recorded TRANSFER copy) or a Python scalar"
+            "EagerTensor, a Tensor owner or view (borrowed), a numpy array or DLPack array "
+            "(JAX, torch: imported with a recorded TRANSFER copy) or a Python scalar"
         )
     return record_owner(t, ts.kernel.read_array(t), "constant")

@@ -90,16 +90,75 @@ def elementwise(name: str) -> BatchRule:
     return rule
 
 
+def _past_batch(v: Any) -> Any:
+    """An axis parameter (an int, a tuple of them, or ``None``) moved past a leading batch
+    axis: a non-negative axis gains one, a negative one (counted from the end) stays."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_past_batch(a) for a in v)
+    return v + 1 if v >= 0 else v
+
+
 def leading(name: str, shift: tuple[str, ...] = (), prefix: tuple[str, ...] = ()) -> BatchRule:
     """Unary ops that act on trailing axes (or elementwise): apply to the batched value with
-    axis parameters in ``shift`` moved by one and shape parameters in ``prefix`` prefixed."""
+    axis parameters in ``shift`` moved past the batch axis and shape parameters in
+    ``prefix`` prefixed with the batch size.  An axis parameter of ``None`` (every axis)
+    becomes every axis but the batch's."""
 
     def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
         for k in shift:
             v = params[k]
-            params[k] = tuple(a + 1 for a in v) if isinstance(v, tuple) else v + 1
+            params[k] = (tuple(range(1, len(shape_of(args[0])))) if v is None
+                         else _past_batch(v))
         for k in prefix:
             params[k] = (size, *params[k])
         return emit(name, *args, **params), True
+
+    return rule
+
+
+def unbatched_result(name: str) -> BatchRule:
+    """Ops whose result does not depend on their argument's values, only on parameters
+    (``eye``) or on trailing extents the batch does not change (``eye_like``): one
+    unbatched application, broadcast over the batch (a metadata alias)."""
+
+    def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
+        return broadcast_batch(emit(name, *args, **params), size), True
+
+    return rule
+
+
+def flat_index(name: str) -> BatchRule:
+    """``argmax``/``argmin``: an ``axis`` moves past the batch; ``axis=None`` (an index into
+    the flattened value) flattens each example, reduces its one axis and restores the
+    kept unit axes with ``keepdims``."""
+
+    def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
+        (x,) = args
+        if params["axis"] is not None:
+            params["axis"] = _past_batch(params["axis"])
+            return emit(name, x, **params), True
+        s = shape_of(x)
+        n = 1
+        for d in s[1:]:
+            n *= d
+        flat = emit("reshape", x, shape=(size, n), src=s)
+        out = emit(name, flat, axis=1, keepdims=False)
+        if params["keepdims"]:
+            out = emit("reshape", out, shape=(size, *(1,) * (len(s) - 1)), src=(size,))
+        return out, True
+
+    return rule
+
+
+def filled(name: str) -> BatchRule:
+    """``fill``: a batched fill value (one per example) fills a batched shape; numpy's
+    ``full`` broadcasts the value with unit axes after the batch. One equation."""
+
+    def rule(args: list[Any], batched: list[bool], size: int, **params: Any) -> tuple[Any, bool]:
+        shape = tuple(params["shape"])
+        params["shape"] = (size, *shape)
+        return emit(name, expand_batched(args[0], len(shape)), **params), True
 
     return rule

@@ -11,6 +11,7 @@ stack (correct, slower: ``B`` equations plus a concatenate).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -24,7 +25,7 @@ from ..errors import ArgumentError, ArgumentTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
 from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten, tree_unflatten
-from ._trace import Builder, Tracer, aval_of, swap_note, trace_flat
+from ._trace import Builder, Tracer, aval_of, call_with_keywords, swap_note, trace_flat
 
 
 def _move_to_front(a: Any, axis: int) -> Any:
@@ -114,7 +115,8 @@ def vmap(
     """``vmap(f)(*args)``: ``f`` mapped over a batch axis of its arguments, vectorized.
 
     ``in_axes``: the batch axis of every argument (an int or ``None``), or one entry per
-    argument; ``out_axes``: where the outputs carry it.  ``f`` is traced once per input
+    argument (a pytree prefix of it); ``out_axes``: where the outputs carry it.  Keyword
+    arguments are batched along their axis 0, as in JAX.  ``f`` is traced once per input
     signature (structure, shapes, dtypes; cached) at the per-example types, the graph is
     batched with the primitives' batching rules (:data:`RULES`; a loop over the batch for
     primitives without one) and evaluated like
@@ -126,13 +128,21 @@ def vmap(
         raise ArgumentTypeError(f"vmap: argument 'f' must be callable, got {type(f).__name__}")
     _check_axes_arguments(in_axes, out_axes)
     cache: dict[Any, Graph] = {}
-    axes_of: dict[TreeDef, list[int | None]] = {}
+    axes_of: dict[tuple[TreeDef, bool], list[int | None]] = {}
 
-    def batched(*args: Any) -> Any:
+    def batched(*args: Any, **kwargs: Any) -> Any:
+        fn, axes_given, kw = f, in_axes, bool(kwargs)
+        if kw:  # keyword arguments are mapped over their axis 0 (as in JAX): one more
+            # positional argument, a dict, with in_axes entry 0
+            nargs = len(args)
+            fn = functools.partial(call_with_keywords, f, nargs)
+            args = (*args, kwargs)
+            axes_given = ((*in_axes, 0) if isinstance(in_axes, tuple | list)
+                          else (*(in_axes,) * nargs, 0))
         leaves, tree = tree_flatten(args)
-        axes = axes_of.get(tree)
+        axes = axes_of.get((tree, kw))
         if axes is None:  # expanded once per argument structure, not per call
-            axes = axes_of[tree] = leaf_in_axes(tree, in_axes)
+            axes = axes_of[(tree, kw)] = leaf_in_axes(tree, axes_given)
         avals, sizes = [], set()
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
             try:
@@ -150,19 +160,19 @@ def vmap(
         if len(sizes) != 1:
             raise ArgumentError(f"vmap: {_unbatched(args, tree, leaves, axes)}")
         size = sizes.pop()
-        key = (tree, tuple((sh, dt.str) for sh, dt in avals), size)
+        key = (tree, tuple((sh, dt.str) for sh, dt in avals), size, kw)
         graph = cache.get(key)
         if graph is None:  # trace and batch once per signature
             for i, (_, dt) in enumerate(avals):  # checked here: once per signature
                 _check_dtype(dt, tree, i)
             try:
-                traced = trace_flat(f, avals, tree)
+                traced = trace_flat(fn, avals, tree)
             except TracerError as e:  # f used a traced value concretely (float(x), if x:...)
                 head = str(e).split(":", 1)[0]
                 if len(e.args) == 1 and " " in head:  # no op named it: say it was in vmap
                     e.args = (f"vmap: argument 'f' cannot be traced: {e}",)
                 raise
-            graph = cache[key] = vmap_graph(traced, size, in_axes, out_axes)
+            graph = cache[key] = vmap_graph(traced, size, axes_given, out_axes)
         return eval_graph(graph, *args)
 
     return batched

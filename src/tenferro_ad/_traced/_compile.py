@@ -57,28 +57,36 @@ _Pending = tuple[str, Any, list[int], tuple[tuple[str, Any], ...], tuple[int, ..
 class EqnKernel:
     """The kernel of one instruction: ``impl(*args, **params)`` where each argument is a
     slot array, a literal, or a view chain applied to a slot array; the result is
-    returned fresh and C-contiguous (a view is laid out afresh: a kernel write)."""
+    returned fresh and C-contiguous (a view, another layout or an argument handed back is
+    laid out afresh: a kernel write).  ``fn`` is that call as one generated function
+    (literals and view chains bound at compile time): the instruction's kernel."""
 
-    __slots__ = ("__name__", "direct", "impl", "pattern")
+    __slots__ = ("__name__", "direct", "fn", "impl", "pattern")
 
-    def __init__(self, name: str, impl: Any, pattern: Sequence[Any]) -> None:
+    def __init__(self, name: str, impl: Any, pattern: Sequence[Any], params: bool = True) -> None:
         self.__name__ = name
         self.impl = impl
         self.pattern = tuple(pattern)
         # the common case: the arguments are exactly the slot arrays, in order
         self.direct = all(p[0] == "slot" and p[1] == i for i, p in enumerate(self.pattern))
+        n_slots = 1 + max((p[1] for p in self.pattern if p[0] in ("slot", "view")), default=-1)
+        ns: dict[str, Any] = {"F": impl, "_nd": np.ndarray, "_fresh": _fresh_out}
+        args = _arg_sources(self.pattern, "a{}".format, ns, "")
+        names = [f"b{j}" for j in range(len(args))]
+        kw = ", **kw" if params else ""
+        lines = [f"def run({''.join(f'a{i}, ' for i in range(n_slots))}{kw[2:]}):"]
+        lines.extend(f"    {b} = {a}" for b, a in zip(names, args, strict=True))
+        lines.append(f"    r = F({', '.join(names)}{kw})")
+        same = "".join(f" and r is not {b}" for b in names)
+        lines.append(f"    if type(r) is _nd and r.base is None and r.flags.carray{same}:")
+        lines.append("        return r")
+        lines.append(f"    return _fresh(r, ({''.join(f'{b}, ' for b in names)}))")
+        exec(compile("\n".join(lines), f"<kernel {name}>", "exec"), ns)  # our own generated code
+        self.fn = ns["run"]
+        self.fn.__name__ = self.fn.__qualname__ = name
 
     def __call__(self, *arrays: Any, **params: Any) -> Any:
-        args = arrays if self.direct else [_arg(p, arrays) for p in self.pattern]
-        r = self.impl(*args, **params)
-        if type(r) is not np.ndarray:
-            return np.asarray(r)
-        if r.base is None and r.flags.carray:
-            for a in args:
-                if r is a:  # an input handed back: lay it out afresh
-                    return np.array(r, order="C")
-            return r
-        return np.array(r, order="C")
+        return self.fn(*arrays, **params)
 
     def __repr__(self) -> str:
         return f"EqnKernel({self.__name__})"
@@ -117,6 +125,7 @@ def _arg_sources(
             args.append(slot(p[1]))
         elif p[0] == "lit":
             ns[f"L{tag}{j}"] = p[1]
+            ns[f"K{tag}{j}"] = p[2:]  # what keeps a borrowed constant valid, kept with it
             args.append(f"L{tag}{j}")
         else:  # a view chain over a slot (or a literal)
             ns[f"W{tag}{j}"] = functools.partial(_arg, (p[0], 0, *p[2:]) if p[0] == "view" else p)
@@ -235,12 +244,12 @@ def compile_graph(
 
     def source(a: Any) -> tuple[Any, int | None]:
         """(pattern entry, the slot it reads or None) for one equation input."""
-        if isinstance(a, Lit):
-            return ("lit", a.value), None
+        if isinstance(a, Lit):  # (its ``keep``: a borrowed constant lives with the kernel)
+            return ("lit", a.value, a.keep), None
         if a in views:
             base, chain = views[a]
             if isinstance(base, Lit):
-                return ("lview", base.value, chain), None
+                return ("lview", base.value, chain, base.keep), None
             return ("view", base, chain), base
         return ("slot", slot[a]), slot[a]
 
@@ -265,7 +274,7 @@ def compile_graph(
                 p = (p[0], reads.index(s), *p[2:])
             pattern.append(p)
         label = _label(e.prim.name, pattern)
-        kernel = EqnKernel(label, e.prim.impl, pattern)
+        kernel = EqnKernel(label, e.prim.impl, pattern, bool(e.params))
         slot[e.out] = n_values
         if e.note is not None and e.note.recompute:  # a checkpoint's backward recomputation
             recompute.add(n_values)
@@ -284,7 +293,8 @@ def compile_graph(
             reads = [] if s is None else [s]
             if s is not None:
                 p = (p[0], 0, *p[2:])
-            pending.append(("layout", EqnKernel("layout", _layout, [p]), reads, (), (n_values,)))
+            pending.append(("layout", EqnKernel("layout", _layout, [p], False), reads, (),
+                            (n_values,)))
             v = n_values
             n_values += 1
         else:
@@ -326,7 +336,10 @@ def compile_graph(
     instructions = []
     for i, (nm, kernel, reads, params, outs) in enumerate(pending):
         target = into.get(i)
-        run: Any = kernel if target is None else OutKernel(nm, ufuncs[outs[0]], kernel.pattern)
+        # the generated functions themselves (one frame per kernel call); a fused group
+        # keeps its kernel object (printable source)
+        run: Any = (OutKernel(nm, ufuncs[outs[0]], kernel.pattern).fn if target is not None
+                    else kernel.fn if type(kernel) is EqnKernel else kernel)
         instructions.append(Instruction(
             run, tuple(reads), outs, params, tuple(sorted(releases.get(i, ()))), nm,
             into=target,

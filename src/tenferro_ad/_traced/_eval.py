@@ -40,11 +40,15 @@ def _read(x: Any, v: Var, i: int, borrows: list[Any]) -> np.ndarray[Any, Any]:
         view = x.as_view()
         borrows.append(view)
         arr = ts.kernel.read_array(view)
+    elif hasattr(x, "__array__") and hasattr(x, "shape") and hasattr(x, "dtype"):
+        arr = np.asarray(x)  # a foreign array (jax's): read through numpy's protocol
     else:
         raise TypeError(
             f"eval_graph: input leaf {i} is a {type(x).__name__}; expected a numpy array, a "
             "Tensor owner or view (borrowed), a handle, or a Python scalar"
         )
+    if not arr.dtype.isnative and arr.dtype.newbyteorder("=") == v.dtype:
+        arr = arr.astype(v.dtype)  # big-endian data: converted, as numpy's operations do
     if tuple(arr.shape) != v.shape or arr.dtype != v.dtype:
         raise TypeError(
             f"eval_graph: input leaf {i} has type {type_str(arr.shape, arr.dtype)}, the graph "

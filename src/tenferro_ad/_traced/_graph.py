@@ -26,6 +26,7 @@ from tenferro_storage._pytree import tree_flatten as tree_flatten
 from tenferro_storage._pytree import tree_unflatten as tree_unflatten
 from tenferro_storage._pytree import treedef_tuple as treedef_tuple
 from tenferro_storage.errors import TenferroError
+from tenferro_storage.kernel import frozen, is_frozen
 
 from .._core._primitive import Primitive
 
@@ -67,21 +68,26 @@ class Var:
 class Lit:
     """A literal: a Python/numpy scalar (printed by value) or a read-only numpy array constant.
 
-    ``shape``/``dtype`` are those numpy gives the value. O(1) for scalars; an array is
-    snapshotted once (a numpy copy outside the ledger: a graph owns no storage).
+    ``shape``/``dtype`` are those numpy gives the value. O(1) for scalars.  An array is
+    kept over a read-only buffer (no numpy API makes it writable): an array that already
+    is one is kept as is; any other is snapshotted once (a numpy copy outside the ledger:
+    small literals the trace makes, and numpy arrays a traced function closes over).
+    ``keep`` is what keeps a *borrowed* constant valid while the literal lives: the shared
+    borrow of a captured owner (or the value guard of a captured handle) whose read-only
+    array ``value`` is -- no copy (see ``_trace.constant_literal``).
     """
 
-    __slots__ = ("dtype", "shape", "value")
+    __slots__ = ("dtype", "keep", "shape", "value")
 
     value: Any
     shape: Shape
     dtype: np.dtype[Any]
+    keep: Any
 
-    def __init__(self, value: Any) -> None:
+    def __init__(self, value: Any, keep: Any = None) -> None:
         if isinstance(value, np.ndarray):
-            if value.flags.writeable or value.base is not None:
-                value = np.array(value, copy=True)
-                value.flags.writeable = False
+            if not is_frozen(value):
+                value = frozen(np.array(value, copy=True))
             shape, dtype = tuple(value.shape), value.dtype
         else:
             arr = np.asarray(value)
@@ -89,6 +95,7 @@ class Lit:
         object.__setattr__(self, "value", value)
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "keep", keep)
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Lit is immutable (tried to set {name!r})")
@@ -243,7 +250,8 @@ def abstract_eval(
 ) -> tuple[Shape, np.dtype[Any]]:
     """The output ``(shape, dtype)`` of ``prim`` on these inputs, by running its kernel once on
     stride-0 probes (cached per primitive, input types and parameters; numpy floating-point
-    warnings are ignored since probe values are arbitrary)."""
+    warnings are ignored since probe values are arbitrary).  A kernel that refuses the
+    stride-0 probes runs once more on laid-out ones (one allocation per input)."""
     try:
         key = _cache_key(prim, inputs, params)
     except TypeError:
@@ -252,7 +260,12 @@ def abstract_eval(
         return _AVAL_CACHE[key]
     args = [a.value if isinstance(a, Lit) else probe(a.shape, a.dtype) for a in inputs]
     with np.errstate(all="ignore"):
-        out = prim.impl(*args, **params)
+        try:
+            out = prim.impl(*args, **params)
+        except Exception:  # a kernel that needs strides a stride-0 probe lacks (a zero-copy
+            # reinterpretation): once more on laid-out probes, whose failure is the answer
+            out = prim.impl(*[np.array(a) if isinstance(a, np.ndarray) else a for a in args],
+                            **params)
     arr = np.asarray(out)
     aval = (tuple(int(s) for s in arr.shape), arr.dtype)
     if key is not None:

@@ -15,9 +15,10 @@ How a call runs depends on what it is given:
   current tape — ``tenferro_ad.grad(jit(f))`` works;
 * **tracers**: ``f`` itself is called, so a jitted function inlines into a trace.
 
-Results are fresh owners.  One current limit of the runtime surface: a scoped bundle
-gives up only one owned output without a copy, so a scoped call with several outputs
-returns recorded ``EXPLICIT_DUPLICATE`` copies of the others (detached calls never do).
+Results are fresh owners: every value the program computes is moved out of its bundle
+(scoped: ``ScopedExecutionBundle.into_owned_group``), never copied; only an input returned
+as is and a value returned twice become recorded ``EXPLICIT_DUPLICATE`` copies (a second
+owner needs its own allocation).
 On an engine with device memory (not host-visible) each result is downloaded to the host:
 one recorded ``TRANSFER`` copy per output (inputs are read where they are).
 
@@ -57,21 +58,40 @@ from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
-from ._trace import Tracer, aval_of, run_bound, trace_flat
+from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 from ._xla import compile_xla
 
 _SCALARS = (bool, int, float, complex)
+_borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 
 
 class ExecutionFailed(TenferroError, RuntimeError):
     """A jitted program failed on its engine after admission (``RetiredFailed``) or its
     completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
-    error value; the caller's arguments are unchanged."""
+    error value.
 
-    def __init__(self, message: str, cause: Any) -> None:
+    Non-donated arguments are unchanged (numpy arguments were imported, owners and views
+    only read).  A donated owner (``donate_argnums``) that the failed program had not yet
+    written is moved back into the caller's very ``Tensor`` object: unchanged and usable.
+    One it had written holds what the program left, so it is *not* put back where a
+    retry would silently compute on it: the caller's object stays consumed, the owner is
+    handed over in ``.donated`` (argument leaf index -> owner) and ``.clobbered`` names
+    those leaves.  After ``CompletionUnproven`` nothing comes back (the engine keeps
+    every input for good) and ``.donated`` is empty.  Costs nothing beyond the failure:
+    no copy, no allocation."""
+
+    def __init__(
+        self,
+        message: str,
+        cause: Any,
+        donated: dict[int, ts.Tensor[Any, Any]] | None = None,
+        clobbered: tuple[int, ...] = (),
+    ) -> None:
         super().__init__(message)
         self.cause = cause
+        self.donated: dict[int, ts.Tensor[Any, Any]] = donated or {}
+        self.clobbered = clobbered
 
 
 @attrs.frozen(eq=False)
@@ -143,17 +163,19 @@ class Jitted:
         """How many signatures have been traced and compiled. O(1)."""
         return len(self._cache)
 
-    def lower(self, *args: Any) -> Compiled:
-        """Trace and compile for ``args``' signature (cached) without running anything."""
+    def lower(self, *args: Any, **kwargs: Any) -> Compiled:
+        """Trace and compile for the arguments' signature (cached) without running anything."""
+        if kwargs:
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
-        return self._entry(leaves, tree)
+        return self._entry(leaves, tree, len(args) - 1 if kwargs else -1)
 
-    def retained(self, *args: Any) -> list[ProgramRetainedEntry]:
+    def retained(self, *args: Any, **kwargs: Any) -> list[ProgramRetainedEntry]:
         """What the compiled program for ``args``' signature keeps between its forward and
         backward halves, and why (``traced.retained``: the ``tape.retained()`` of a jitted
         gradient; each entry's ``slot`` is the execution's value slot).  Traces and
         compiles once per signature (cached); runs nothing. O(size of the graph)."""
-        entry = self.lower(*args)
+        entry = self.lower(*args, **kwargs)
         program = entry.program
         if not isinstance(program, rt.CompiledGraph):  # an XLA executable: report the
             program = compile_graph(entry.graph, _name(self.f))  # host program's halves
@@ -162,14 +184,17 @@ class Jitted:
     def __repr__(self) -> str:
         return f"jit({_name(self.f)}, engine={self.engine})"
 
-    def _entry(self, leaves: Sequence[Any], tree: TreeDef) -> Compiled:
+    def _entry(self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1) -> Compiled:
+        """The cache entry of a signature; ``nargs >= 0``: the call had keyword arguments,
+        which travel as a trailing dict after its ``nargs`` positional arguments."""
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
-        key = (tree, tuple((s, d.str) for s, d in avals))
+        key = (tree, tuple((s, d.str) for s, d in avals), nargs)
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
-            graph = trace_flat(self.f, avals, tree)
-            donate = _donated_leaves(tree, self.donate_argnums)
+            fn = self.f if nargs < 0 else functools.partial(call_with_keywords, self.f, nargs)
+            graph = trace_flat(fn, avals, tree)
+            donate = _donated_leaves(tree, self.donate_argnums, nargs)
             program: rt.CompiledGraph | rt.ExecutableProgram
             if self._xla:
                 program = compile_xla(graph, self._provider, _name(self.f), donate)
@@ -180,11 +205,15 @@ class Jitted:
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        nargs = -1
+        if kwargs:  # keyword arguments are traced leaves too (as in JAX): a trailing dict
+            nargs = len(args)
+            args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
-            return self.f(*args)
-        entry = self._entry(leaves, tree)
+            return self.f(*args[:nargs], **kwargs) if kwargs else self.f(*args)
+        entry = self._entry(leaves, tree, nargs)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
             if donated:
@@ -198,7 +227,7 @@ class Jitted:
         if donated:
             outs = _detached(engine, entry, _donation_inputs(self.f, engine, leaves, donated))
         elif any(isinstance(x, _STORAGE) for x in leaves):
-            outs = (_scoped_all if self._xla else _scoped)(engine, entry, leaves)
+            outs = _scoped(engine, entry, leaves)
         else:
             outs = _detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
@@ -208,11 +237,14 @@ def _name(f: Any) -> str:
     return str(getattr(f, "__name__", "f"))
 
 
-def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...]) -> tuple[int, ...]:
-    """The leaf indices of the donated positional arguments. O(leaves)."""
+def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:
+    """The leaf indices of the donated positional arguments (the first ``nargs`` children
+    of ``tree`` when the call had keyword arguments, else all of them). O(leaves)."""
     if not argnums:
         return ()
     kids = tree.children()
+    if nargs >= 0:
+        kids = kids[:nargs]
     starts = [0]
     for k in kids:
         starts.append(starts[-1] + k.num_leaves)
@@ -283,6 +315,8 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
     slots = [group.insert(_imported(x, v.dtype)) for x, v in zip(leaves, entry.graph.invars,
                                                                   strict=True)]
     outcome = rt.submit(engine, entry.program, rt.ExecutionInputs(group, slots)).wait()
+    if isinstance(outcome, rt.RetiredFailed):
+        raise _failed_donation(engine, entry.program, leaves, outcome)
     if not isinstance(outcome, rt.Completed):
         raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
                               outcome.cause)
@@ -304,65 +338,85 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
     return outs
 
 
+def _failed_donation(
+    engine: rt.EngineId,
+    program: rt.CompiledGraph | rt.ExecutableProgram,
+    leaves: Sequence[Any],
+    outcome: rt.RetiredFailed[rt.ExecutionInputs],
+) -> ExecutionFailed:
+    """The exception for a failed detached run: donated owners the program did not write
+    go back into the caller's objects, written ones into ``.donated``. O(donated)."""
+    group, bindings = outcome.inputs.into_parts()
+    handed: dict[int, ts.Tensor[Any, Any]] = {}
+    for k in program.donated:
+        x = leaves[k]
+        if not isinstance(x, ts.Tensor):
+            continue  # a numpy argument: only its import was written
+        owner = group.try_extract(bindings[k])  # donation proved it is the sole record
+        if k in outcome.clobbered:
+            handed[k] = owner
+        else:
+            x._take_back(owner, "jit")
+    clobbered = tuple(k for k in outcome.clobbered if isinstance(leaves[k], ts.Tensor))
+    note = (
+        f"; donated argument leaf(s) {list(clobbered)} hold what the program wrote "
+        "(handed over in .donated)" if clobbered else ""
+    )
+    return ExecutionFailed(
+        f"jit: the program failed on {engine}: {outcome.cause}{note}",
+        outcome.cause,
+        handed,
+        clobbered,
+    )
+
+
 def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
     views, imported = [], []
+    holder = f"jit({entry.program.name}): a running call"  # named borrows: no call-site walk
     try:
         for x, v in zip(leaves, entry.graph.invars, strict=True):
             if not isinstance(x, _STORAGE):
                 x = _imported(x, v.dtype)
                 imported.append(x)
-            views.append(x.as_view())
+            views.append(_borrow(x, holder))
         outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
         if not isinstance(outcome, rt.Completed):
             raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
                                   outcome.cause)
         bundle = outcome.bundle
         kinds = bundle.kinds
-        if len(kinds) == 1 and kinds[0] is rt.OutputKind.FRESH:
-            return [bundle.into_owned_output(0)]
-        outs = []
-        for i in range(len(kinds)):
-            view = bundle.output(i)
-            assert isinstance(view, ts.TensorView)
-            outs.append(view.duplicate())
-            view.release()
-        bundle.release()
-        return outs
+        group, refs = bundle.into_owned_group()
+        return _scoped_outputs(group, refs, kinds)
     finally:
         for view in views:
             view.release()
         imported.clear()
 
 
-def _scoped_all(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
-    """A scoped call whose fresh outputs all come back owned (no copy); an input returned
-    as is or a value returned twice is an explicit recorded duplicate."""
-    views, imported = [], []
+def _scoped_outputs(
+    group: ts.AllocationGroup, refs: Sequence[Any], kinds: Sequence[rt.OutputKind]
+) -> list[Any]:
+    """Fresh owners of a scoped call's outputs: a fresh output is moved out of the bundle's
+    group (no copy); an input returned as is (a borrow of the caller's value) and the second
+    occurrence of a value are recorded ``EXPLICIT_DUPLICATE`` copies -- two owners of one
+    value need two allocations. O(outputs)."""
+    taken: dict[Any, ts.Tensor[Any, Any]] = {}
+    outs: list[Any] = []
     try:
-        for x, v in zip(leaves, entry.graph.invars, strict=True):
-            if not isinstance(x, _STORAGE):
-                x = _imported(x, v.dtype)
-                imported.append(x)
-            views.append(x.as_view())
-        outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
-        if not isinstance(outcome, rt.Completed):
-            raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
-                                  outcome.cause)
-        bundle = outcome.bundle
-        kinds = bundle.kinds
-        dups: dict[int, Any] = {}
-        for i, kind in enumerate(kinds):
-            if kind is not rt.OutputKind.FRESH:
-                view = bundle.output(i)
-                assert isinstance(view, ts.TensorView)
-                dups[i] = view.duplicate()
-                view.release()
-        owned = bundle.into_owned_outputs()
-        return [dups[i] if o is None else o for i, o in enumerate(owned)]
+        for ref, kind in zip(refs, kinds, strict=True):
+            if isinstance(ref, ts.TensorView):
+                outs.append(ref.duplicate())
+            elif kind is rt.OutputKind.REPEATED:
+                outs.append(taken[ref].duplicate())
+            else:
+                assert isinstance(ref, ts.DescriptorSlot)  # programs from graphs have no metadata
+                taken[ref] = t = group.try_extract(ref)
+                outs.append(t)
     finally:
-        for view in views:
-            view.release()
-        imported.clear()
+        for ref in refs:
+            if isinstance(ref, ts.TensorView):
+                ref.release()
+    return outs
 
 
 def jit(

@@ -40,6 +40,7 @@ from ._graph import (
     abstract_eval,
     tree_flatten,
     tree_unflatten,
+    treedef_tuple,
     type_str,
 )
 
@@ -61,13 +62,16 @@ eager copy-or-alias distinction does not exist in a graph). Filled by ``traced.p
 class Builder:
     """Collects equations for one graph. ``level`` orders nested traces (inner is higher)."""
 
-    __slots__ = ("eqns", "invars", "level", "live")
+    __slots__ = ("captured", "eqns", "invars", "level", "live")
 
-    def __init__(self) -> None:
+    def __init__(self, capture: bool = False) -> None:
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self.level = len(_ACTIVE.stack)
         self.live = False
+        # capture=True: a value of an enclosing, live trace used here becomes an extra
+        # input (closure conversion); outer variable -> (its tracer, the input variable)
+        self.captured: dict[Var, tuple[Tracer, Var]] | None = {} if capture else None
 
     @contextmanager
     def active(self) -> Iterator[Builder]:
@@ -90,6 +94,14 @@ class Builder:
         """The graph atom for one argument: its variable, or a literal for a constant."""
         if type(a) is Tracer:
             if a._b is not self:
+                if isinstance(a._atom, Lit):  # an outer constant is a constant here too
+                    return a._atom
+                cap = self.captured
+                if cap is not None and a._b.live and a._b.level < self.level:
+                    got = cap.get(a._atom)
+                    if got is None:
+                        got = cap[a._atom] = (a, Var(a.shape, a.dtype))
+                    return got[1]
                 raise TracerError(
                     f"{operation}: got {a!r} from another trace (an outer function being "
                     "traced, or one that has finished); pass the value in as an argument"
@@ -97,7 +109,7 @@ class Builder:
             return a._atom
         if isinstance(a, _SCALARS):
             return Lit(a)
-        return Lit(constant_array(a, operation))
+        return constant_literal(a, operation)
 
     def emit(self, prim: Primitive, args: Sequence[Any], params: dict[str, Any]) -> Tracer:
         """Append ``prim(*args, **params)``; return its output tracer. One abstract eval."""
@@ -122,9 +134,19 @@ class Builder:
         return Tracer(self, out)
 
     def finish(self, outs: Sequence[Any], in_tree: TreeDef, out_tree: TreeDef) -> Graph:
-        """The graph with these output leaves (tracers or constants)."""
+        """The graph with these output leaves (tracers or constants).  Captured outer
+        values are trailing inputs: one more argument, a tuple of them."""
         atoms = tuple(self.atom(o, "trace (output)") for o in outs)
-        return Graph(tuple(self.invars), tuple(self.eqns), atoms, in_tree, out_tree)
+        invars = tuple(self.invars)
+        if self.captured:
+            invars += tuple(v for _, v in self.captured.values())
+            consts = tree_flatten(tuple(range(len(self.captured))))[1]
+            in_tree = treedef_tuple((*in_tree.children(), consts))
+        return Graph(invars, tuple(self.eqns), atoms, in_tree, out_tree)
+
+    def consts(self) -> tuple[Tracer, ...]:
+        """The outer traced values this trace captured, in input order. O(captures)."""
+        return tuple(t for t, _ in (self.captured or {}).values())
 
 
 @contextmanager
@@ -166,25 +188,43 @@ _FOLD = 16  # elements: equations on literals this small are evaluated at trace 
 def _fold(prim: Primitive, atoms: Sequence[Lit], params: dict[str, Any]) -> Lit | None:
     with np.errstate(all="ignore"):
         r = np.asarray(prim.impl(*[a.value for a in atoms], **params))
-    return Lit(np.array(r)) if r.size <= _FOLD else None
+    return Lit(r) if r.size <= _FOLD else None
 
 
-def constant_array(a: Any, operation: str) -> np.ndarray[Any, Any]:
-    """A read-only numpy snapshot of a constant captured by a trace (numpy array, owner or
-    view — borrowed for the copy, never consumed —, handle, nested list)."""
+HOLDER = "a traced graph (a constant it closes over)"
+"""The holder name of a captured owner's shared borrow (``BorrowError`` names it)."""
+
+
+def constant_literal(a: Any, operation: str) -> Lit:
+    """The literal of a constant a trace captures, without copying an owner's bytes.
+
+    An owner or view is *borrowed*: the literal keeps a shared borrow named :data:`HOLDER`
+    for as long as it (the graph, the compiled program, a jit cache entry) lives, and
+    reads the value in place through its read-only array -- writing to the owner
+    meanwhile raises ``BorrowError`` naming the holder, as for a tape's residual.  A
+    handle is borrowed the same way through a value guard (its value cannot be moved out
+    meanwhile: ``into_value`` is ``NotUnique``).  No allocation, no copy, no ledger event.
+    A numpy array of more than ``_FOLD`` elements is imported like every numpy array
+    (``ts.from_numpy``: one recorded ``TRANSFER``, its owner kept by the literal), so the
+    ledger sees the snapshot; a smaller one (or a nested list) is a plain read-only
+    literal, which constant folding computes with. O(1) for storage values.
+    """
     if isinstance(a, np.ndarray):
-        return a
+        if a.size > _FOLD and not ts.kernel.is_frozen(a):
+            try:
+                owner = ts.from_numpy(a)
+            except ts.errors.DTypeError:  # not a storage dtype: a plain literal
+                return Lit(a)
+            return Lit(ts.kernel.read_array(owner), keep=owner)
+        return Lit(a)
     if isinstance(a, EagerTensor):
-        with a.value() as v:
-            return np.array(ts.kernel.read_array(v))
+        guard = a.value()
+        return Lit(ts.kernel.read_array(guard.view), keep=guard)
     if isinstance(a, ts.Tensor | ts.TensorView | ts.TensorViewMut):
-        view = a.as_view()
-        try:
-            return np.array(ts.kernel.read_array(view))
-        finally:
-            view.release()
+        view = ts.kernel.borrow_named(a, HOLDER)
+        return Lit(ts.kernel.read_array(view), keep=view)
     if isinstance(a, list | tuple):
-        return np.asarray(a)
+        return Lit(np.asarray(a))
     raise TypeError(
         f"{operation}: cannot use a {type(a).__name__} in a traced function; expected a traced "
         "value, a numpy array, a Tensor owner or view, a handle or a Python scalar"
@@ -314,12 +354,21 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         )
     dt = getattr(dtype, "numpy", dtype)  # tenferro_storage.DType -> numpy dtype
     try:
-        return tuple(int(s) for s in shape), np.dtype(dt)
+        nd = np.dtype(dt)
+        # a non-native byte order (big-endian data) is the same type: its import converts
+        return tuple(int(s) for s in shape), nd if nd.isnative else nd.newbyteorder("=")
     except (TypeError, ValueError):  # a class (np.float32), or a foreign shape/dtype
         raise ArgumentTypeError(
             f"{what}: a {type(x).__name__} has no usable shape/dtype; pass arrays, Tensor "
             "owners, handles, Python scalars (or tuples/lists/dicts of them)"
         ) from None
+
+
+def call_with_keywords(f: Callable[..., Any], nargs: int, *args: Any) -> Any:
+    """``f(*args[:nargs], **args[nargs])``: a call whose keyword arguments travel as one
+    trailing positional dict, traced (``jit``) and batched (``vmap``) like the other
+    arguments, as JAX treats them. O(1)."""
+    return f(*args[:nargs], **args[nargs])
 
 
 def trace_flat(
@@ -337,6 +386,31 @@ def trace_flat(
                     "trace: argument 'f': the function returned None as a result leaf"
                 )
         return b.finish(leaves, in_tree, out_tree)
+
+
+def trace_closed(
+    f: Callable[..., Any], args: Sequence[Any]
+) -> tuple[Graph, tuple[Tracer, ...] | None]:
+    """Trace ``f`` at the types of ``args`` (pytrees), converting closures: a value of an
+    enclosing trace that ``f`` uses becomes an extra, trailing argument of the graph -- a
+    tuple of them, returned as ``consts`` (``None`` when ``f`` captured nothing), to pass
+    back when the graph (or a transformation of it) is evaluated.  As JAX, the
+    transformations see a captured value as a constant input.  O(ops)."""
+    leaves, in_tree = tree_flatten(tuple(args))
+    avals = [aval_of(x, f"trace: argument leaf {i}") for i, x in enumerate(leaves)]
+    b = Builder(capture=True)
+    ins = [b.new_input(sh, d) for sh, d in avals]
+    with b.active():
+        out = f(*tree_unflatten(in_tree, ins))
+        outs, out_tree = tree_flatten(out)
+        for o in outs:
+            if o is None:
+                raise ArgumentTypeError(
+                    "trace: argument 'f': the function returned None as a result leaf"
+                )
+        graph = b.finish(outs, in_tree, out_tree)
+    consts = b.consts()
+    return graph, (consts if consts else None)
 
 
 def trace(f: Callable[..., Any]) -> Callable[..., Graph]:
@@ -360,7 +434,7 @@ def tracer_of(b: Builder, value: Any) -> Any:
     """``value`` as a tracer of ``b`` when it is an array constant (numpy array, handle,
     owner or view: a literal tracer); anything else (tracers, scalars, shapes) unchanged."""
     if isinstance(value, np.ndarray | EagerTensor | ts.Tensor | ts.TensorView):
-        return Tracer(b, Lit(constant_array(value, "trace")))
+        return Tracer(b, constant_literal(value, "trace"))
     return value
 
 

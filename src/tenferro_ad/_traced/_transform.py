@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core._primitive import NONDIFF, RealTarget, Zero
+from .._core._primitive import NONDIFF, CastTarget, Zero
 from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, treedef_tuple, type_str
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
 
@@ -181,7 +181,7 @@ def _pull(
     res = [args[i] for i in prim.save_in]
     if prim.save_out:
         res.append(out)
-    cplx = e.out.dtype.kind == "c"
+    odt = e.out.dtype
     for i, a in enumerate(e.inputs):
         if not isinstance(a, Var) or a not in active:
             continue
@@ -195,10 +195,13 @@ def _pull(
         if type(ct) is Zero:
             continue
         ct = tracer_of(b, ct)
+        # an argument of another floating dtype than the output (a float32 parameter that
+        # met a float64 constant, a real one that met a complex value) gets its cotangent
+        # cast back: real part, precision (JAX's rule, and eager mode's ``CastTarget``)
         target: tuple[int, ...] = a.shape
-        if cplx and a.dtype.kind != "c":
-            target = RealTarget(a.shape)
-        if type(target) is RealTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
+        if a.dtype != odt and a.dtype.kind in "fc":
+            target = CastTarget(a.shape, a.dtype)
+        if type(target) is CastTarget or (prim.broadcasts and tuple(ct.shape) != a.shape):
             ct = ns.unbroadcast(ct, target)
         old = cts.get(a)
         cts[a] = ct if old is None else ns.add(old, ct)
@@ -206,8 +209,9 @@ def _pull(
 
 def _leaf_range(tree: TreeDef, argnum: int) -> range:
     kids = tree.children()
-    if not 0 <= argnum < len(kids):
+    if not -len(kids) <= argnum < len(kids):
         raise IndexError(f"argnums: argument {argnum} out of range (the graph has {len(kids)})")
+    argnum %= len(kids)
     start = sum(k.num_leaves for k in kids[:argnum])
     return range(start, start + kids[argnum].num_leaves)
 
@@ -240,6 +244,9 @@ def jvp(graph: Graph) -> Graph:
             if prim.save_out:
                 res.append(out)
             total: Any = None
+            if prim.jvp_all is not None:  # one rule sees every tangent
+                total = prim.jvp_all(ns, tin, *res, **e.params)
+                tin = []
             for i, t in enumerate(tin):
                 if t is None:
                     continue
@@ -273,8 +280,9 @@ def jvp(graph: Graph) -> Graph:
 def _reverse(
     graph: Graph, wrt: Sequence[int], seed: str
 ) -> tuple[Builder, list[Any], list[Any]]:
-    """Forward + backward into a new builder. ``seed``: ``"ones"`` (scalar output) or
-    ``"input"`` (a cotangent input per output leaf). Returns (builder, outputs, cts)."""
+    """Forward + backward into a new builder. ``seed``: ``"ones"`` (scalar output),
+    ``"first"`` (the first output leaf is the scalar, the others pass through: ``has_aux``)
+    or ``"input"`` (a cotangent input per output leaf). Returns (builder, outputs, cts)."""
     b = Builder()
     with b.active():
         ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
@@ -283,8 +291,8 @@ def _reverse(
         _forward(graph, b, env, active)
         outs = [_read(b, env, a) for a in graph.outvars]
         cts: dict[Var, Any] = {}
-        for a in graph.outvars:
-            if seed == "ones":
+        for a in graph.outvars[:1] if seed == "first" else graph.outvars:
+            if seed != "input":
                 g = Tracer(b, Lit(np.ones((), a.dtype)))
             else:
                 g = b.new_input(a.shape, a.dtype)
@@ -313,21 +321,40 @@ def vjp(graph: Graph) -> Graph:
         return dce(b.finish(outs + cts, in_tree, out_tree))
 
 
-def _check_scalar(graph: Graph, what: str) -> None:
+def _check_scalar(
+    graph: Graph, what: str, has_aux: bool = False, holomorphic: bool = False
+) -> None:
     outs = graph.outvars
-    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind != "f":
+    if has_aux:
+        kids = graph.out_tree.children()
+        if len(kids) != 2 or kids[0].num_leaves != 1:
+            raise TypeError(
+                f"{what}: with has_aux=True the graph must return a pair (value, aux) whose "
+                f"value is one scalar, got the output structure {graph.out_tree}"
+            )
+        outs = outs[:1]
+    kinds = "fc" if holomorphic else "f"
+    if len(outs) != 1 or outs[0].shape != () or outs[0].dtype.kind not in kinds:
         got = ", ".join(type_str(a.shape, a.dtype) for a in outs)
+        which = "floating or complex" if holomorphic else "real floating"
         raise TypeError(
-            f"{what}: the graph must have one real floating scalar output, got ({got}); "
+            f"{what}: the graph must have one {which} scalar output, got ({got}); "
             "use vjp for other outputs, or sum() the output"
+            + ("" if holomorphic else " (holomorphic=True for a complex output)")
         )
 
 
 def _grad_parts(
-    graph: Graph, argnums: int | tuple[int, ...], what: str
+    graph: Graph, argnums: int | tuple[int, ...], what: str, has_aux: bool = False,
+    holomorphic: bool = False,
 ) -> tuple[Builder, list[Any], list[Any], TreeDef]:
-    _check_scalar(graph, what)
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    _check_scalar(graph, what, has_aux, holomorphic)
+    single = isinstance(argnums, int | np.integer)  # (a numpy integer too, as in JAX)
+    nargs = len(graph.in_tree.children())
+    given: tuple[int, ...] = (
+        (int(argnums),) if isinstance(argnums, int | np.integer) else tuple(argnums)
+    )
+    nums = tuple(n % nargs if -nargs <= n < nargs else n for n in given)
     wrt = [i for n in nums for i in _leaf_range(graph.in_tree, n)]
     for i in wrt:
         if graph.invars[i].dtype.kind not in "fc":
@@ -336,28 +363,37 @@ def _grad_parts(
                 f"{what}: input leaf {i} has type {type_str(v.shape, v.dtype)}; only floating "
                 "or complex inputs can be differentiated (pass another argnums)"
             )
-    b, outs, grads = _reverse(graph, wrt, "ones")
+    b, outs, grads = _reverse(graph, wrt, "first" if has_aux else "ones")
     kids = graph.in_tree.children()
-    gtree = kids[nums[0]] if isinstance(argnums, int) else treedef_tuple(
+    gtree = kids[nums[0]] if single else treedef_tuple(
         [kids[n] for n in nums]
     )
     return b, outs, grads, gtree
 
 
-def grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output.
+def grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, holomorphic: bool = False
+) -> Graph:
+    """The gradient graph ``(*args) -> grads`` of a graph with one real scalar output
+    (``holomorphic=True``: a complex one, seeded with ``1``, as JAX's).
 
     ``argnums`` selects the arguments (an int: that argument's structure; a tuple: a tuple
     of them).  Same rules as eager ``tenferro_ad.grad``; the result can be transformed
     again (``grad(grad(g))``, ``jvp(grad(g))``)."""
-    b, _, grads, gtree = _grad_parts(graph, argnums, "grad")
+    b, _, grads, gtree = _grad_parts(graph, argnums, "grad", holomorphic)
     with b.active():
         return dce(b.finish(grads, graph.in_tree, gtree))
 
 
-def value_and_grad(graph: Graph, argnums: int | tuple[int, ...] = 0) -> Graph:
-    """Like :func:`grad`, returning ``(value, grads)`` from one forward pass."""
-    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad")
+def value_and_grad(
+    graph: Graph, argnums: int | tuple[int, ...] = 0, has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Graph:
+    """Like :func:`grad`, returning ``(value, grads)`` from one forward pass.  With
+    ``has_aux`` the graph returns ``(value, aux)``: only ``value`` is differentiated and
+    the result is ``((value, aux), grads)`` (as JAX's ``has_aux``)."""
+    b, outs, grads, gtree = _grad_parts(graph, argnums, "value_and_grad", has_aux,
+                                        holomorphic)
     with b.active():
         return dce(b.finish(outs + grads, graph.in_tree, treedef_tuple((graph.out_tree,
                                                                        gtree))))

@@ -503,12 +503,16 @@ def plan(
     shapes: tuple[tuple[int, ...], ...],
     op: str = "einsum",
     interleaved: bool = False,
+    optimize: Any = "auto",
 ) -> EinsumPlan:
     """The cached schedule of ``einsum(subscripts, *operands of shapes)``.
 
-    The pairwise order is opt_einsum's ``optimize="auto"`` path (no memory limit, so
-    intermediates larger than the inputs are allowed -- unlike ``numpy.einsum``'s
-    ``optimize=True``).  First call: O(opt_einsum's search); later calls with the same
+    The pairwise order is opt_einsum's path for ``optimize``: a strategy name (``"auto"``,
+    the default, ``"greedy"``, ``"optimal"``, ``"dp"``, ``"branch-2"`` ...) or an explicit
+    path (pairs of positions, as ``numpy.einsum_path`` / ``opt_einsum.contract_path``
+    return); no memory limit, so intermediates larger than the inputs are allowed --
+    unlike ``numpy.einsum``'s ``optimize=True``.  First call: O(opt_einsum's search);
+    later calls with the same
     subscripts and shapes: one dict lookup.  Raises :class:`EinsumError` on bad
     subscripts (naming the arguments: see :func:`parse_subscripts`).
     """
@@ -527,12 +531,18 @@ def plan(
     # 2. pairwise path
     flops = 0
     if len(work) > 1:
-        path, info = opt_einsum.contract_path(
-            ",".join(work) + "->" + output,
-            *[tuple(sizes[c] for c in t) for t in work],
-            shapes=True,
-            optimize="auto",
-        )
+        try:
+            path, info = opt_einsum.contract_path(
+                ",".join(work) + "->" + output,
+                *[tuple(sizes[c] for c in t) for t in work],
+                shapes=True,
+                optimize=list(optimize) if isinstance(optimize, tuple) else optimize,
+            )
+        except (KeyError, ValueError, TypeError, IndexError) as e:
+            raise EinsumError(
+                f"{op}: argument 'optimize' {optimize!r} is neither an opt_einsum strategy "
+                f"nor a contraction path for {len(work)} operands: {e}"
+            ) from None
         flops = int(info.opt_cost)
         for pair in path:
             if len(pair) == 1:  # pragma: no cover - opt_einsum emits these only for 1 operand

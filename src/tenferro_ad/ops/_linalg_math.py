@@ -813,7 +813,7 @@ def pinv_vjp(B: Any, a: Array, p: Array, ct: Array) -> Array:
 # --------------------------------------------------------------------------- eig (general)
 
 
-def _eig_mask(v: Array) -> Array:
+def eig_mask(v: Array) -> Array:
     """One-hot (over rows) of each eigenvector's largest-magnitude entry (LAPACK's real
     component); a constant of the primal point, never differentiated."""
     vv = np.asarray(v)
@@ -822,18 +822,17 @@ def _eig_mask(v: Array) -> Array:
 
 
 def eig_jvp(
-    B: Any, w: Array, v: Array, vnp: Array, da: Array, vectors: bool = True
+    B: Any, w: Array, v: Array, mask: Array, da: Array, vectors: bool = True
 ) -> tuple[Array, Array | None]:
     """A V = V diag(w), LAPACK's normalization (unit 2-norm, largest entry real):
     P = V^-1 dA V;  dw = diag P;  U = V (F o P);  dV = U + V diag(c) with
     c_j = -Re(v_j^H u_j) - i Im(u_kj) / Re(v_kj)  (JAX's ``_eig_vec_jvp``; Giles 2008 3.1).
-    ``vnp``: V's values (numpy), for the constant argmax mask."""
+    ``mask``: :func:`eig_mask` of V (a constant of the primal point)."""
     p = B.matmul(B.solve(v, da), v)
     dw = B.diagonal(p)
     if not vectors:
         return dw, None
     u = B.matmul(v, _gap_inverse(B, w) * p)
-    mask = _eig_mask(vnp)
     sv = B.colsum(B.conj(v) * u)
     uk = B.colsum(u * mask)
     r = B.real(B.colsum(v * mask))
@@ -842,12 +841,11 @@ def eig_jvp(
 
 
 def eig_vjp(
-    B: Any, w: Array, v: Array, vnp: Array, cw: Array | None, cv: Array | None
+    B: Any, w: Array, v: Array, mask: Array, cw: Array | None, cv: Array | None
 ) -> Array:
     """Transpose of :func:`eig_jvp` (``None``: a symbolic-zero cotangent block)."""
     ct_p: Array | None = None if cw is None else B.diag_embed(cw)
     if cv is not None:
-        mask = _eig_mask(vnp)
         r = B.real(B.colsum(v * mask))
         cc = B.colsum(v * cv)
         ct_s = -(cc + B.conj(cc)) * 0.5

@@ -40,6 +40,8 @@ def dtype_of(x: Any) -> np.dtype[Any]:
     if d is not None and hasattr(d, "numpy"):
         nd: np.dtype[Any] = np.dtype(d.numpy)
         return nd
+    if isinstance(d, np.dtype):  # a numpy or JAX array
+        return d
     return np.result_type(x)
 
 
@@ -165,9 +167,14 @@ def _checked_value(
         raise ArgumentTypeError(
             f"{op}: {label} has dtype {dt}, which is not numeric"
         )
-    if imported and type(x) is np.ndarray:
-        _stored(op, label, dt)
+    if imported and (type(x) is np.ndarray or (
+        hasattr(type(x), "__dlpack__") and not isinstance(x, _STORED_VALUES)
+    )):
+        _stored(op, label, dt)  # an import: numpy or a DLPack producer (JAX, torch)
     return shape, dt
+
+
+_STORED_VALUES = (Tensor, TensorView, TensorViewMut)
 
 
 def _stored(op: str, label: str, dt: np.dtype[Any]) -> None:

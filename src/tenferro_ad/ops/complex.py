@@ -261,3 +261,7 @@ def view_as_complex(x: Any) -> EagerTensor:
     Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
     """
     return bind(VIEW_AS_COMPLEX, x)
+
+# batching rules: both views act on the trailing axis only
+defbatch(VIEW_AS_REAL, leading("view_as_real"))
+defbatch(VIEW_AS_COMPLEX, leading("view_as_complex"))

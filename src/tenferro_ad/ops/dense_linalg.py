@@ -34,10 +34,14 @@ from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
-from .._traced._batch_rules import defbatch, leading
+from .._traced._batch_rules import defbatch, leading, unbatched_result
+from .._traced._batch_rules import elementwise as broadcasting
+from .._traced._graph import Lit
+from .._traced._trace import Tracer
 from ..errors import ArgumentError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
+from ._util import shape_of
 from .complex import CONJ, REAL, REAL_T, is_complex
 from .linalg import matmul
 
@@ -48,15 +52,14 @@ def _np(x: Any) -> Array:
     """The values of a handle, owner or array-like, read in place (O(1), no copy)."""
     if isinstance(x, EagerTensor):
         return x._r("linalg").a
-    if isinstance(x, ts.Tensor):
+    if isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
         return ts.kernel.read_array(x)
     return np.asarray(x)
 
 
 def _shape(x: Any) -> tuple[int, ...]:
-    if isinstance(x, EagerTensor):
-        return tuple(x.shape)
-    return tuple(np.shape(_np(x)))
+    """The shape of a handle, owner, array or traced value (metadata only, O(rank))."""
+    return shape_of(x)
 
 
 def _square(op: str, a: Any) -> tuple[int, ...]:
@@ -214,7 +217,11 @@ def _B(ops: Any) -> Any:
 
 
 def _nz(x: Array) -> Array | None:
-    """A cotangent block that is exactly zero is the symbolic zero it stands for."""
+    """A cotangent block that is exactly zero is the symbolic zero it stands for.  A traced
+    block has no value at trace time: it is kept unless it is a zero literal."""
+    if isinstance(x, Tracer):
+        a = x._atom
+        return None if isinstance(a, Lit) and not np.any(a.value) else x
     return None if not np.any(_np(x)) else x
 
 
@@ -549,16 +556,26 @@ def _eig_impl(a: Array) -> Array:
     return np.concatenate([w[..., None, :], v], axis=-2).astype(cdt, copy=False)
 
 
+# The eigenvector rules read a constant of the primal point: the one-hot of each
+# eigenvector's largest entry.  A nondifferentiable primitive, so a traced rule emits it
+# as an equation (its value is not known at trace time) and a recording rule records it.
+EIG_MASK = nondifferentiable(defprimitive("eig_mask", L.eig_mask, 1))
+
+
+def _mask(ops: Any, v: Array) -> Array:
+    return L.eig_mask(v) if ops is NUMPY_NS else ops.apply(EIG_MASK, v)
+
+
 def _eig_vjp(ops: Any, g: Array, packed: Array) -> Array:
     B = _B(ops)
     w, v = packed[..., 0, :], packed[..., 1:, :]
-    return L.eig_vjp(B, w, v, _np(v), _nz(g[..., 0, :]), _nz(g[..., 1:, :]))
+    return L.eig_vjp(B, w, v, _mask(ops, v), _nz(g[..., 0, :]), _nz(g[..., 1:, :]))
 
 
 def _eig_jvp(ops: Any, t: Array, packed: Array) -> Array:
     B = _B(ops)
     w, v = packed[..., 0, :], packed[..., 1:, :]
-    dw, dv = L.eig_jvp(B, w, v, _np(v), t)
+    dw, dv = L.eig_jvp(B, w, v, _mask(ops, v), t)
     return ops.concatenate([B.row(dw), dv], axis=-2)
 
 
@@ -694,10 +711,15 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
 
 
 def _uplo_hermitian(a: Any, lower: bool) -> EagerTensor:
-    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view)."""
-    t = bind(TRIL, a, k=0) if lower else bind(TRIU, a, k=0)
+    """The Hermitian matrix a factorization reads from one triangle of ``a`` (LAPACK's view:
+    the strict triangle, its conjugate transpose, and the *real* part of the diagonal --
+    LAPACK never reads the diagonal's imaginary part, so neither may the gradient)."""
     s = bind(TRIL, a, k=-1) if lower else bind(TRIU, a, k=1)
-    return elementwise.add(t, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    h = elementwise.add(s, bind(CONJ, shape.swapaxes(s, -1, -2)))
+    d = bind(TRIU, bind(TRIL, a, k=0), k=0)  # the diagonal alone
+    if is_complex(d):
+        d = elementwise.mul(elementwise.add(d, bind(CONJ, d)), 0.5)  # its real part, complex
+    return elementwise.add(h, d)
 
 
 def eigh(
@@ -875,3 +897,25 @@ __all__ = [
     "tril",
     "triu",
 ]
+
+# batching rules: every kernel here maps over leading batch axes (numpy.linalg's stacks,
+# ``_linalg_math._batched``), so the batch axis rides in front; several arguments broadcast
+# their batch axes as numpy does (the batched ones gain unit axes up to the common rank)
+defbatch(INV, leading("inv"))
+defbatch(DET, leading("det"))
+defbatch(SLOGDET, leading("slogdet"))
+defbatch(CHOLESKY, leading("cholesky"))
+defbatch(QR, leading("qr"))
+defbatch(EIGH, leading("eigh"))
+defbatch(SVD, leading("svd"))
+defbatch(EXPM, leading("expm"))
+defbatch(SQRTM, leading("sqrtm"))
+defbatch(PINV, leading("pinv"))
+defbatch(EIG, leading("eig"))
+defbatch(SVD_FULL, leading("svd_full_matrices"))
+defbatch(SOLVE, broadcasting("solve"))
+defbatch(TRSOLVE, broadcasting("triangular_solve"))
+defbatch(SYLVESTER, broadcasting("sylvester"))
+defbatch(DIAGONAL, leading("diagonal", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(DIAG_EMBED, leading("diag_embed", shift=("axis1", "axis2"), prefix=("shape",)))
+defbatch(EYE_LIKE, unbatched_result("eye_like"))

@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 import numpy as np
+from opt_einsum.paths import PathOptimizer
 
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
@@ -176,7 +177,37 @@ def _user_labels(msg: str, letters: dict[int, str]) -> str:
     )
 
 
-def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
+def _optimize_arg(optimize: Any, n: int) -> str | tuple[tuple[int, ...], ...]:
+    """``optimize=`` as :func:`~._einsum_path.plan` caches it: a strategy name (``True``
+    is ``"auto"``) or a path as a tuple of tuples (numpy's ``["einsum_path", ...]`` form
+    accepted; ``False``: the operands in order, each step the first two). O(path)."""
+    if optimize is True:
+        return "auto"
+    if isinstance(optimize, str | PathOptimizer):  # a name or an opt_einsum optimizer object
+        return optimize
+    if isinstance(optimize, list | tuple):
+        items = list(optimize)
+        if items and items[0] == "einsum_path":
+            items = items[1:]
+        try:
+            path = tuple(tuple(int(i) for i in pair) for pair in items)
+        except (TypeError, ValueError):
+            path = ()
+        if len(path) == max(n - 1, 0) and all(len(pair) == 2 for pair in path):
+            return path
+        raise E.EinsumError(
+            f"einsum: argument 'optimize' {optimize!r} is not a contraction path for {n} "
+            f"operands (it needs {max(n - 1, 0)} pairs of operand positions)"
+        )
+    if optimize is False:
+        return tuple((0, 1) for _ in range(n - 1))
+    raise ArgumentTypeError(
+        f"einsum: argument 'optimize' must be an opt_einsum strategy name, True/False or a "
+        f"contraction path (pairs of operand positions), got {optimize!r}"
+    )
+
+
+def einsum(subscripts: Any, *operands: Any, optimize: Any = "auto") -> EagerTensor:
     """Einstein summation with numpy's grammar, contracted pairwise along a good path.
 
     Both of numpy's call forms: ``einsum("ij,jk->ik", a, b)`` and the interleaved
@@ -188,6 +219,10 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
     ``OPERATION_OUTPUT`` allocation, released as soon as the next step has consumed it
     (unless a tape saves it as a residual of that step).  Cost: the path's flop count;
     a cache hit adds one dict lookup.  Differentiable to any order in both modes.
+
+    ``optimize`` picks the pairwise order: an opt_einsum strategy (``"auto"``, the default,
+    ``"greedy"``, ``"optimal"``, ``"dp"``, ...), ``True`` (``"auto"``), ``False`` (left
+    to right) or an explicit path (``numpy.einsum_path``'s or ``opt_einsum``'s).
 
     Raises ``tenferro_ad.ops._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
     (``'subscripts'`` and ``'operands'[i]``; by position in the interleaved form) when the
@@ -213,7 +248,8 @@ def einsum(subscripts: Any, *operands: Any) -> EagerTensor:
             for i, o in enumerate(operands)
         )
     try:
-        p = E.plan(subscripts, shapes, "einsum", interleaved)
+        how = _optimize_arg(optimize, len(operands))
+        p = E.plan(subscripts, shapes, "einsum", interleaved, how)
     except E.EinsumError as e:
         if not interleaved:
             raise

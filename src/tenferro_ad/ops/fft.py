@@ -26,6 +26,7 @@ import numpy as np
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, deflinear, defprimitive
+from .._traced._batch_rules import defbatch, leading
 from ..errors import ArgumentError
 from . import manip
 from . import shape as sh
@@ -292,3 +293,10 @@ def rfftfreq(n: int, d: float = 1.0) -> EagerTensor:
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: the transformed axes move past the batch axis
+defbatch(FFTN, leading("fftn", shift=("axes",)))
+defbatch(RFFTN, leading("rfftn", shift=("axes",)))
+defbatch(RFFTN_T, leading("rfftn_transpose", shift=("axes",)))
+defbatch(IRFFTN, leading("irfftn", shift=("axes",)))
+defbatch(IRFFTN_T, leading("irfftn_transpose", shift=("axes",)))

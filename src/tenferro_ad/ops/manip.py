@@ -24,6 +24,7 @@ from tenferro_storage.errors import AllocationFailedError, DTypeError, TenferroE
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import defprimitive, nondifferentiable
+from .._traced._batch_rules import defbatch, filled, unbatched_result
 from ..errors import ArgumentError, ArgumentTypeError, AxisError
 from . import elementwise as ew
 from . import shape as sh
@@ -950,3 +951,7 @@ c_ = _CClass()
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: ``eye`` ignores its argument's value; ``fill`` fills per example
+defbatch(EYE, unbatched_result("eye"))
+defbatch(FILL, filled("fill"))

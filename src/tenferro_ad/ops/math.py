@@ -26,6 +26,7 @@ from tenferro_storage.errors import shown
 from .._core._dispatch import bind, bind1
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defpointwise, defprimitive, nondifferentiable
+from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from ._util import dtype_of, guard_module, stored_value_arg, weak
@@ -54,8 +55,10 @@ def _unary(
 ) -> Primitive:
     """A unary primitive whose VJP and JVP both multiply by ``d(ops, x)`` (``d(ops, out)``
     with ``out=True``).  Holomorphic rules: no conjugation (JAX's convention).  Bool and
-    integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16)."""
-    return defpointwise(name, ew._float_only(kernel), 1, (d,), save_out=out)
+    integer inputs compute in JAX's floating type (bool -> float32, never numpy's float16).
+    Its batching rule (elementwise) is registered here."""
+    return defbatch(defpointwise(name, ew._float_only(kernel), 1, (d,), save_out=out),
+                    leading(name))
 
 
 def _sq(ops: Any, x: Array) -> Array:
@@ -571,3 +574,27 @@ degrees = rad2deg
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
+defbatch(ISNAN, leading("isnan"))
+defbatch(ISINF, leading("isinf"))
+defbatch(ISFINITE, leading("isfinite"))
+defbatch(FLOOR, leading("floor"))
+defbatch(CEIL, leading("ceil"))
+defbatch(TRUNC, leading("trunc"))
+defbatch(RINT, leading("rint"))
+defbatch(ROUND, leading("round"))
+defbatch(LOGICAL_NOT, leading("logical_not"))
+defbatch(RELU, leading("relu"))
+defbatch(ARCTAN2, elementwise("arctan2"))
+defbatch(HYPOT, elementwise("hypot"))
+defbatch(LOGADDEXP, elementwise("logaddexp"))
+defbatch(LOGADDEXP2, elementwise("logaddexp2"))
+defbatch(MOD, elementwise("mod"))
+defbatch(FMOD, elementwise("fmod"))
+defbatch(FPICK, elementwise("fmax_mask"))
+defbatch(FMAX, elementwise("fmax"))
+defbatch(FMIN, elementwise("fmin"))
+defbatch(LOGICAL_AND, elementwise("logical_and"))
+defbatch(LOGICAL_OR, elementwise("logical_or"))
+defbatch(LOGICAL_XOR, elementwise("logical_xor"))

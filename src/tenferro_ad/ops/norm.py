@@ -12,21 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError
 from . import elementwise as ew
 from . import reduce as rd
 from . import shape as sh
 from ._util import axis as _one_axis
-from ._util import value_arg
+from ._util import dtype_of, value_arg
 from .complex import conj, is_complex, real
-from .dense_linalg import _np, _shape, svd
+from .dense_linalg import _shape, svd
 
 __all__ = ["norm"]
 
 
 def _cplx(x: Any) -> bool:
-    return is_complex(x) if isinstance(x, EagerTensor) else bool(np.iscomplexobj(_np(x)))
+    return is_complex(x)
 
 
 def _abs2(x: Any) -> Any:
@@ -118,7 +117,7 @@ def _vector_norm(x: Any, ord: Any, ax: int, keepdims: bool) -> Any:
 
 
 def _real_dtype(x: Any) -> Any:
-    return np.finfo(np.result_type(_np(x).dtype, np.float32)).dtype
+    return np.finfo(np.result_type(dtype_of(x), np.float32)).dtype
 
 
 def _matrix_norm(

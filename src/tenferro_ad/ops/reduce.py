@@ -178,7 +178,8 @@ def _others_impl(a: Array, *, axes: tuple[int, ...]) -> Array:
     inv = [0] * a.ndim
     for k, p in enumerate(perm):
         inv[p] = k
-    return np.ascontiguousarray(np.transpose((pre * suf).reshape(moved.shape), inv))
+    # (np.asarray keeps a 0-d result 0-d; np.ascontiguousarray would make it 1-d)
+    return np.asarray(np.transpose((pre * suf).reshape(moved.shape), inv), order="C")
 
 
 def _others_vjp(ops: Any, g: Array, x: Array, *, axes: tuple[int, ...]) -> Array:
@@ -307,3 +308,5 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
     axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
     return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
+
+defbatch(PROD_OTHERS, leading("prod_others", shift=("axes",)))

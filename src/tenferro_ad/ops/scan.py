@@ -1,7 +1,7 @@
 """Statistics, scans, sorting and norms.
 
 Primitives: ``cumsum`` (linear; its transpose is the reversed cumulative sum),
-``cumprod`` (VJP ``revcumsum(g * out) / x``: like ``prod``, it assumes nonzero inputs),
+``cumprod`` (rules exact at zeros: associative scans of products, no division),
 and the non-differentiable index producers ``argsort``, ``argpartition``, ``argmax``,
 ``argmin``.  Everything else is derived from existing primitives at no loss of speed or
 precision: ``sort``/``partition``/``take_along_axis`` are a gather by the (stable)
@@ -21,10 +21,13 @@ from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, deflinear, defprimitive, nondifferentiable
 from .._core._state import no_grad
+from .._traced._batch_rules import defbatch, flat_index, leading
+from .._traced._trace import Tracer
 from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError
 from . import elementwise as ew
 from . import reduce as rd
 from . import shape as sh
+from ._along import TAKE_ALONG
 from ._util import axes as _axes
 from ._util import axis as _axis
 from ._util import dtype_of, guard_module, shape_of, value_arg
@@ -56,12 +59,58 @@ CUMSUM: Primitive = deflinear(
 
 
 # -- cumprod ---
+# Both rules are exact at zeros (no division by the input, as JAX's): with ``P`` the
+# exclusive cumulative product (``out`` shifted by one, 1 first),
+#   jvp:  dout_j = sum_{i<=j} P_i t_i prod_{i<k<=j} x_k  (h_j = P_j t_j + x_j h_{j-1})
+#   vjp:  dx_i  = P_i sum_{j>=i} g_j prod_{i<k<=j} x_k  (s_i = g_i + x_{i+1} s_{i+1})
+# Each first-order linear recurrence is an associative scan (Hillis-Steele): ceil(log2 n)
+# rounds of shifted products and sums, written with the rule namespace's ops, so the
+# rules are differentiable again (hessians of cumprod are exact at zeros too).
+def _shift(ops: Any, v: Array, axis: int, n: int, d: int, reverse: bool) -> Array:
+    """``v`` moved by ``d`` along ``axis`` (towards higher indices, or lower when
+    ``reverse``), zeros shifted in."""
+    pre = (builtins.slice(None),) * axis
+    src, dst = builtins.slice(0, n - d), builtins.slice(d, n)
+    if reverse:
+        src, dst = dst, src
+    return ops.slice_pad(ops.gather(v, key=(*pre, src)), key=(*pre, dst), shape=tuple(v.shape))
+
+
+def _linear_scan(ops: Any, a: Array, b: Array, axis: int, reverse: bool) -> Array:
+    """``h`` with ``h_i = b_i + a_i h_{i-1}`` (``h_{i+1}`` when ``reverse``), ``h`` zero
+    outside. O(n log n) elementwise work in ceil(log2 n) rounds, no division."""
+    n = int(b.shape[axis])
+    d = 1
+    while d < n:
+        b = ops.add(b, ops.mul(a, _shift(ops, b, axis, n, d, reverse)))
+        d *= 2
+        if d < n:  # (an entry ``i < d`` of ``a`` is never read again: its ``b`` shift is 0)
+            a = ops.mul(a, _shift(ops, a, axis, n, d // 2, reverse))
+    return b
+
+
+def _exclusive(ops: Any, out: Array, v: Array, axis: int) -> Array:
+    """``P * v`` where ``P`` is the exclusive cumulative product (``out`` shifted by one
+    along ``axis``, 1 at index 0)."""
+    n = int(v.shape[axis])
+    first = (builtins.slice(None),) * axis + (builtins.slice(0, 1),)
+    head = ops.slice_pad(ops.gather(v, key=first), key=first, shape=tuple(v.shape))
+    return ops.add(ops.mul(_shift(ops, out, axis, n, 1, False), v), head)
+
+
 def _cumprod_vjp(ops: Any, g: Array, x: Array, out: Array, *, axis: int) -> Array:
-    return ops.div(ops.apply(CUMSUM, ops.mul(g, out), axis=axis, reverse=True), x)
+    n = int(x.shape[axis])
+    if n <= 1:
+        return g if n == 0 else _exclusive(ops, out, g, axis)
+    s = _linear_scan(ops, _shift(ops, x, axis, n, 1, True), g, axis, True)
+    return _exclusive(ops, out, s, axis)
 
 
 def _cumprod_jvp(ops: Any, t: Array, x: Array, out: Array, *, axis: int) -> Array:
-    return ops.mul(out, ops.apply(CUMSUM, ops.div(t, x), axis=axis, reverse=False))
+    n = int(x.shape[axis])
+    if n <= 1:
+        return t if n == 0 else _exclusive(ops, out, t, axis)
+    return _linear_scan(ops, x, _exclusive(ops, out, t, axis), axis, False)
 
 
 CUMPROD = defprimitive(
@@ -205,6 +254,8 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
         ax = _axis(op, axis, len(shape))
     else:
         shape, ax = (_count(shape, tuple(range(len(shape)))),), 0
+    if isinstance(indices, Tracer):  # traced indices: no value to check or key by
+        return _take_traced(x, indices, shape, ax, axis is None)
     idx = _index_array(indices, op)
     if idx.dtype.kind not in "iu":
         raise ArgumentTypeError(
@@ -244,6 +295,24 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
             sh_i[i] = n
             key.append(np.arange(n).reshape(sh_i))
     return sh.gather(x, tuple(key))
+
+
+def _take_traced(
+    x: Any, idx: Tracer, shape: tuple[int, ...], ax: int, flat: bool
+) -> EagerTensor:
+    """``take_along_axis`` by traced indices: the ``take_along`` primitive (metadata checks
+    only; an out-of-range index raises when the program runs)."""
+    op = "take_along_axis"
+    if idx.dtype.kind not in "iu":
+        raise ArgumentTypeError(
+            f"{op}: argument 'indices' must hold integers, got dtype {idx.dtype}"
+        )
+    if idx.ndim != len(shape):
+        raise ArgumentError(
+            f"{op}: arguments 'x' and 'indices' do not fit: 'indices' must have as many dims "
+            f"as 'x' ({len(shape)}{', flattened' if flat else ''}), got {idx.ndim}"
+        )
+    return bind(TAKE_ALONG, _flat(x) if flat else x, idx, axis=ax)
 
 
 def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
@@ -537,3 +606,13 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: the axis parameters move past the batch axis (``None``: every other axis)
+defbatch(CUMSUM, leading("cumsum", shift=("axis",)))
+defbatch(CUMPROD, leading("cumprod", shift=("axis",)))
+defbatch(ARGSORT, leading("argsort", shift=("axis",)))
+defbatch(ARGPARTITION, leading("argpartition", shift=("axis",)))
+defbatch(ANY, leading("any", shift=("axis",)))
+defbatch(ALL, leading("all", shift=("axis",)))
+defbatch(ARGMAX, flat_index("argmax"))
+defbatch(ARGMIN, flat_index("argmin"))

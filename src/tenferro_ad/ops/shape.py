@@ -141,9 +141,17 @@ RESHAPE = defprimitive(
     jvp=(_reshape_jvp,),
 )
 defbatch(RESHAPE, leading("reshape", prefix=("shape", "src")))
+def _reshape_copy(a: Array, *, shape: tuple[int, ...], src: tuple[int, ...]) -> Array:
+    """``a`` laid out afresh in ``shape`` (row-major): one fresh array, written once (a
+    kernel write, no intermediate copy)."""
+    out = np.empty(shape, np.asarray(a).dtype)
+    out.reshape(np.shape(a))[...] = a  # (a view of the fresh contiguous ``out``)
+    return out
+
+
 RESHAPE_COPY = defprimitive(
     "reshape_copy",
-    lambda a, *, shape, src: np.reshape(np.ascontiguousarray(a), shape).copy(),
+    _reshape_copy,
     1,
     vjp=(_reshape_vjp,),
     jvp=(_reshape_jvp,),
@@ -232,11 +240,12 @@ def transpose(x: Any, *axes: Any) -> EagerTensor:
 
 
 @op("swapaxes")
-def swapaxes(x: Any, a: int, b: int) -> EagerTensor:
-    """Swap two axes (a transpose alias). ``AxisError`` for an axis out of range."""
+def swapaxes(x: Any, axis1: int, axis2: int) -> EagerTensor:
+    """Swap two axes (a transpose alias; numpy's argument names). ``AxisError`` for an axis
+    out of range. O(1): metadata only."""
     nd = len(value_of("swapaxes", x)[0])
-    i = axis_index("swapaxes", a, nd, "a")
-    j = axis_index("swapaxes", b, nd, "b")
+    i = axis_index("swapaxes", axis1, nd, "axis1")
+    j = axis_index("swapaxes", axis2, nd, "axis2")
     ax = list(range(nd))
     ax[i], ax[j] = ax[j], ax[i]
     return bind(TRANSPOSE, x, axes=tuple(ax))

@@ -22,6 +22,7 @@ import scipy.special as sps
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defpointwise, defprimitive
+from .._traced._batch_rules import defbatch, elementwise, leading
 from ..errors import ArgumentError
 from ._util import guard_module, weak
 
@@ -55,8 +56,9 @@ def _keep(f: Callable[..., Any]) -> Callable[..., Array]:
 
 def _unary(name: str, kernel: Callable[..., Any], d: Callable[..., Array], *, out: bool = False
            ) -> Primitive:
-    """A unary primitive with derivative factor ``d(ops, x_or_out)`` (VJP = JVP = mul)."""
-    return defpointwise(name, _keep(kernel), 1, (d,), save_out=out)
+    """A unary primitive with derivative factor ``d(ops, x_or_out)`` (VJP = JVP = mul); its
+    batching rule (elementwise) is registered here."""
+    return defbatch(defpointwise(name, _keep(kernel), 1, (d,), save_out=out), leading(name))
 
 
 # -- gamma family ---
@@ -256,3 +258,12 @@ def xlog1py(x: Any, y: Any) -> EagerTensor:
 
 # argument errors from numpy/scipy/the kernel name the op (the package's error classes)
 guard_module(globals(), __all__)
+
+# batching rules: elementwise (unary ones act on the batched value, binary ones broadcast)
+defbatch(POLYGAMMA, leading("polygamma"))
+defbatch(LOG_NDTR, leading("log_ndtr"))
+defbatch(BETALN, elementwise("betaln"))
+defbatch(GAMMAINC, elementwise("gammainc"))
+defbatch(GAMMAINCC, elementwise("gammaincc"))
+defbatch(XLOGY, elementwise("xlogy"))
+defbatch(XLOG1PY, elementwise("xlog1py"))

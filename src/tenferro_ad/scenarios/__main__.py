@@ -1,9 +1,11 @@
-"""``python -m tenferro_ad.scenarios run [FILES...] [--plot FILE.png] [--trace FILE.json]``.
+"""``python -m tenferro_ad.scenarios run [FILES...] [--plot [FILE.png]] [--trace FILE.json]``.
 
 Without ``FILES`` it runs the scenarios shipped inside the package (``SHIPPED``), so it
 works from any directory.  A ``FILES`` entry that is not a path but names a shipped
 scenario file (``mlp`` or ``mlp.toml``) runs that one.  ``run --list`` prints the shipped
-files.  Nothing is written unless ``--plot``/``--trace`` name a file.
+files.  Nothing is written unless ``--plot``/``--trace`` are given (a bare ``--plot``
+writes into a new temporary directory, as the demo's does; a missing matplotlib is
+reported before any scenario runs).
 
 Exit status: 0 when every scenario matched its expectations, 1 on any mismatch,
 2 when a file could not be loaded or a report could not be written.
@@ -13,10 +15,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._report import PlotUnavailableError, format_table, write_plot, write_trace
+from ._report import (
+    PlotUnavailableError,
+    format_table,
+    plot_available,
+    write_plot,
+    write_trace,
+)
 from ._runner import Executor, execute, run_scenarios
 from ._schema import SHIPPED, ScenarioError, load_files
 
@@ -27,6 +36,27 @@ def _resolve(f: Path) -> Path:
         return f
     shipped = SHIPPED / (f.name if f.suffix == ".toml" else f"{f.name}.toml")
     return shipped if shipped.is_file() else f
+
+
+_DEFAULT_PLOT = Path("<temporary>")
+
+
+def _plot_path(plot: Path | None) -> Path | None:
+    """The plot file: as given, a fresh temporary one for a bare ``--plot``, or ``None``.
+    Raises ``ScenarioError`` (before any scenario runs) without matplotlib or when the
+    named directory does not exist."""
+    if plot is None:
+        return None
+    if not plot_available():
+        raise ScenarioError(
+            "--plot: matplotlib is not installed. Install the optional extra with  pip "
+            "install 'tenferro[plot]'  (or pip install matplotlib), or leave out --plot"
+        )
+    if plot is _DEFAULT_PLOT:
+        return Path(tempfile.mkdtemp(prefix="tenferro-scenarios-")) / "scenarios.png"
+    if not plot.parent.is_dir():
+        raise ScenarioError(f"--plot {plot}: directory {plot.parent} does not exist")
+    return plot
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -50,8 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--plot",
         type=Path,
+        nargs="?",
+        const=_DEFAULT_PLOT,
         metavar="FILE.png",
-        help="draw live bytes over time per scenario (needs matplotlib)",
+        help="draw live bytes over time per scenario (needs matplotlib; checked before "
+        "anything runs); without FILE.png, into a new temporary directory (the path is "
+        "printed), as the demo's --plot",
     )
     run.add_argument(
         "--trace",
@@ -77,6 +111,7 @@ def main(argv: Sequence[str] | None = None, *, executor: Executor = execute) -> 
         return 0
     files = [_resolve(f) for f in args.files] or [SHIPPED]
     try:
+        plot = _plot_path(args.plot)  # refused before any work
         missing = [str(f) for f in files if not f.exists()]
         if missing:
             raise ScenarioError(
@@ -98,9 +133,9 @@ def main(argv: Sequence[str] | None = None, *, executor: Executor = execute) -> 
         if args.trace is not None:
             write_trace(results, args.trace)
             print(f"wrote trace {args.trace} (open in https://ui.perfetto.dev)")
-        if args.plot is not None:
-            write_plot(results, args.plot)
-            print(f"wrote plot {args.plot}")
+        if plot is not None:
+            write_plot(results, plot)
+            print(f"wrote plot {plot}")
     except (PlotUnavailableError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections import Counter
 from collections.abc import Sequence
@@ -221,10 +222,27 @@ def write_plot(results: Sequence[ScenarioResult], path: str | Path) -> None:
     )
 
 
-def plot_records(panels: Sequence[tuple[str, LedgerRecord]], path: str | Path) -> None:
+def plot_available() -> bool:
+    """Whether matplotlib can be imported (looked up, not imported). O(1)."""
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+REASON_COLOURS: dict[AllocationReason, str] = {
+    AllocationReason.OPERATION_OUTPUT: "tab:blue",
+    AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT: "tab:orange",
+    AllocationReason.EXPLICIT_DUPLICATE_DESTINATION: "tab:green",
+    AllocationReason.TRANSFER_DESTINATION: "tab:purple",
+}
+"""One colour per allocation reason, the same in every panel of every plot."""
+
+
+def plot_records(
+    panels: Sequence[tuple[str, LedgerRecord]], path: str | Path, *, share_y: bool = False
+) -> None:
     """One panel per ``(title, capture record)``: live bytes stacked by allocation reason
-    after each allocate/release event.  Raises :class:`PlotUnavailableError` without
-    matplotlib.  O(events)."""
+    after each allocate/release event, each reason in its :data:`REASON_COLOURS` colour
+    in every panel; ``share_y`` gives every panel the same y-scale (for panels that are
+    compared).  Raises :class:`PlotUnavailableError` without matplotlib.  O(events)."""
     try:
         import matplotlib
 
@@ -239,14 +257,16 @@ def plot_records(panels: Sequence[tuple[str, LedgerRecord]], path: str | Path) -
     n = max(len(panels), 1)
     ncols = 2 if n > 1 else 1
     nrows = (n + ncols - 1) // ncols
-    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 3.0 * nrows), squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.5 * ncols, 3.0 * nrows), squeeze=False,
+                             sharey=share_y)
     for ax, (title, rec) in zip(axes.flat, panels, strict=False):
         timeline = rec.timeline()
         reasons = sorted({reason for _, live in timeline for reason in live}, key=lambda x: x.value)
         xs = list(range(len(timeline)))
         ys = [[live.get(reason, 0) for _, live in timeline] for reason in reasons]
         if xs:
-            ax.stackplot(xs, ys, labels=[reason.value for reason in reasons], step="post")
+            ax.stackplot(xs, ys, labels=[str(reason) for reason in reasons], step="post",
+                         colors=[REASON_COLOURS[reason] for reason in reasons])
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("allocate/release event")
         ax.set_ylabel("live bytes")

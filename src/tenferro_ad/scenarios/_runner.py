@@ -135,13 +135,13 @@ def make_inputs(scenario: Scenario) -> list[ts.Tensor[Any, Any]]:
     ``normal`` draws N(0, scale^2); ``uniform`` draws U[0, scale).  One
     ``OPERATION_OUTPUT`` allocation per input; callers make them outside the capture.
     """
-    rng = np.random.default_rng(scenario.seed)
+    rng = ts.random.default_rng(scenario.seed)
     out: list[ts.Tensor[Any, Any]] = []
     for spec in scenario.inputs:
         if spec.init == "normal":
-            out.append(ts.random.normal(spec.shape, seed=rng, std=spec.scale, dtype=spec.dtype))
+            out.append(rng.normal(spec.shape, scale=spec.scale, dtype=spec.dtype))
         else:
-            out.append(ts.random.uniform(spec.shape, seed=rng, high=spec.scale, dtype=spec.dtype))
+            out.append(rng.uniform(spec.shape, high=spec.scale, dtype=spec.dtype))
     return out
 
 

@@ -15,6 +15,8 @@
   host reads in place on the CPU; see ``_xla.py``.
 * Transfers: :func:`download` (device -> host) and :func:`upload` (host -> device), each
   one recorded ``TRANSFER`` copy; :func:`domain_of` says where a value lives.
+* :func:`permanently_retained`: what unproven completions keep for the rest of the
+  process (records, roots, bytes); never freed, not even when the provider is dropped.
 """
 
 from .._access import AccessTarget, PreparedDeviceRead, PreparedDeviceWrite
@@ -25,9 +27,7 @@ from ._device import (
     DeviceRead,
     DeviceWrite,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     bind_read,
     bind_write,
     domain_of,
@@ -38,6 +38,12 @@ from ._device import (
     upload,
 )
 from ._host import HostExecutionProvider, HostRuntimeCounters
+from ._retirement import (
+    PermanentRetention,
+    ProviderEvent,
+    RetirementRecord,
+    permanently_retained,
+)
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
 from ._xla import ALIGNMENT, XlaCounters, XlaProvider, jax_module, xla_providers
 
@@ -60,6 +66,7 @@ __all__ = [
     "Fault",
     "HostExecutionProvider",
     "HostRuntimeCounters",
+    "PermanentRetention",
     "PreparedDeviceRead",
     "PreparedDeviceWrite",
     "ProviderContext",
@@ -75,6 +82,7 @@ __all__ = [
     "bind_write",
     "domain_of",
     "download",
+    "permanently_retained",
     "prepare_access",
     "prepare_read",
     "prepare_write",

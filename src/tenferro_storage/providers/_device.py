@@ -23,7 +23,7 @@ The device half of the prepared hierarchy (the payload classes themselves are in
 * Enqueue consumes bound accesses into :class:`ProviderRetirementBinding` objects held
   by a :class:`RetirementRecord` together with the :class:`ProviderEvent`, the roots and
   the :class:`ProviderContext`.  Proven completion releases the record exactly once;
-  unproven completion moves it into the context's permanent list.
+  unproven completion moves it into the process-wide permanent list (never freed).
 
 Raw handles here (events, contexts, root references) are lifetime-only: none of them can
 produce a ``StorageMut``, an owner or a write binding.
@@ -48,17 +48,19 @@ from .._access import (
 )
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
+from .._frozen import readonly_over
 from .._ledger import LEDGER, AllocationReason, CopyReason
+from .._provider import FaultError, raise_fault
 from .._root import (
     DeviceDomain,
     DeviceMemory,
     ExternalMemory,
-    RootResource,
     adopt_device,
     aligned_copy,
 )
 from .._tensor import Tensor, TensorView, TensorViewMut
 from ..errors import AccessError, BindError, TransferError
+from ._retirement import _PERMANENT, _PERMANENT_LOCK, RetirementRecord
 
 
 @attrs.define
@@ -106,7 +108,9 @@ class ProviderContext:
     completion could not be proven.  Nothing public takes anything out of that list.
     """
 
-    __slots__ = ("_faults", "_permanent", "counters", "domain", "lock", "name")
+    __slots__ = (
+        "_errors", "_faults", "_owned", "_permanent", "counters", "domain", "lock", "name"
+    )
 
     def __init__(self, name: str, domain: DeviceDomain | None = None) -> None:
         self.name = name
@@ -114,22 +118,37 @@ class ProviderContext:
         self.counters = DeviceCounters()
         self.lock = threading.Lock()
         self._permanent: list[RetirementRecord] = []
+        self._owned: dict[int, RetirementRecord] = {}  # admitted, not yet retired
         self._faults: dict[str, int] = {}
+        self._errors: dict[str, FaultError | None] = {}
 
-    def fail_next(self, operation: str, times: int = 1) -> None:
-        """Make the next ``times`` calls of ``"prepare"`` or ``"bind"`` fail (tests)."""
-        if operation not in ("prepare", "bind"):
-            raise ValueError(f"fail_next: unknown operation {operation!r} (prepare, bind)")
+    def fail_next(
+        self, operation: str, times: int = 1, error: FaultError | None = None
+    ) -> None:
+        """Make the next ``times`` calls of ``"prepare"``, ``"bind"`` or ``"enqueue"`` fail
+        (tests).  Preparation and binding raise their typed error (``AccessError``,
+        ``BindError``) and enqueue a ``ProviderEnqueueError``, or each raises ``error`` (an
+        exception type or instance, any ``BaseException``) when given."""
+        if operation not in ("prepare", "bind", "enqueue"):
+            raise ValueError(
+                f"fail_next: unknown operation {operation!r} (prepare, bind, enqueue)"
+            )
         with self.lock:
             self._faults[operation] = self._faults.get(operation, 0) + times
+            self._errors[operation] = error
 
     def _fault(self, operation: str) -> bool:
+        """Whether the next call of ``operation`` fails; raises the injected ``error``
+        itself when one was given."""
         with self.lock:
             n = self._faults.get(operation, 0)
-            if n:
-                self._faults[operation] = n - 1
-                return True
-            return False
+            if not n:
+                return False
+            self._faults[operation] = n - 1
+            error = self._errors.get(operation)
+        if error is not None:
+            raise_fault(error, RuntimeError, f"injected {self.name} fault in {operation}")
+        return True
 
     def count(self, **deltas: int) -> None:
         """Add to counters under the lock."""
@@ -137,6 +156,15 @@ class ProviderContext:
         with self.lock:
             for k, v in deltas.items():
                 setattr(c, k, getattr(c, k) + v)
+
+    def held_bindings(self) -> int:
+        """Retirement bindings whose borrow is live, in records admitted but not yet
+        retired or retained: what the worker/reaper holds while work may be in flight.
+        Reads each binding's own state (not a counter). O(records x bindings);
+        diagnostics and tests."""
+        with self.lock:
+            records = list(self._owned.values())
+        return sum(1 for rec in records for b in rec.bindings if b._lender is not None)
 
     @property
     def retained_records(self) -> int:
@@ -150,6 +178,10 @@ class ProviderContext:
             self._permanent.append(record)
             self.counters.records_retained += 1
             self.counters.retained_bytes += nbytes
+        with _PERMANENT_LOCK:
+            # The process keeps it, not this context: closing and dropping the provider
+            # object must not free memory the device may still be reading or writing.
+            _PERMANENT.append(record)
 
     def __repr__(self) -> str:
         return f"ProviderContext({self.name!r})"
@@ -325,95 +357,6 @@ def bind_write(prepared: PreparedDeviceWrite) -> DeviceWrite:
     return _bind(prepared, PreparedDeviceWrite, DeviceWrite)  # type: ignore[no-any-return]
 
 
-class ProviderEvent:
-    """A completion event recorded on a provider queue (lifetime-only raw handle)."""
-
-    __slots__ = ("_context", "_done", "_released")
-
-    def __init__(self, context: ProviderContext) -> None:
-        self._context = context
-        self._done = threading.Event()
-        self._released = False
-        context.count(events_created=1)
-
-    def complete(self) -> None:
-        """Signal completion (the provider's queue does this). Idempotent."""
-        if not self._done.is_set():
-            self._done.set()
-            self._context.count(events_completed=1)
-
-    def is_complete(self) -> bool:
-        """Query without blocking."""
-        return self._done.is_set()
-
-    def wait(self, timeout: float | None) -> bool:
-        """Block up to ``timeout`` seconds; ``True`` iff completion is proven."""
-        return self._done.wait(timeout)
-
-
-class RetirementRecord:
-    """Provider-private: owns the retirement bindings, event, roots and provider context of
-    one admitted submission until completion is proven.
-
-    :meth:`release` (after proven completion) ends every binding's borrow and drops the
-    event, root and context references exactly once; a second call raises.  A record whose
-    completion cannot be proven is never released: it moves into the context's permanent
-    list.
-    """
-
-    __slots__ = ("bindings", "context", "event", "extra", "roots", "state")
-
-    def __init__(
-        self,
-        context: ProviderContext,
-        event: ProviderEvent,
-        bindings: tuple[ProviderRetirementBinding, ...],
-        roots: tuple[RootResource, ...],
-    ) -> None:
-        self.context: ProviderContext | None = context
-        self.event: ProviderEvent | None = event
-        self.bindings = bindings
-        self.roots = roots
-        self.extra: tuple[Any, ...] = ()  # package/outputs kept alive with the record
-        self.state = "owned"
-        context.count(records_created=1)
-
-    def release(self) -> None:
-        """Release bindings, event, roots and context exactly once (completion proven)."""
-        if self.state != "owned":
-            raise RuntimeError(f"RetirementRecord.release: the record is already {self.state}")
-        context = self.context
-        assert context is not None and self.event is not None
-        for b in self.bindings:
-            b.release()
-        n_bindings, n_roots = len(self.bindings), len(self.roots)
-        self.event._released = True
-        self.bindings = ()
-        self.roots = ()
-        self.event = None
-        self.context = None
-        self.state = "released"
-        context.count(
-            records_released=1,
-            bindings_released=n_bindings,
-            roots_released=n_roots,
-            events_released=1,
-        )
-
-    def retain_permanently(self, *extra: Any) -> None:
-        """Completion unproven: keep everything (and ``extra``) for the context's lifetime."""
-        if self.state != "owned":
-            raise RuntimeError(f"RetirementRecord.retain_permanently: already {self.state}")
-        self.state = "retained"
-        self.extra = extra
-        assert self.context is not None
-        self.context._retain(self)
-
-    def __repr__(self) -> str:
-        n_b, n_r = len(self.bindings), len(self.roots)
-        return f"RetirementRecord({self.state}, {n_b} bindings, {n_r} roots)"
-
-
 # -- device-resident values ---------------------------------------------------------------------
 
 def device_tensor(
@@ -459,9 +402,8 @@ class DeviceAdopter:
         t = device_tensor(self.domain, array, reason, operation)
         storage = t._storage
         assert storage is not None and storage._root is not None
-        ro = storage._root._allocation._backing.view()  # the whole fresh C-contiguous result
-        ro.flags.writeable = False
-        return t, ro
+        backing = storage._root._allocation._backing  # the whole fresh C-contiguous result
+        return t, readonly_over(backing, backing.shape, backing.dtype)
 
     def writable(self, owner: Tensor[Any, Any]) -> np.ndarray[Any, Any]:
         """The writable device array of an owner this engine made. O(rank)."""
@@ -478,20 +420,13 @@ def _device_array(desc: CheckedDescriptor, writable: bool) -> np.ndarray[Any, An
     The same arithmetic as ``CheckedDescriptor.array`` (already checked at construction),
     over the backing store of the root's :class:`DeviceMemory`. O(rank)."""
     memory: DeviceMemory = desc.buffer  # type: ignore[assignment]
-    item = desc.dtype.itemsize
-    size = desc.size
-    arr: np.ndarray[Any, Any] = np.ndarray(
-        desc.shape,
-        dtype=desc.dtype.numpy,
-        buffer=memory._backing,
-        offset=desc.start + desc.offset * item if size else desc.start,
-        strides=tuple(
-            s * item if size and n > 1 else 0 for n, s in zip(desc.shape, desc.strides, strict=True)
-        ),
+    offset, strides = desc._geometry()
+    if not writable:  # over a read-only buffer: a kernel cannot make it writable
+        return readonly_over(memory._backing, desc.shape, desc.dtype.numpy, offset, strides)
+    return np.ndarray(
+        desc.shape, dtype=desc.dtype.numpy, buffer=memory._backing, offset=offset,
+        strides=strides,
     )
-    if not writable:
-        arr.flags.writeable = False
-    return arr
 
 
 _Value = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]

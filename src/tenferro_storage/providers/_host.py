@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import attrs
 import numpy as np
 
+from .._provider import HostProvider
 from ..errors import ScopedSubmitRejected, SubmitRejected
 from ..runtime._engine import (
     HOST_DOMAIN,
@@ -77,15 +78,21 @@ def _donated_arrays(
     program: CompiledGraph, package: ExecutionInputs
 ) -> dict[int, np.ndarray[Any, Any]] | None:
     """Writable arrays of the donated bindings (the task owns the package exclusively and
-    submission checked that nothing else in it sees those bytes). O(donated)."""
+    submission checked that nothing else in it sees those bytes): one provider write
+    mapping each (may fail: a post-admission preparation failure). O(donated)."""
     if not program.donated:
         return None
     group = package._group
     assert group is not None
+    descs, allocations, rec_alloc = group._descs, group._allocations, group._rec_alloc
     out = {}
     for k in program.donated:
-        desc = group._descs[package._bindings[k]._index]
-        assert desc is not None
+        i = package._bindings[k]._index
+        storage, desc = allocations[rec_alloc[i]], descs[i]
+        assert storage is not None and storage._root is not None and desc is not None
+        provider = storage._root.provider
+        assert isinstance(provider, HostProvider)  # submission checked the domain
+        provider.map_host_write()
         out[k] = desc.array()
     return out
 
@@ -126,8 +133,11 @@ class HostExecutionProvider(ExecutionProvider):
         package = inputs._take("runtime.submit")
         try:
             arrays = _package_arrays(package)
-        except Exception as exc:
+        except BaseException as exc:
+            # Nothing ran: the caller's package is whole again, whatever was raised.
             inputs._give_back(package)
+            if not isinstance(exc, Exception):
+                raise  # an interrupt propagates; ``inputs`` is usable
             self.counters.rejections += 1
             cause = SubmitError(
                 SubmitErrorKind.BIND_FAILED, "runtime.submit", f"{type(exc).__name__}: {exc}"
@@ -136,19 +146,38 @@ class HostExecutionProvider(ExecutionProvider):
         counters = self.counters
         counters.submissions += 1
         counters.prepares += len(arrays)
-        # Admission boundary: the first kernel call.  From here on failures are outcomes.
+        # Admission boundary.  From here on (post-admission write preparation of donated
+        # inputs, the kernels, building the bundle) a failure is a terminal outcome: the
+        # work runs in this thread, so when it raises it has retired (completion proven).
         cell = OutcomeCell()
         counters.dispatches += 1
+        written: set[int] = set()
+        where = "write preparation"
         try:
-            fresh = run_program(program, arrays, _donated_arrays(program, package))
-        except Exception as exc:
-            arrays.clear()
+            donated = _donated_arrays(program, package)
             where = program.name or "program"
-            failure = execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc)
-            cell.publish(RetiredFailed(failure, package))
+            fresh = run_program(program, arrays, donated, written=written)
+            where = "bundle"
+            bundle = detached_bundle(program, package, fresh)
+        except BaseException as exc:
+            arrays.clear()
+            package._clobbered = tuple(sorted(written))
+            if not isinstance(exc, Exception):
+                # An interrupt (KeyboardInterrupt, SystemExit, ...): the synchronous work
+                # has retired, so the exact package goes back into the caller's ``inputs``
+                # (marked clobbered where donated bytes were written) and it propagates.
+                inputs._give_back(package)
+                raise
+            kind = (
+                ExecutionErrorKind.PROVIDER_FAILED
+                if where == "write preparation"
+                else ExecutionErrorKind.KERNEL_FAILED
+            )
+            failure = execution_error(kind, where, exc)
+            cell.publish(RetiredFailed(failure, package, package._clobbered))
         else:
             arrays.clear()
-            cell.publish(Completed(detached_bundle(program, package, fresh)))
+            cell.publish(Completed(bundle))
         return ExecutionHandle._make(engine, cell)
 
     def execute_scoped(
@@ -170,6 +199,7 @@ class HostExecutionProvider(ExecutionProvider):
         counters.dispatches += 1
         try:
             fresh = run_program(program, arrays)
+            bundle = scoped_bundle(program, inputs, fresh)
         except Exception as exc:
             arrays.clear()
             inputs._moved_by = None
@@ -183,7 +213,7 @@ class HostExecutionProvider(ExecutionProvider):
             inputs._moved_by = None
             raise
         arrays.clear()
-        return Completed(scoped_bundle(program, inputs, fresh))
+        return Completed(bundle)
 
     def __repr__(self) -> str:
         return "HostExecutionProvider()"

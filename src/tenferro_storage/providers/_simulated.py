@@ -33,7 +33,7 @@ from .._access import PreparedDeviceRead
 from .._ledger import attributed_to
 from .._root import DeviceDomain, RootResource
 from .._tensor import Tensor, TensorView
-from ..errors import AccessError, BindError, SubmitRejected, TransferError
+from ..errors import SubmitRejected, TransferError
 from ..runtime._engine import (
     HOST_DOMAIN,
     AccessEndpoint,
@@ -68,15 +68,14 @@ from ._device import (
     DeviceCounters,
     DeviceRead,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     _bind,
     _Value,
     download,
     prepare_read,
     upload,
 )
+from ._retirement import ProviderEvent, RetirementRecord
 
 
 class Fault(enum.Enum):
@@ -100,6 +99,15 @@ class SimulatedDeviceError(RuntimeError):
     """The injected device execution failure."""
 
 
+class ProviderEnqueueError(RuntimeError):
+    """The enqueue-capable call failed (``context.fail_next("enqueue")``): whether the
+    device received the work is unknown, so the submission drains."""
+
+
+class _Closed(Exception):
+    """Internal: the provider was closed while a submission was being prepared."""
+
+
 _SUBMIT: Final = "runtime.submit"
 _SUBMISSIONS: Final = itertools.count(1)
 _DOMAINS: Final = itertools.count(1)
@@ -107,7 +115,9 @@ _MEMORY: Final = ("device", "host-visible")
 
 
 class _Work:
-    __slots__ = ("cell", "fault", "package", "program", "record", "submission", "thread")
+    __slots__ = (
+        "cell", "claimed", "fault", "package", "program", "record", "submission", "thread"
+    )
 
     def __init__(
         self,
@@ -125,6 +135,7 @@ class _Work:
         self.fault = fault
         self.submission = submission
         self.thread = threading.get_ident()  # the submitter: its captures see this work
+        self.claimed = False  # set (under the provider lock) by whoever retires it
 
 
 class SimulatedAsyncProvider(ExecutionProvider):
@@ -265,68 +276,114 @@ class SimulatedAsyncProvider(ExecutionProvider):
                 inputs,
             )
         package = inputs._take(_SUBMIT)
-        group = package._group
-        assert group is not None
-        # Derive the prepared bindings inside the task, before the enqueue-capable call.
+        # Before the enqueue-capable call: derive the prepared bindings and build the
+        # retirement record.  Nothing can have been enqueued, so any failure -- of any
+        # exception type -- hands the exact package back (an interrupt then propagates).
         bound: list[Any] = []
+        record: RetirementRecord | None = None
         try:
-            fail_bind = fault is Fault.BIND_FAILURE  # this submission's own fault
-            descs, allocations, rec_alloc = group._descs, group._allocations, group._rec_alloc
-            for slot in package._bindings:
-                # A shared borrow of the task-owned group for this binding (the slot was
-                # resolved by the runtime's validation; no call-site capture on this path).
-                i = slot._index
-                group._shared += 1
-                group._who = "device binding"
-                group._site = None
-                storage, desc = allocations[rec_alloc[i]], descs[i]
-                assert storage is not None and desc is not None
-                view = TensorView._make(group, storage, desc)
-                try:
-                    prepared = prepare_read(ctx, view)
-                except AccessError:
-                    view.release()
-                    raise
-                try:
-                    bound.append(_bind(prepared, PreparedDeviceRead, DeviceRead, fail_bind))
-                except BindError as exc:
-                    exc.value.release()
-                    raise
-        except (AccessError, BindError) as exc:
+            self._bind_inputs(package, fault is Fault.BIND_FAILURE, bound)
+            cell = OutcomeCell()
+            with self._lock:  # closing takes this lock too: no work can follow the stop marker
+                if self._closed:
+                    raise _Closed
+                if self._worker is None:
+                    self._worker = threading.Thread(
+                        target=self._run, name=f"{ctx.name}-worker", daemon=True
+                    )
+                    self._worker.start()
+                event = ProviderEvent(ctx)
+                bindings = tuple(
+                    b._successor(ProviderRetirementBinding, "enqueue") for b in bound
+                )
+                bound.clear()
+                record = RetirementRecord(ctx, event, bindings, package._roots())
+                work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
+                self._pending += 1
+        except BaseException as exc:
             for b in bound:
                 b.release()
+            if record is not None and record.state == "owned":  # never enqueued: proven
+                assert record.event is not None
+                record.event.complete()
+                record.release()
             inputs._give_back(package)
+            if not isinstance(exc, Exception):
+                raise
             ctx.count(rejections=1)
-            cause = SubmitError(SubmitErrorKind.BIND_FAILED, _SUBMIT, str(exc))
-            raise SubmitRejected(cause, inputs) from None
-        cell = OutcomeCell()
-        with self._lock:  # closing takes this lock too: no work can follow the stop marker
-            if self._closed:
-                for b in bound:
-                    b.release()
-                inputs._give_back(package)
-                ctx.count(rejections=1)
-                raise SubmitRejected(
-                    SubmitError(
-                        SubmitErrorKind.PROVIDER_REJECTED,
-                        _SUBMIT,
-                        f"{engine}: the provider is closed",
-                    ),
-                    inputs,
-                )
-            event = ProviderEvent(ctx)
-            bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
-            record = RetirementRecord(ctx, event, bindings, package._roots())
-            work = _Work(program, package, record, cell, fault, next(_SUBMISSIONS))
-            self._pending += 1
-            if self._worker is None:
-                self._worker = threading.Thread(
-                    target=self._run, name=f"{ctx.name}-worker", daemon=True
-                )
-                self._worker.start()
+            kind, why = (
+                (SubmitErrorKind.PROVIDER_REJECTED, f"{engine}: the provider is closed")
+                if isinstance(exc, _Closed)
+                else (SubmitErrorKind.BIND_FAILED, f"{type(exc).__name__}: {exc}")
+            )
+            raise SubmitRejected(SubmitError(kind, _SUBMIT, why), inputs) from None
+        # The enqueue-capable call: the admission boundary.  From here on only outcomes.
+        try:
+            if ctx._fault("enqueue"):
+                raise ProviderEnqueueError(f"{engine}: injected enqueue failure")
             ctx.count(enqueues=1)
-            self._queue.put(work)  # the admission boundary: from here on, only outcomes
+            self._queue.put(work)
+        except BaseException as exc:
+            self._enqueue_failed(work, inputs, exc)
         return ExecutionHandle._make(engine, cell)
+
+    def _bind_inputs(self, package: ExecutionInputs, fail_bind: bool, bound: list[Any]) -> None:
+        """One prepared + bound device read per binding, appended to ``bound`` (so the
+        caller can release them if a later one fails).  ``AccessError``/``BindError``
+        leave nothing half-made behind."""
+        ctx = self.context
+        group = package._group
+        assert group is not None
+        descs, allocations, rec_alloc = group._descs, group._allocations, group._rec_alloc
+        for slot in package._bindings:
+            # A shared borrow of the task-owned group for this binding (the slot was
+            # resolved by the runtime's validation; no call-site capture on this path).
+            i = slot._index
+            group._shared += 1
+            group._who = "device binding"
+            group._site = None
+            storage, desc = allocations[rec_alloc[i]], descs[i]
+            assert storage is not None and desc is not None
+            view = TensorView._make(group, storage, desc)
+            try:
+                prepared = prepare_read(ctx, view)
+            except BaseException:
+                if view._lender is not None:
+                    view.release()
+                raise
+            try:
+                bound.append(_bind(prepared, PreparedDeviceRead, DeviceRead, fail_bind))
+            except BaseException:
+                prepared.release()
+                raise
+
+    def _enqueue_failed(self, work: _Work, inputs: ExecutionInputs, exc: BaseException) -> None:
+        """The enqueue-capable call raised, so the work may or may not be on the queue: it
+        enters Draining.  Whoever claims it first owns its retirement: if the worker did,
+        it runs and retires as usual; if this thread does, the worker will skip it, so
+        nothing ran and completion is proven -- the record is released once and the
+        outcome is ``RetiredFailed`` with the exact package (an interrupt instead hands the
+        package back to ``inputs`` and propagates)."""
+        with self._lock:
+            mine = not work.claimed
+            work.claimed = True
+        if not mine:
+            if not isinstance(exc, Exception):
+                raise exc  # the worker retires the work; the handle is dropped (detached)
+            return
+        record, package, cell = work.record, work.package, work.cell
+        work.package = work.cell = None
+        assert record.event is not None and package is not None and cell is not None
+        record.event.complete()  # the queue entry is cancelled: nothing will run
+        record.release()
+        with self._idle:
+            self._pending -= 1
+            self._idle.notify_all()
+        if not isinstance(exc, Exception):
+            inputs._give_back(package)
+            raise exc
+        cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "enqueue", exc)
+        cell.publish(RetiredFailed(cause, package))
 
     def execute_scoped(
         self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
@@ -342,6 +399,10 @@ class SimulatedAsyncProvider(ExecutionProvider):
             if work is None:
                 return
             self._gate.wait()
+            with self._lock:
+                if work.claimed:  # a failed enqueue already drained it (see _enqueue_failed)
+                    continue
+                work.claimed = True
             try:
                 with attributed_to(work.thread):
                     self._process(work)
@@ -357,6 +418,8 @@ class SimulatedAsyncProvider(ExecutionProvider):
         """The reaper itself failed: nothing about completion can be claimed any more, so
         the record is retained for good and the observer (if any) gets CompletionUnproven."""
         if work.record.state == "owned":
+            if work.package is not None and work.package._group is not None:
+                _keep_roots(work.record, work.package._all_roots())
             work.record.retain_permanently(work.package)
         work.package = None
         cell = work.cell
@@ -408,7 +471,8 @@ class SimulatedAsyncProvider(ExecutionProvider):
                 else CompletionErrorKind.EVENT_TIMEOUT
             )
             out_roots = tuple(r for t in fresh.values() if (r := t._storage._root) is not None)
-            record.roots = record.roots + out_roots
+            assert work.package is not None
+            _keep_roots(record, work.package._all_roots() + out_roots)
             record.retain_permanently(work.package, fresh)
             work.package = None
             outcome = CompletionUnproven(
@@ -465,6 +529,12 @@ class SimulatedAsyncProvider(ExecutionProvider):
 
     def __repr__(self) -> str:
         return f"SimulatedAsyncProvider({self.context.name!r})"
+
+
+def _keep_roots(record: RetirementRecord, roots: tuple[RootResource, ...]) -> None:
+    """Add ``roots`` the record does not name yet (it keeps them alive and counts them)."""
+    seen = {id(r) for r in record.roots}
+    record.roots = record.roots + tuple(r for r in roots if id(r) not in seen)
 
 
 def roots_of(record: RetirementRecord) -> tuple[RootResource, ...]:

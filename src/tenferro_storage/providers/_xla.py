@@ -89,12 +89,11 @@ from ..runtime._submission import (
 from ._device import (
     DeviceRead,
     ProviderContext,
-    ProviderEvent,
     ProviderRetirementBinding,
-    RetirementRecord,
     _bind,
     prepare_read,
 )
+from ._retirement import ProviderEvent, RetirementRecord
 from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
 
 _SUBMIT: Final = "runtime.submit"

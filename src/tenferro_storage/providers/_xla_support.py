@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..runtime._submission import OutcomeCell
-from ._device import RetirementRecord
+from ._retirement import RetirementRecord
 
 
 def jax_module() -> Any:

@@ -15,9 +15,11 @@ from typing import Any, Final, Protocol
 import attrs
 import numpy as np
 
+from .._frozen import frozen
 from .._ledger import AllocationReason
 from .._tensor import Tensor, adopt_output
 from ..kernel import read_array
+from ._host_run import KernelOutputError, run_on_host
 
 _OPERATION_OUTPUT: Final = AllocationReason.OPERATION_OUTPUT
 
@@ -55,7 +57,8 @@ class Value:
 class Instruction:
     """One kernel call: ``outputs = kernel(*values[inputs], **params)``.
 
-    ``kernel`` receives read-only numpy arrays and returns one fresh C-contiguous array
+    ``kernel`` receives numpy arrays it must not write (the input bindings read-only, the
+    program's own intermediates as they are on the host) and returns one fresh C-contiguous array
     (or numpy scalar) per output slot, as a tuple when ``len(outputs) != 1``.
     ``params`` are static keyword parameters (sorted ``(name, value)`` pairs).
     ``release_after`` lists the intermediate value slots whose last use is this
@@ -95,16 +98,28 @@ class ProgramOutput:
     metadata: OutputMetadata | None = None
 
 
+def _constant_value(value: Any) -> Any:
+    """A constant's value as kernels receive it: an array becomes a read-only view over a
+    read-only buffer (no copy; no numpy API makes it writable, so a kernel can neither
+    write it nor hand it back to be adopted as a second owner); a scalar as is. O(1)."""
+    return frozen(value) if isinstance(value, np.ndarray) else value
+
+
 @attrs.frozen(eq=False)
 class Constant:
     """A value slot bound to a program-owned, read-only constant (a traced literal).
 
-    ``value`` is a numpy array or scalar; kernels receive it read-only.  Constants hold
-    no ledger storage, are never released, and cannot be program outputs (copy one with
-    an instruction to return it)."""
+    ``value`` is a numpy array or scalar; kernels receive it read-only.  An array is kept
+    as a read-only view of the array given (no copy: the memory stays the giver's, so a
+    hand-built constant must not be written while the program lives;
+    :meth:`ProgramBuilder.constant` copies once instead).  A kernel that returns a
+    constant (or a view of one) is refused with ``AliasedOutputError`` like one that
+    returns an input: a constant never becomes an owner.  Constants hold no ledger
+    storage, are never released, and cannot be program outputs (copy one with an
+    instruction to return it)."""
 
     slot: int
-    value: Any
+    value: Any = attrs.field(converter=_constant_value)
 
 
 class ProgramError(ValueError):
@@ -227,6 +242,7 @@ class CompiledGraph:
     _kinds: tuple[OutputKind, ...] = attrs.field(init=False, repr=False, eq=False)
     _kept: frozenset[int] = attrs.field(init=False, repr=False, eq=False)
     _backing: dict[int, int] = attrs.field(init=False, repr=False, eq=False)
+    _host_run: Any = attrs.field(init=False, repr=False, eq=False)
 
     def __attrs_post_init__(self) -> None:
         _validate(self)
@@ -243,6 +259,7 @@ class CompiledGraph:
                 if src is not None:
                     backing[ins.outputs[0]] = src
         object.__setattr__(self, "_backing", backing)
+        object.__setattr__(self, "_host_run", None)  # generated on the first host run
 
     def backing_input(self, value: int) -> int | None:
         """The donated input slot whose buffer holds ``value`` (``None``: its own). O(1)."""
@@ -334,8 +351,7 @@ class ProgramBuilder:
 
     def constant(self, value: Any) -> Value:
         """A program-owned read-only constant (a numpy array or scalar, copied once here)."""
-        arr = np.array(value, copy=True)
-        arr.flags.writeable = False
+        arr = np.array(value, copy=True)  # (Constant keeps it over a read-only buffer)
         slot = self._n_values
         self._n_values += 1
         self._constants.append(Constant(slot, arr))
@@ -389,10 +405,6 @@ class ProgramBuilder:
         )
 
 
-class KernelOutputError(RuntimeError):
-    """A kernel returned the wrong number of results."""
-
-
 class DeviceOutputs(Protocol):
     """How a device engine owns and reaches program values in its own memory (see
     :func:`run_program`; ``providers._device.DeviceAdopter`` is the simulated device's)."""
@@ -415,6 +427,7 @@ def run_program(
     arrays: Sequence[np.ndarray[Any, Any]],
     writable: Mapping[int, np.ndarray[Any, Any]] | None = None,
     device: DeviceOutputs | None = None,
+    written: set[int] | None = None,
 ) -> dict[int, Tensor[Any, Any]]:
     """Interpret ``program`` over read-only input ``arrays``; return the fresh owners of
     its FRESH output values, by value slot (except those held in a donated input's
@@ -428,10 +441,17 @@ def run_program(
     ``writable`` (input slot -> writable array, given by a provider that owns the
     input exclusively; ``KernelOutputError`` when it is missing).  Owners are host
     memory unless a device engine passes ``device``: then every result is owned in its
-    device domain and stays device-resident.  Intermediates are dropped at their last
-    use.  Any exception propagates after every intermediate made so far has been
-    released.  Cost: the kernels plus O(instructions) bookkeeping.
+    device domain and stays device-resident.  ``written`` (when given) collects the
+    donated input slots a kernel was handed to write, *before* the call (a kernel that
+    raises may have written part of it): a failed run reports which inputs it clobbered.
+    Intermediates are dropped at their last use.  Any exception propagates after every
+    intermediate made so far has been released.  Cost: the kernels plus O(instructions)
+    bookkeeping; on the host without donation the instructions run as one generated
+    function (``_host_run``: the same allocation events, no owner object for an
+    intermediate).
     """
+    if device is None and not program.donated:
+        return run_on_host(program, arrays)
     values: list[Any] = [None] * program.n_values
     values[: program.n_inputs] = arrays
     for c in program.constants:
@@ -468,6 +488,8 @@ def run_program(
                         )
                     out = writable[src]
                     owner = None
+                    if written is not None:
+                        written.add(src)
                 else:
                     owner = kept.pop(into, None)
                     if owner is None:  # released by this very instruction: in place
@@ -488,10 +510,8 @@ def run_program(
                 if owner is not None:
                     owners[slot] = owner
                     values[slot] = read_array(owner) if device is None else device.readable(owner)
-                else:
-                    ro = out.view()
-                    ro.flags.writeable = False
-                    values[slot] = ro
+                else:  # a donated input's buffer, read from here on (read-only buffer)
+                    values[slot] = frozen(out)
                 owner = None  # no local may keep an owner alive past its release below
             for s in ins.release_after:
                 values[s] = None

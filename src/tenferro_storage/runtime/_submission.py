@@ -62,6 +62,7 @@ class SubmitErrorKind(enum.Enum):
     PROVIDER_REJECTED = "the provider refused before enqueue"
     BIND_FAILED = "the provider could not prepare or bind an input"
     DONATION = "a donated input cannot be written in place"
+    CLOBBERED = "an input holds what a failed program wrote into it"
 
 
 @attrs.frozen
@@ -139,10 +140,18 @@ class Completed(Generic[B]):
 @attrs.frozen(eq=False)
 class RetiredFailed(Generic[I]):
     """The work failed and completion was proven; ``inputs`` are the exact input owners
-    (detached) or the exact borrowed package (scoped)."""
+    (detached) or the exact borrowed package (scoped).
+
+    ``clobbered``: the input positions (program input indices) of donated inputs the
+    failed program had already written into -- their bytes are what the program left,
+    not the caller's values.  The returned package carries the same mark
+    (``ExecutionInputs.clobbered``) and ``submit`` refuses it while the mark is there, so
+    a retry cannot silently compute on those bytes.  Empty when nothing was written
+    (always for scoped calls, which never write)."""
 
     cause: ExecutionError
     inputs: I
+    clobbered: tuple[int, ...] = ()
 
 
 @attrs.frozen(eq=False)
@@ -189,10 +198,11 @@ class ExecutionInputs(Lender):
     O(len(bindings)); no allocation, no copy.
     """
 
-    __slots__ = ("_bindings", "_group")
+    __slots__ = ("_bindings", "_clobbered", "_group")
 
     _group: AllocationGroup | None
     _bindings: tuple[DescriptorSlot, ...]
+    _clobbered: tuple[int, ...]
 
     def __init__(self, group: AllocationGroup, bindings: Sequence[DescriptorSlot]) -> None:
         slots = tuple(bindings)
@@ -201,6 +211,7 @@ class ExecutionInputs(Lender):
                 group._resolve(s, "ExecutionInputs")  # GroupError; the group is unchanged
         self._group = _move_group(group, "ExecutionInputs")
         self._bindings = slots
+        self._clobbered = ()
         self._init_lender()
 
     def _describe(self) -> str:
@@ -219,6 +230,22 @@ class ExecutionInputs(Lender):
         self._live("ExecutionInputs.bindings")
         return self._bindings
 
+    @property
+    def clobbered(self) -> tuple[int, ...]:
+        """Input positions whose bytes a failed program (a donating one) wrote over: this
+        package came back in ``RetiredFailed`` holding what the program left there.
+        ``submit`` refuses the package while any is marked; write the values again and
+        call :meth:`clear_clobbered`, or take the bytes as they are with
+        :meth:`into_parts`. O(1)."""
+        self._live("ExecutionInputs.clobbered")
+        return self._clobbered
+
+    def clear_clobbered(self) -> None:
+        """Declare the clobbered inputs valid again (the caller rewrote them or accepts
+        their bytes): the explicit step that lets the package be submitted again. O(1)."""
+        self._live("ExecutionInputs.clear_clobbered")
+        self._clobbered = ()
+
     def into_parts(self) -> tuple[AllocationGroup, tuple[DescriptorSlot, ...]]:
         """Consume the package into ``(group, bindings)``. O(1)."""
         self._consume("ExecutionInputs.into_parts")
@@ -235,15 +262,29 @@ class ExecutionInputs(Lender):
         pkg._init_lender()
         pkg._group = self._group
         pkg._bindings = self._bindings
+        pkg._clobbered = self._clobbered
         self._group = None
         return pkg
 
     def _give_back(self, pkg: ExecutionInputs) -> None:
-        """Undo ``_take`` (a failure proven to precede any enqueue): same group object."""
+        """Undo ``_take`` once no work can touch the package any more (a failure proven to
+        precede any enqueue, or an interrupt after synchronous work retired): the same
+        group object, with the clobber mark the task set."""
         self._group = pkg._group
+        self._clobbered = pkg._clobbered
         pkg._group = None
         pkg._moved_by = "rejection"
         self._unconsume()
+
+    def _all_roots(self) -> tuple[RootResource, ...]:
+        """Every distinct root the package's group holds (bound or not). O(allocations)."""
+        group = self._group
+        assert group is not None
+        seen: dict[int, RootResource] = {}
+        for storage in group._allocations:
+            if storage is not None and storage._root is not None:
+                seen.setdefault(id(storage._root), storage._root)
+        return tuple(seen.values())
 
     def _roots(self) -> tuple[RootResource, ...]:
         """The distinct roots of the bound records, in binding order. O(bindings)."""
@@ -547,30 +588,24 @@ class ScopedExecutionBundle(Lender):
             v.release()
         return tensor
 
-    def into_owned_outputs(self) -> list[Tensor[Any, Any] | None]:
-        """Consume the bundle into the owners of all its *owned* outputs at once: one entry
-        per output, the owner for the first occurrence of each fresh value, ``None`` for a
-        borrowed output, a repeat of an owned one, or metadata (read those with
-        ``output(i)`` before calling this).  No copy, no allocation. O(outputs)."""
-        operation = "ScopedExecutionBundle.into_owned_outputs"
+    def into_owned_group(
+        self,
+    ) -> tuple[AllocationGroup, tuple[TensorView[Any, Any] | DescriptorSlot | OutputMetadata, ...]]:
+        """Consume the bundle into its owned group and output map, to keep *every* fresh
+        output (``into_owned_output`` keeps one): each fresh output is a slot of the group
+        (``AllocationGroup.try_extract`` moves its owner out; a repeated one names the same
+        slot again), a borrowed output is its ``TensorView`` (the caller releases it), a
+        metadata output its ``OutputMetadata``.  A borrowed bundle raises ``BorrowError``
+        and nothing changes.  No copy, no allocation. O(1)."""
+        operation = "ScopedExecutionBundle.into_owned_group"
         self._live(operation)
         owned = self._owned
         assert owned is not None
-        outs: list[Tensor[Any, Any] | None] = []
-        taken: set[int] = set()
-        for o in self._outputs:
-            if isinstance(o, DescriptorSlot) and o._index not in taken:
-                taken.add(o._index)
-                outs.append(owned.try_extract(o))
-            else:
-                outs.append(None)
-        borrowed = [o for o in self._outputs if isinstance(o, TensorView)]
+        owned._exclusive_access(operation)
         self._moved_by = operation
         self._owned = None
-        self._outputs = ()
-        for v in borrowed:
-            v.release()
-        return outs
+        outputs, self._outputs = self._outputs, ()
+        return owned, outputs
 
     def release(self) -> None:
         """End the borrows of the borrowed outputs now (the owned group is dropped too). O(n)."""
@@ -711,6 +746,13 @@ def _detached_cause(
         return err(SubmitErrorKind.INVALID_PROGRAM, _foreign(engine, program))
     if inputs._moved_by is not None:
         return err(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
+    if inputs._clobbered:
+        return err(
+            SubmitErrorKind.CLOBBERED,
+            f"input(s) {list(inputs._clobbered)} hold what a failed program wrote into them "
+            "(RetiredFailed.clobbered); write the values again and call "
+            "inputs.clear_clobbered(), or build a new package",
+        )
     group = inputs._group
     assert group is not None
     if group._exclusive is not None or group._shared:
@@ -791,9 +833,16 @@ def submit(engine: EngineId, program: Program, inputs: ExecutionInputs) -> Execu
 
     Validation and planning come first; any refusal raises ``SubmitRejected`` whose
     ``into_parts()`` gives back the cause and this exact, unchanged ``inputs`` object
-    (nothing was admitted, nothing enqueued).  Otherwise ``inputs`` is consumed and an
-    :class:`ExecutionHandle` is returned; every later failure arrives through
-    ``handle.wait()``.  Cost: O(bindings + allocations) checks plus the provider's
+    (nothing was admitted, nothing enqueued); a package marked ``clobbered`` by a failed
+    donating run is refused the same way.  Otherwise ``inputs`` is consumed and an
+    :class:`ExecutionHandle` is returned; every later failure of any exception type
+    arrives through ``handle.wait()`` -- except an interrupt (a ``BaseException`` that is
+    not an ``Exception``: ``KeyboardInterrupt``, ``SystemExit``) raised in the caller's own
+    thread, which propagates after the work is accounted for: once no work can touch the
+    package any more (nothing was enqueued, or the synchronous host engine's work retired)
+    this exact ``inputs`` object holds the package again (``clobbered`` set for donated
+    inputs already written); otherwise the engine's reaper retires it as for a dropped
+    handle.  Cost: O(bindings + allocations) checks plus the provider's
     admission; the host engine also runs the program before returning.
     """
     if not isinstance(inputs, ExecutionInputs):
@@ -873,23 +922,38 @@ def execute_scoped_read_only(
 def detached_bundle(
     program: Program, package: ExecutionInputs, fresh: dict[int, Tensor[Any, Any]]
 ) -> ExecutionBundle:
-    """Build the completed bundle: the package's group plus one record per fresh output."""
-    group, bindings = package.into_parts()
+    """Build the completed bundle: the package's group plus one record per fresh output.
+
+    The package is consumed only once the bundle exists: if building it raises, the
+    records inserted so far are taken out again (and dropped) and the package is whole."""
+    group, bindings = package._group, package._bindings
+    assert group is not None
     slots: dict[int, DescriptorSlot] = {}
+    inserted: list[DescriptorSlot] = []
     outputs: list[ExecutionOutput] = []
-    for out in program.outputs:
-        if out.kind is OutputKind.METADATA:
-            assert out.metadata is not None
-            outputs.append(out.metadata)
-            continue
-        v = out.value
-        assert v is not None
-        slot = slots.get(v)
-        if slot is None:
-            src = v if v < program.n_inputs else program.backing_input(v)
-            slot = bindings[src] if src is not None else group.insert(fresh.pop(v))
-            slots[v] = slot
-        outputs.append(slot)
+    try:
+        for out in program.outputs:
+            if out.kind is OutputKind.METADATA:
+                assert out.metadata is not None
+                outputs.append(out.metadata)
+                continue
+            v = out.value
+            assert v is not None
+            slot = slots.get(v)
+            if slot is None:
+                src = v if v < program.n_inputs else program.backing_input(v)
+                if src is not None:
+                    slot = bindings[src]
+                else:
+                    slot = group.insert(fresh.pop(v))
+                    inserted.append(slot)
+                slots[v] = slot
+            outputs.append(slot)
+    except BaseException:
+        for slot in inserted:
+            group.try_extract(slot)
+        raise
+    package.into_parts()
     return ExecutionBundle._make(group, tuple(outputs), program.output_kinds)
 
 
@@ -900,20 +964,26 @@ def scoped_bundle(
     owned = AllocationGroup()
     slots: dict[int, DescriptorSlot] = {}
     outputs: list[TensorView[Any, Any] | DescriptorSlot | OutputMetadata] = []
-    for out in program.outputs:
-        if out.kind is OutputKind.METADATA:
-            assert out.metadata is not None
-            outputs.append(out.metadata)
-            continue
-        v = out.value
-        assert v is not None
-        if v < program.n_inputs:
-            outputs.append(inputs._views[v].as_view())
-            continue
-        slot = slots.get(v)
-        if slot is None:
-            slot = slots[v] = owned.insert(fresh.pop(v))
-        outputs.append(slot)
+    try:
+        for out in program.outputs:
+            if out.kind is OutputKind.METADATA:
+                assert out.metadata is not None
+                outputs.append(out.metadata)
+                continue
+            v = out.value
+            assert v is not None
+            if v < program.n_inputs:
+                outputs.append(inputs._views[v].as_view())
+                continue
+            slot = slots.get(v)
+            if slot is None:
+                slot = slots[v] = owned.insert(fresh.pop(v))
+            outputs.append(slot)
+    except BaseException:
+        for o in outputs:  # the reborrows made so far end; the caller's views stay
+            if isinstance(o, TensorView):
+                o.release()
+        raise
     return ScopedExecutionBundle._make(owned, tuple(outputs), program.output_kinds)
 
 

@@ -137,6 +137,14 @@ def _pinv(x: Any, a: Any, *, rtol: float | None) -> Any:
 
 deflower(D.TRIL, _tril)
 deflower(D.TRIU, _triu)
+def _eig_mask(x: Any, v: Any) -> Any:
+    """``ops._linalg_math.eig_mask`` in JAX: one-hot (over rows) of each column's
+    largest-magnitude entry."""
+    v = x.np.asarray(v)
+    k = x.np.argmax(x.np.abs(v), axis=-2)
+    return (x.np.arange(v.shape[-2])[:, None] == k[..., None, :]).astype(v.dtype)
+
+
 deflower(D.DIAGONAL, _diagonal)
 deflower(D.DIAG_EMBED, _diag_embed)
 deflower(D.EYE_LIKE, _eye_like)
@@ -151,6 +159,7 @@ deflower(D.EIGH, _eigh)
 deflower(D.SVD, _svd)
 deflower(D.SVD_FULL, _svd_full)
 deflower(D.EIG, _eig)
+deflower(D.EIG_MASK, _eig_mask)
 deflower(D.EXPM, _expm)
 deflower(D.SYLVESTER, _sylvester)
 deflower(D.SQRTM, _sqrtm)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..._traced._lowering import deflower
+from .. import _along as AL
 from .. import einsum as EIN
 from .. import linalg as LIN
 from .. import manip as MAN
@@ -40,6 +43,26 @@ def _slice_pad(x: Any, g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
 def _scatter_add(x: Any, g: Any, *, key: Any, shape: tuple[int, ...]) -> Any:
     g = x.np.asarray(g)
     return x.np.zeros(shape, g.dtype).at[key].add(g)
+
+
+def _take_along(x: Any, a: Any, idx: Any, *, axis: int) -> Any:
+    return x.np.take_along_axis(x.np.asarray(a), x.np.asarray(idx), axis=axis)
+
+
+def _put_along_add(x: Any, g: Any, idx: Any, *, axis: int, shape: tuple[int, ...]) -> Any:
+    """``ops._along._put_impl`` in JAX: zeros of ``shape`` with ``g`` added at ``idx``."""
+    jnp = x.np
+    g, idx = jnp.asarray(g), jnp.asarray(idx)
+    nd = len(shape)
+    full = tuple(np.broadcast_shapes(tuple(g.shape), tuple(idx.shape)))
+    key = tuple(
+        jnp.broadcast_to(idx, full) if i == axis
+        else jnp.arange(shape[i] if shape[i] == full[i] else 1).reshape(
+            (1,) * i + (-1,) + (1,) * (nd - i - 1)
+        )
+        for i in range(nd)
+    )
+    return jnp.zeros(shape, g.dtype).at[key].add(jnp.broadcast_to(g, full))
 
 
 def _concatenate(x: Any, *parts: Any, axis: int, sizes: tuple[int, ...]) -> Any:
@@ -101,6 +124,8 @@ deflower(SH.SLICE, _index)
 deflower(SH.GATHER, _index)
 deflower(SH.SLICE_PAD, _slice_pad)
 deflower(SH.SCATTER_ADD, _scatter_add)
+deflower(AL.TAKE_ALONG, _take_along)
+deflower(AL.PUT_ALONG_ADD, _put_along_add)
 deflower(SH.CONCATENATE, _concatenate)
 deflower(MAN.FILL, _fill)
 deflower(MAN.EYE, _eye)

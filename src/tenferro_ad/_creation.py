@@ -1,0 +1,49 @@
+"""Creation, in one place: ``tenferro_ad`` offers every creation function
+``tenferro_storage`` has (``zeros``, ``ones``, ``full``, ``arange``, ``from_numpy``,
+``from_dlpack``, re-exported: they return owners) beside its own (``eye``, ``linspace``,
+``zeros_like``, ``ones_like``, ``full_like``: differentiable values), and ``asarray``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import tenferro_storage as ts
+from tenferro_storage.errors import DTypeError, TenferroError
+
+from ._core._handle import EagerTensor
+
+__all__ = ["asarray"]
+
+_VALUES = (ts.Tensor, ts.TensorView, ts.TensorViewMut, EagerTensor)
+
+
+def asarray(x: Any, dtype: Any = None) -> Any:
+    """``numpy.asarray`` for tenferro: what ops and transforms take, with no hidden copy.
+
+    A tenferro value (owner, view, handle) comes back as it is (no copy; with ``dtype``
+    different from its own, ``astype`` makes a new value).  Anything else is imported into
+    a new owner with **one recorded** ``TRANSFER`` copy: a numpy array, list or scalar
+    through ``from_numpy``, a JAX array or torch tensor through ``from_dlpack``.  Hoist an
+    ``asarray`` of a constant out of a loop or a jitted function: passing the numpy array
+    itself imports it again on every call.  O(1) for a tenferro value, O(size) otherwise.
+    """
+    if dtype is not None:
+        try:
+            dtype = ts.dtype(dtype)
+        except TenferroError as e:
+            raise DTypeError(f"asarray: argument 'dtype': {str(e).partition(': ')[2]}") from None
+    if isinstance(x, _VALUES):
+        if dtype is None or dtype == x.dtype:
+            return x
+        return x.astype(dtype)
+    try:
+        if not isinstance(x, np.ndarray | np.generic) and hasattr(type(x), "__dlpack__"):
+            owner = ts.from_dlpack(x)
+            return owner if dtype is None else asarray(owner, dtype)
+        return ts.from_numpy(x, dtype)
+    except DTypeError as e:  # named for this call: asarray's argument 'x'
+        rest = str(e).partition("argument '")[2].partition(" ")[2] or str(e)
+        raise type(e)(f"asarray: argument 'x': {rest}") from None

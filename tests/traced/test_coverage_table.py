@@ -1,0 +1,346 @@
+"""The coverage table: every primitive of the registry, through every transform, vs JAX.
+
+Each primitive in ``tenferro_ad``'s registry is *driven* by a row of the one op table
+(``tests/_opspecs.py``): the first row whose traced graph applies it (or, for a primitive
+that only a derivative emits -- ``scatter_add``, ``slice_pad``, ``put_along_add``... --
+the first row whose gradient or JVP graph does).  A primitive no row drives must be listed
+in :data:`UNDRIVEN` with the reason, so a new op is covered automatically or fails here.
+
+Every driving row runs, for each of its dtypes, the modes of :data:`MODES`: eager,
+``jit``, ``vmap`` with ``in_axes`` 0, 1, -1 and ``(0, None, ...)``, ``grad`` of ``jit``,
+``jit`` of ``grad``, ``jacrev``/``jacfwd``/``hessian`` inside ``jit``, ``grad`` through
+``checkpoint`` with each policy, and ``custom_vjp``/``custom_jvp`` wrappers of the op
+(whose rules are the op's own ``vjp``/``jvp``) eagerly and under ``jit`` -- comparing
+values, dtypes and shapes with JAX.  A *cell* is (primitive, mode, dtype); the cells of a
+primitive are those of its driving row.  Derivative modes exist where the output is
+inexact; ``jacrev``/``jacfwd``/``hessian`` for real dtypes (JAX defines them for complex
+input only as holomorphic).  Every cell passes, or is listed in :data:`REFUSALS` (a clear
+error, asserted to be raised) or in :data:`KNOWN` (a difference owned by another open
+item, asserted to still differ, so the entry is removed when the fix lands).
+
+Runtime: dev/CI runs each row in its widest dtype (float64, or complex128 where the row
+defines it); ``TENFERRO_THOROUGH=1`` runs every dtype of every row (float32 and complex64
+too).  JAX runs op by op (``jax.disable_jit``), each reference computed once per case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_ad import traced
+from tenferro_ad._core._primitive import REGISTRY
+from tenferro_ad.errors import MissingRuleError
+from tests._opspecs import OPS, Op
+from tests.ad._opcheck import THOROUGH, inputs
+
+jax.config.update("jax_enable_x64", True)
+
+POLICIES = {
+    "save_nothing": ad.save_nothing,
+    "save_everything": ad.save_everything,
+    "save_contractions": ad.save_contractions,
+    "save_named": ad.save_named("x"),
+}
+MODES = (
+    "eager", "jit", "vmap0", "vmap1", "vmap-1", "vmapNone", "grad(jit)", "jit(grad)",
+    "jit(jacrev)", "jit(jacfwd)", "jit(hessian)",
+    *(f"checkpoint[{p}]" for p in POLICIES),
+    "custom_vjp", "jit(custom_vjp)", "custom_jvp", "jit(custom_jvp)",
+)
+DERIVATIVE = {m for m in MODES if not (m in ("eager", "jit") or m.startswith("vmap"))}
+REAL_ONLY = {"jit(jacrev)", "jit(jacfwd)", "jit(hessian)"}
+
+# primitives no row can drive, and why (each is still exercised where stated)
+UNDRIVEN: dict[str, str] = {
+    "identity": "the alias op the tape records for an input returned as is; a graph never "
+    "holds it (tests/ad/test_bind_fast_paths.py)",
+    "reshape_copy": "traced as reshape (CANONICAL): eager's copy-or-alias split has no "
+    "graph form",
+    "same": "eager-only bookkeeping of an argument aliased to the output",
+    "fill": "a constant constructor (full_like, zeros_like...): its argument is a Python "
+    "scalar, so a trace folds it into a literal (tests/ad/test_ops_manip.py)",
+    "eye": "a constant constructor: a trace folds it into a literal "
+    "(tests/ad/test_ops_manip.py)",
+}
+
+_F = ("float32", "float64")
+_NO_RULE = (
+    MissingRuleError, "svd_full_matrices",
+    "full_matrices=True of a non-square matrix has no derivative (JAX: NotImplementedError)",
+)
+# (row, mode, dtype) -> (error type, message fragment, why): documented refusals
+REFUSALS: dict[tuple[str, str, str], tuple[type[BaseException], str, str]] = {
+    **{("la.svd_full", m, d): _NO_RULE for m in DERIVATIVE for d in _F},
+    **{("view_as_complex", "vmap-1", d): (
+        TypeError, "unit-stride",
+        "a zero-copy reinterpretation needs the trailing axis of 2 contiguous; a batch axis "
+        "moved behind it breaks that (JAX copies)") for d in _F},
+}
+
+_ITEM4 = (
+    "issue 26 item 4 (t26b): a float32 input meeting a float64 constant (the row's "
+    "``+ 3.0 * eye``) gets a float64 derivative under jit; JAX keeps float32"
+)
+_NESTED = (
+    "found by this table, open: eager reverse-over-forward (vjp of a nested jvp, as "
+    "custom_jvp's eager transpose runs) through qr/eigh/eig/svd differs from JAX"
+)
+# (row, mode, dtype) -> the open item that owns the difference (asserted to still differ)
+KNOWN: dict[tuple[str, str, str], str] = {
+    **{(r, m, "float32"): _ITEM4
+       for r in ("la.solve", "la.inv", "la.det", "la.slogdet", "la.sqrtm", "la.solve_sylvester")
+       for m in ("jit(grad)", "jit(jacrev)", "jit(jacfwd)", "jit(hessian)", "jit(custom_vjp)",
+                 "jit(custom_jvp)")},
+    **{("la.eigvals", m, "float32"): _ITEM4
+       for m in ("jit(grad)", "jit(custom_vjp)", "jit(custom_jvp)")},
+    ("astype", "jit(jacfwd)", "float64"): "issue 26 item 8 (t26b): a jacobian's dtype "
+    "(float32 here, JAX: float64 for astype's float32 output of a float64 input)",
+    **{(r, "custom_jvp", d): _NESTED
+       for r, ds in (("norm_mat_nuc", ("float64",)), ("la.qr", _F), ("la.eigh", _F),
+                     ("la.eigvals", _F))
+       for d in ds},
+}
+
+
+def _graph_prims(g: traced.Graph) -> list[str]:
+    return [e.prim.name for e in g.eqns]
+
+
+def _drive() -> tuple[dict[str, Op], dict[str, list[str]]]:
+    """primitive -> its driving row; row name -> the primitives it drives."""
+    rows: dict[str, Op] = {}
+    later: list[tuple[Op, list[np.ndarray]]] = []
+    for op in OPS:
+        for dtype in dict.fromkeys(("float64" if "float64" in op.dtypes else op.dtypes[-1],
+                                    op.dtypes[-1])):
+            try:
+                xs, _ = inputs(op, 0, dtype)
+                g = traced.trace(op.ours)(*xs)
+            except Exception:  # a row that cannot trace (TRACED_GAPS) drives nothing
+                continue
+            for p in _graph_prims(g):
+                rows.setdefault(p, op)
+            later.append((op, xs))
+    for op, xs in later:  # primitives only a derivative emits
+        if set(REGISTRY) - set(UNDRIVEN) <= set(rows):
+            break
+        try:
+            g = traced.trace(op.ours)(*xs)
+            if g.outvars[0].dtype.kind not in "fc":
+                continue
+            for t in (traced.vjp(g), traced.jvp(g)):
+                for p in _graph_prims(t):
+                    rows.setdefault(p, op)
+        except Exception:
+            continue
+    by_row: dict[str, list[str]] = {}
+    for p, op in rows.items():
+        by_row.setdefault(op.name, []).append(p)
+    return rows, by_row
+
+
+def _widest(dtypes: tuple[str, ...]) -> tuple[str, ...]:
+    out = tuple(d for d in dtypes if d in ("float64", "complex128"))
+    return out or dtypes[-1:]
+
+
+DRIVER, DRIVES = _drive()
+ROWS = {op.name: op for op in OPS if op.name in DRIVES}
+# dev/CI: each row in its widest dtype (float64, complex128 where defined); every dtype of
+# every row (float32 and complex64 too) under TENFERRO_THOROUGH=1 (a ~10 minute run)
+CASES = [
+    pytest.param(name, dtype, id=f"{name}-{dtype}")
+    for name, op in ROWS.items()
+    for dtype in (op.dtypes if THOROUGH else _widest(op.dtypes))
+]
+
+
+def test_every_registered_primitive_is_driven_or_documented() -> None:
+    """A primitive is covered by a row of the op table, or UNDRIVEN says why not."""
+    missing = set(REGISTRY) - set(DRIVER) - set(UNDRIVEN)
+    assert not missing, f"primitives no op-table row drives (add a row): {sorted(missing)}"
+    stale = set(UNDRIVEN) & set(DRIVER)
+    assert not stale, f"UNDRIVEN lists primitives a row drives now: {sorted(stale)}"
+
+
+# -- the cells -----------------------------------------------------------------------------
+def _np(x: Any) -> Any:
+    if isinstance(x, tuple | list):
+        return [_np(v) for v in x]
+    if hasattr(x, "to_numpy"):
+        return x.to_numpy()
+    return np.asarray(x)
+
+
+def _close(got: Any, want: Any, tol: float) -> None:
+    if isinstance(want, tuple | list):
+        assert isinstance(got, list) and len(got) == len(want), (type(got), len(want))
+        for a, b in zip(got, want, strict=True):
+            _close(a, b, tol)
+        return
+    a, b = np.asarray(got), np.asarray(want)
+    assert a.shape == b.shape, f"shape {a.shape} != JAX {b.shape}"
+    assert a.dtype == b.dtype, f"dtype {a.dtype} != JAX {b.dtype}"
+    if a.dtype.kind == "b" or a.dtype.kind in "iu":
+        np.testing.assert_array_equal(a, b)
+        return
+    fin = np.isfinite(b)
+    scale = max(1.0, float(np.max(np.abs(b[fin]), initial=0.0)))
+    np.testing.assert_allclose(a, b, rtol=tol, atol=tol * scale, equal_nan=True)
+
+
+def _axes(xs: list[np.ndarray], mode: str) -> tuple[Any, ...]:
+    if mode == "vmapNone":
+        return (0,) + (None,) * (len(xs) - 1)
+    k = int(mode[4:])
+    return tuple(k if k < 0 or np.ndim(x) >= k else 0 for x in xs)
+
+
+def _batched(xs: list[np.ndarray], axes: tuple[Any, ...]) -> list[np.ndarray]:
+    return [x if ax is None else np.stack([x, (x * 0.97).astype(x.dtype)], axis=ax)
+            for x, ax in zip(xs, axes, strict=True)]
+
+
+class Case:
+    """One (row, dtype): its inputs, the weighted real loss, and the JAX references
+    (computed on first use, op by op)."""
+
+    def __init__(self, op: Op, dtype: str) -> None:
+        self.op, self.dtype = op, dtype
+        self.xs, rng = inputs(op, 0, dtype)
+        with jax.disable_jit():
+            ref = np.asarray(op.theirs(*self.xs))
+        self.value = ref
+        self.inexact = ref.dtype.kind in "fc"
+        self.complex = any(np.iscomplexobj(x) for x in self.xs)
+        rdt = np.real(np.zeros((), ref.dtype)).dtype if self.inexact else np.float64
+        self.w = rng.normal(size=ref.shape).astype(rdt)
+        self.nums = tuple(range(len(self.xs)))
+        self.tol = op.rtol32 if dtype in ("float32", "complex64") else max(op.rtol64, 1e-8)
+        self._refs: dict[str, Any] = {}
+
+    def loss(self, m: Any, f: Callable[..., Any]) -> Callable[..., Any]:
+        w = self.w
+
+        def loss(*a: Any) -> Any:
+            y = f(*a) * w
+            return m.sum(m.real(y)) if np.iscomplexobj(self.value) else m.sum(y)
+
+        return loss
+
+    def ref(self, key: str) -> Any:
+        got = self._refs.get(key)
+        if got is None:
+            op, xs = self.op, self.xs
+            with jax.disable_jit():
+                if key.startswith("vmap"):
+                    axes = _axes(xs, key)
+                    got = jax.vmap(op.theirs, in_axes=axes)(*_batched(xs, axes))
+                elif key == "grad":
+                    got = jax.grad(self.loss(jnp, op.theirs), argnums=self.nums)(*xs)
+                elif key == "jac":
+                    got = jax.jacrev(lambda a: op.theirs(a, *xs[1:]))(xs[0])
+                else:  # hessian
+                    got = jax.hessian(lambda a: self.loss(jnp, op.theirs)(a, *xs[1:]))(xs[0])
+            got = [np.asarray(g) for g in got] if isinstance(got, tuple) else np.asarray(got)
+            self._refs[key] = got
+        return got
+
+
+def _custom_vjp(f: Callable[..., Any]) -> Any:
+    cf = ad.custom_vjp(f)
+    cf.defvjp(lambda *a: (cf(*a), a), lambda res, g: tuple(ad.vjp(f, *res)[1](g)))
+    return cf
+
+
+def _custom_jvp(f: Callable[..., Any]) -> Any:
+    cf = ad.custom_jvp(f)
+    cf.defjvp(lambda p, t: ad.jvp(f, tuple(p), tuple(t)))
+    return cf
+
+
+def _run(c: Case, mode: str) -> tuple[Any, Any]:
+    """(ours, JAX's) for one cell."""
+    f, xs = c.op.ours, c.xs
+    owners = [ts.from_numpy(x) for x in xs]
+    if mode == "eager":
+        return _np(f(*owners)), c.value
+    if mode == "jit":
+        return _np(ad.jit(f)(*xs)), c.value
+    if mode.startswith("vmap"):
+        axes = _axes(xs, mode)
+        return _np(ad.vmap(f, in_axes=axes)(*_batched(xs, axes))), c.ref(mode)
+    if mode == "jit(jacrev)" or mode == "jit(jacfwd)":
+        jac = ad.jacrev if mode == "jit(jacrev)" else ad.jacfwd
+        return _np(ad.jit(lambda a, *r: jac(lambda b: f(b, *r))(a))(*xs)), c.ref("jac")
+    if mode == "jit(hessian)":
+        loss = c.loss(ad, f)
+        return _np(ad.jit(lambda a, *r: ad.hessian(lambda b: loss(b, *r))(a))(*xs)), c.ref(
+            "hessian"
+        )
+    if mode.startswith("checkpoint"):
+        policy = POLICIES[mode[len("checkpoint[") : -1]]
+        got = ad.grad(c.loss(ad, ad.checkpoint(f, policy=policy)), argnums=c.nums)(*owners)
+        return _np(got), c.ref("grad")
+    if mode == "grad(jit)":
+        return _np(ad.grad(c.loss(ad, ad.jit(f)), argnums=c.nums)(*owners)), c.ref("grad")
+    if mode == "jit(grad)":
+        return _np(ad.jit(ad.grad(c.loss(ad, f), argnums=c.nums))(*xs)), c.ref("grad")
+    wrapped = _custom_vjp(f) if "custom_vjp" in mode else _custom_jvp(f)
+    g = ad.grad(c.loss(ad, wrapped), argnums=c.nums)
+    got = ad.jit(g)(*xs) if mode.startswith("jit") else g(*owners)
+    return _np(got), c.ref("grad")
+
+
+def _modes(c: Case) -> list[str]:
+    out = []
+    for m in MODES:
+        if m in DERIVATIVE and not c.inexact:
+            continue
+        if m in REAL_ONLY and (c.complex or np.iscomplexobj(c.value)):
+            continue
+        if m == "vmapNone" and len(c.xs) < 2:
+            continue
+        out.append(m)
+    return out
+
+
+CELLS: dict[str, int] = {"cells": 0, "refusals": 0, "known": 0}
+
+
+@pytest.mark.parametrize(("name", "dtype"), CASES)
+def test_coverage_cell_matches_jax_or_is_a_documented_refusal(name: str, dtype: str) -> None:
+    """Every mode of the row driving these primitives matches JAX (value, dtype, shape),
+    or raises its documented refusal, or still shows its KNOWN difference."""
+    c = Case(ROWS[name], dtype)
+    failures = []
+    n_prims = len(DRIVES[name])
+    for mode in _modes(c):
+        key = (name, mode, dtype)
+        CELLS["cells"] += n_prims
+        if key in REFUSALS:
+            CELLS["refusals"] += n_prims
+            err, match, _ = REFUSALS[key]
+            with pytest.raises(err, match=match):
+                _run(c, mode)
+            continue
+        try:
+            got, want = _run(c, mode)
+            _close(got, want, c.tol)
+        except Exception as e:
+            if key in KNOWN:
+                CELLS["known"] += n_prims
+                continue
+            failures.append(f"{mode}: {type(e).__name__}: {str(e)[:300]}")
+            continue
+        if key in KNOWN:
+            failures.append(f"{mode}: listed in KNOWN ({KNOWN[key]}) but passes: remove it")
+    assert not failures, f"{name} [{dtype}] drives {DRIVES[name]}:\n" + "\n".join(failures)

@@ -1,0 +1,117 @@
+"""Arguments JAX accepts are accepted in both modes (issue 26, items 8, 9, 10): keyword
+arguments to jit/vmap, has_aux under jit/vmap, dict arguments to jacrev/jacfwd, nested
+in_axes, zero-size jacobians (JAX's shape and the function's dtype), big-endian arrays
+(converted as numpy converts them), jax arrays in vmap as in jit, and a jvp tangent
+that differs from its primal only in byte order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import tenferro_ad as ad
+
+
+def _np(x: Any) -> np.ndarray:
+    return x.to_numpy() if hasattr(x, "to_numpy") else np.asarray(x)
+
+
+def test_jit_takes_keyword_arguments_as_traced_leaves() -> None:
+    f = ad.jit(lambda x, y=1.0, *, scale: (x * y) * scale)
+    x, y = np.arange(3.0), np.array([2.0, 3.0, 4.0])
+    np.testing.assert_allclose(_np(f(x, y=y, scale=2.0)), x * y * 2.0)
+    np.testing.assert_allclose(_np(f(x, y=y + 1, scale=3.0)), x * (y + 1) * 3.0)
+    assert f.cache_size == 1  # new values of the same types do not retrace
+    np.testing.assert_allclose(_np(f(x, scale=2.0)), x * 2.0)  # default y: another signature
+    assert f.cache_size == 2
+
+
+def test_vmap_maps_keyword_arguments_over_axis_0() -> None:
+    x, y = np.arange(6.0).reshape(2, 3), np.arange(6.0, 12.0).reshape(2, 3)
+    got = ad.vmap(lambda a, b: a * ad.sum(b), in_axes=(0,))(x, b=y)
+    want = jax.vmap(lambda a, b: a * jnp.sum(b), in_axes=(0,))(x, b=y)
+    np.testing.assert_allclose(_np(got), np.asarray(want))
+    got = ad.vmap(lambda a, b: a + b, in_axes=None)(np.arange(3.0), b=y)
+    np.testing.assert_allclose(_np(got), np.arange(3.0) + y)
+
+
+@pytest.mark.parametrize("wrap", ["jit", "vmap"])
+def test_has_aux_works_under_jit_and_vmap(wrap: str) -> None:
+    def f(x: Any) -> Any:
+        return ad.sum(x * x), {"twice": x * 2.0}
+
+    x = np.array([1.0, -2.0, 3.0])
+    t = ad.jit if wrap == "jit" else ad.vmap
+    arg = x if wrap == "jit" else np.stack([x, x + 1])
+    g, aux = t(ad.grad(f, has_aux=True))(arg)
+    np.testing.assert_allclose(_np(g), 2 * arg)
+    np.testing.assert_allclose(_np(aux["twice"]), 2 * arg)
+    (v, aux2), g2 = t(ad.value_and_grad(f, has_aux=True))(arg)
+    np.testing.assert_allclose(_np(v), np.sum(arg * arg, axis=-1))
+    np.testing.assert_allclose(_np(g2), 2 * arg)
+    np.testing.assert_allclose(_np(aux2["twice"]), 2 * arg)
+
+
+@pytest.mark.parametrize("name", ["jacrev", "jacfwd"])
+def test_jacobians_take_dict_arguments(name: str) -> None:
+    d = {"a": np.array([1.0, 2.0]), "b": np.array(3.0)}
+    ours = getattr(ad, name)(lambda p: p["a"] * p["b"])(d)
+    theirs = getattr(jax, name)(lambda p: p["a"] * p["b"])(d)
+    assert sorted(ours) == sorted(theirs)
+    for k in theirs:
+        np.testing.assert_allclose(_np(ours[k]), np.asarray(theirs[k]))
+
+
+def test_vmap_takes_nested_in_axes() -> None:
+    pair = (np.arange(6.0).reshape(2, 3), np.arange(3.0))
+    got = ad.vmap(lambda t, s: t[0] * s + t[1], in_axes=((0, None), None))(pair, 2.0)
+    want = jax.vmap(lambda t, s: t[0] * s + t[1], in_axes=((0, None), None))(pair, 2.0)
+    np.testing.assert_allclose(_np(got), np.asarray(want))
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["jacfwd", "jacrev"])
+@pytest.mark.parametrize(("in_shape", "fn"), [
+    ((0,), "sum_plus_3"), ((3,), "take_none"), ((0,), "double"), ((0, 2), "sum_plus_3"),
+])
+def test_zero_size_jacobians_have_jaxs_shape_and_the_functions_dtype(
+    dt: type, name: str, in_shape: tuple[int, ...], fn: str
+) -> None:
+    o3 = np.ones(3, dt)
+    fns = {
+        "sum_plus_3": lambda m: lambda x: m.sum(x) + o3,
+        "take_none": lambda m: lambda x: x[:0],
+        "double": lambda m: lambda x: x * 2,
+    }
+    x = np.zeros(in_shape, dt) if fn != "take_none" else np.ones(in_shape, dt)
+    ours = _np(getattr(ad, name)(fns[fn](ad))(x))
+    theirs = getattr(jax, name)(fns[fn](jnp))(x)
+    assert ours.shape == theirs.shape
+    assert ours.dtype == theirs.dtype
+
+
+def test_big_endian_arrays_are_converted_in_every_mode() -> None:
+    be = np.arange(3.0).astype(">f8")
+    native = be.astype("<f8")
+    f = lambda x: ad.sum(x * x)  # noqa: E731
+    np.testing.assert_allclose(_np(ad.sin(be)), np.sin(native))
+    for g in (ad.grad(f), ad.jit(ad.grad(f)), ad.vmap(ad.grad(lambda s: s * s))):
+        np.testing.assert_allclose(_np(g(be)), 2 * native)
+    _, tan = ad.jvp(ad.sin, (native,), (be,))  # a tangent differing only in byte order
+    np.testing.assert_allclose(_np(tan), np.cos(native) * native)
+    assert be.dtype.str == ">f8"  # the caller's array is unchanged
+
+
+def test_a_jax_array_works_in_vmap_as_in_jit() -> None:
+    x = jnp.arange(6.0).reshape(2, 3)
+    np.testing.assert_allclose(_np(ad.vmap(ad.sin)(x)), np.sin(np.asarray(x)))
+    np.testing.assert_allclose(_np(ad.jit(ad.sin)(x)), np.sin(np.asarray(x)))
+
+
+def test_a_jvp_tangent_of_another_dtype_names_both_dtypes() -> None:
+    with pytest.raises(TypeError, match="float32, but its primal has dtype float64"):
+        ad.jvp(ad.sin, (np.arange(3.0),), (np.ones(3, np.float32),))
