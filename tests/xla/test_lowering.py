@@ -35,7 +35,8 @@ def _close(got: Any, want: Any, rtol: float) -> None:
 
 
 def test_every_primitive_has_a_lowering_rule() -> None:
-    missing = sorted(n for n, p in REGISTRY.items() if p not in LOWERINGS)
+    # user primitives (``extend.defprimitive``, checked) bring their own rule or are refused
+    missing = sorted(n for n, p in REGISTRY.items() if not p.checked and p not in LOWERINGS)
     assert not missing, f"primitives without an XLA lowering rule: {missing}"
 
 
