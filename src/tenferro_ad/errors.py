@@ -24,10 +24,12 @@ __all__ = [
     "BackwardError",
     "CheckpointError",
     "DonationError",
+    "EngineUnavailableError",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
     "LinAlgError",
+    "LoweringError",
     "MissingRuleError",
     "NotUnique",
     "ScenarioError",
@@ -110,6 +112,22 @@ class MissingRuleError(TenferroError, NotImplementedError):
         self.primitive = primitive
         self.rule = rule
         self.argument = argument
+
+
+class LoweringError(TenferroError, NotImplementedError):
+    """A traced program cannot be compiled for the XLA engine: one of its primitives has no
+    lowering rule (``.primitive`` names it; the message shows its equation), or a rule
+    produced the wrong type.  Raised before anything runs; there is no silent host
+    fallback (``jit(..., engine="host")`` runs the program on the host)."""
+
+    def __init__(self, message: str, primitive: str) -> None:
+        super().__init__(message)
+        self.primitive = primitive
+
+
+class EngineUnavailableError(TenferroError, RuntimeError):
+    """``jit(..., engine=...)`` names an engine that is not available (``"xla"`` without
+    jax installed, or an unknown name)."""
 
 
 class TapeError(TenferroError, RuntimeError):

@@ -33,6 +33,7 @@ from ._core._primitive import (
 from ._core._primitive import defpointwise as _defpointwise
 from ._core._primitive import defprimitive as _defprimitive
 from ._core._state import allocation_reason
+from ._traced._lowering import deflower
 
 
 def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
@@ -65,6 +66,7 @@ __all__ = [
     "bind",
     "defbilinear",
     "deflinear",
+    "deflower",
     "defpointwise",
     "defprimitive",
     "nondifferentiable",

@@ -12,7 +12,7 @@ from ._dtypes import resolve as resolve_dtype_for
 from ._layout import INTP_MAX
 from ._ledger import LEDGER, AllocationReason, CopyReason
 from ._rank import DynRank, Rank0, Rank1, Rank2, Rank3, Rank4
-from ._root import OwnedStorage, allocate
+from ._root import OwnedStorage, aligned_copy, aligned_empty, allocate
 from ._tensor import Tensor, TensorView, TensorViewMut
 from .errors import (
     AllocationFailedError,
@@ -64,7 +64,9 @@ def zeros(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: 
 def zeros(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with zeros. One ``OPERATION_OUTPUT`` allocation. O(size)."""
     dt = resolve_dtype_for(dtype, "zeros")
-    return Tensor._adopt(np.zeros(_shape("zeros", shape, dt), dt.numpy), dt, _OUT, "zeros")  # type: ignore[no-any-return]
+    arr = aligned_empty(_shape("zeros", shape, dt), dt.numpy)
+    arr.fill(0)
+    return Tensor._adopt(arr, dt, _OUT, "zeros")  # type: ignore[no-any-return]
 
 
 @overload
@@ -82,7 +84,9 @@ def ones(shape: tuple[int, ...], dtype: object = ...) -> Tensor[Any, DynRank]: .
 def ones(shape: Shape, dtype: object = "float64") -> Tensor[Any, Any]:
     """A new owner filled with ones. One ``OPERATION_OUTPUT`` allocation. O(size)."""
     dt = resolve_dtype_for(dtype, "ones")
-    return Tensor._adopt(np.ones(_shape("ones", shape, dt), dt.numpy), dt, _OUT, "ones")  # type: ignore[no-any-return]
+    arr = aligned_empty(_shape("ones", shape, dt), dt.numpy)
+    arr.fill(1)
+    return Tensor._adopt(arr, dt, _OUT, "ones")  # type: ignore[no-any-return]
 
 
 @overload
@@ -125,7 +129,9 @@ def _filled(
             f"{shown(fill_value)}"
         )
     fill = checked_cast(f"{operation}: argument 'fill_value'", fill, dt.numpy)
-    return Tensor._adopt(np.full(shape_t, fill, dtype=dt.numpy), dt, _OUT, operation)  # type: ignore[no-any-return]
+    arr = aligned_empty(shape_t, dt.numpy)
+    arr.fill(fill)
+    return Tensor._adopt(arr, dt, _OUT, operation)  # type: ignore[no-any-return]
 
 
 def arange(
@@ -163,7 +169,7 @@ def arange(
             f"arguments 'start', 'stop' and 'step' ask for {count} elements, which need more "
             "memory than can be addressed",
         )
-    arr = np.arange(start, stop, step, dtype=dt.numpy)
+    arr = aligned_copy(np.arange(start, stop, step, dtype=dt.numpy), dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, "arange")  # type: ignore[no-any-return]
 
 
@@ -203,7 +209,7 @@ def _transfer(src: np.ndarray[Any, Any], dt: Any, operation: str) -> Tensor[Any,
     """``src`` copied into a new owner: one ``TRANSFER`` copy, one ``TRANSFER_DESTINATION``
     allocation (nothing when copies are forbidden: ``CopyForbiddenError`` first). O(size)."""
     LEDGER.check_copy_allowed(operation)
-    arr = np.array(src, dtype=dt.numpy, copy=True, order="C")
+    arr = aligned_copy(src, dt.numpy)
     t: Tensor[Any, DynRank] = Tensor._adopt(
         arr, dt, AllocationReason.TRANSFER_DESTINATION, operation
     )

@@ -129,8 +129,8 @@ class CheckedDescriptor:
         """The writable numpy array over exactly this layout (built once, cached)."""
         arr = self._array
         if arr is None:
-            if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-                self.buffer.refuse_host()  # type: ignore[attr-defined]
+            if type(self.buffer) is not np.ndarray:  # device memory: no writable host array
+                self.buffer.refuse_host(None, "write")  # type: ignore[attr-defined]
             offset, strides = self._geometry()
             arr = np.ndarray(
                 self.shape, dtype=self.dtype.numpy, buffer=self.buffer, offset=offset,
@@ -142,13 +142,16 @@ class CheckedDescriptor:
     def readonly(self) -> np.ndarray[Any, Any]:
         """The read-only numpy array over this layout (built once, cached), over a
         read-only buffer: no numpy API can make it (or a view of it) writable, so what a
-        shared borrow hands out never becomes write access. O(rank) once, no copy."""
+        shared borrow hands out never becomes write access.  For an external buffer the
+        host can read (an XLA CPU buffer) it lies over that buffer's zero-copy read-only
+        host view, frozen the same way. O(rank) once, no copy."""
         ro = self._readonly
         if ro is None:
-            if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-                self.buffer.refuse_host()  # type: ignore[attr-defined]
+            buffer = self.buffer
+            if type(buffer) is not np.ndarray:  # device memory: its host view, or refused
+                buffer = buffer.host_readonly()  # type: ignore[attr-defined]
             offset, strides = self._geometry()
-            ro = readonly_over(self.buffer, self.shape, self.dtype.numpy, offset, strides)
+            ro = readonly_over(buffer, self.shape, self.dtype.numpy, offset, strides)
             self._readonly = ro
         return ro
 
@@ -163,18 +166,21 @@ class CheckedDescriptor:
         except AttributeError:
             pass
         assert isinstance(self.layout, Contiguous)
-        if type(self.buffer) is not np.ndarray:  # device memory: no host array exists
-            self.buffer.refuse_host()  # type: ignore[attr-defined]
+        buffer = self.buffer
+        if type(buffer) is not np.ndarray:  # device memory: at most a read-only host view
+            if writable:
+                buffer.refuse_host(None, "write")  # type: ignore[attr-defined]
+            buffer = buffer.host_readonly()  # type: ignore[attr-defined]
         r = self.layout.element_range
         item = self.dtype.itemsize
         offset = self.start + r.start * item if len(r) else self.start
         if writable:
             arr: np.ndarray[Any, Any] = np.ndarray(
-                (len(r),), dtype=self.dtype.numpy, buffer=self.buffer, offset=offset
+                (len(r),), dtype=self.dtype.numpy, buffer=buffer, offset=offset
             )
             self._flat = arr
         else:  # over a read-only buffer, like readonly()
-            arr = readonly_over(self.buffer, (len(r),), self.dtype.numpy, offset)
+            arr = readonly_over(buffer, (len(r),), self.dtype.numpy, offset)
             self._flat_readonly = arr
         return arr
 
@@ -307,6 +313,32 @@ def fresh(
     d.buffer = buffer
     d.layout = layout
     d._array = array
+    d._readonly = None
+    d._injective = _PROOF_FRESH
+    return d
+
+
+def fresh_shaped(dt: DType, shape: tuple[int, ...], root: RootResource) -> CheckedDescriptor:
+    """The whole-root C-contiguous descriptor of ``shape`` for a root with no host array
+    (an external device buffer): :func:`fresh` without the cached array. O(1)."""
+    meta = _WHOLE_META.get(shape)
+    if meta is None:
+        meta = _whole_meta(shape)
+    strides, layout, size = meta
+    d = CheckedDescriptor.__new__(CheckedDescriptor)
+    d.dtype = dt
+    d.shape = shape
+    d.strides = strides
+    d.offset = 0
+    d.size = size
+    d.lo = 0
+    d.hi = size - 1
+    d.start = 0
+    buffer = root._allocation
+    d.stop = buffer.nbytes
+    d.buffer = buffer
+    d.layout = layout
+    d._array = None
     d._readonly = None
     d._injective = _PROOF_FRESH
     return d

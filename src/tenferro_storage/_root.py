@@ -20,6 +20,7 @@ import operator
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
@@ -186,6 +187,11 @@ class DeviceMemory(NoCopy):
             "runtime.download(value) (one recorded TRANSFER), then read the host owner"
         )
 
+    def host_readonly(self) -> np.ndarray[Any, Any]:
+        """Refused: the host cannot read this memory (an :class:`ExternalMemory` of a
+        host-readable domain gives its zero-copy read-only view instead)."""
+        self.refuse_host()
+
     def __repr__(self) -> str:
         return f"DeviceMemory({self.domain.name}, {self.nbytes} bytes)"
 
@@ -328,6 +334,22 @@ class RootResource(NoCopy):
         )
 
 
+class AlignedRootResource(RootResource):
+    """A host root over an :func:`aligned_empty` array: its buffer is a view of a private
+    over-allocated block, so the block is registered as live memory too (numpy's views of
+    the buffer name the block as their base) and leaves the registry with the root."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        try:
+            block = self._allocation.base
+        except AttributeError:
+            return
+        _BUFFERS.pop(id(block), None)
+        RootResource.__del__(self)
+
+
 class DeviceRootResource(RootResource):
     """A root whose allocation lives in a :class:`DeviceDomain` (not host-visible).
 
@@ -398,6 +420,164 @@ def adopt_device(
     return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
 
 
+class ExternalDomain(DeviceDomain):
+    """A device domain whose bytes are buffers of an external runtime (an XLA device).
+
+    The runtime's provider supplies the three things the storage kernel cannot know:
+    ``host_readable`` (the buffers are host memory, e.g. XLA's CPU device: the host reads
+    them in place, never writes them), ``host_view(handle)`` (a zero-copy read-only numpy
+    view of one buffer) and ``free(handle)`` (release the buffer now).  Roots of this
+    domain are made only by :func:`adopt_external`; releasing one frees its buffer at
+    once (deterministically, not when the runtime's garbage collector runs).
+    """
+
+    __slots__ = ("free", "host_readable", "host_view")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        host_readable: bool,
+        host_view: Callable[[Any], np.ndarray[Any, Any]],
+        free: Callable[[Any], None],
+    ) -> None:
+        super().__init__(name)
+        self.host_readable = host_readable
+        self.host_view = host_view
+        self.free = free
+
+    def map_host(self) -> None:  # type: ignore[override]
+        """Host access to a buffer of this domain: read in place when ``host_readable``
+        (one counted resolution, map and sync), else refused like any device memory."""
+        if not self.host_readable:
+            DeviceDomain.map_host(self)
+        c = self.counters
+        c.resolutions += 1
+        c.maps += 1
+        c.syncs += 1
+
+    def __repr__(self) -> str:
+        return f"ExternalDomain({self.name!r})"
+
+
+class ExternalMemory(DeviceMemory):
+    """The allocation of an :class:`ExternalDomain` root: the external buffer (``_handle``,
+    provider-private) and, once the host first reads it, its zero-copy read-only view.
+
+    Host reads get that view (``host_readonly``); every host write is refused
+    (``DeviceResidentError``): the buffer belongs to the external runtime, which may
+    reuse it (donation) -- a write goes through a recorded ``TRANSFER`` to a host owner."""
+
+    __slots__ = ("_handle", "_host", "_nbytes")
+
+    _handle: Any
+    _host: np.ndarray[Any, Any] | None
+    _nbytes: int
+
+    @property
+    def nbytes(self) -> int:
+        """The buffer's size in bytes. O(1)."""
+        return self._nbytes
+
+    @property
+    def _backing(self) -> np.ndarray[Any, Any]:  # type: ignore[override]
+        """The host view (provider-internal readers of device memory). O(1) after the first."""
+        return self.host_readonly()
+
+    def host_readonly(self) -> np.ndarray[Any, Any]:
+        """The zero-copy read-only host view of the buffer (made once, on first read), or
+        the ``DeviceResidentError`` of a domain the host cannot read. O(1)."""
+        host = self._host
+        if host is None:
+            domain: ExternalDomain = self.domain  # type: ignore[assignment]
+            if not domain.host_readable:
+                self.refuse_host()
+            host = domain.host_view(self._handle)
+            host.flags.writeable = False
+            self._host = host
+        return host
+
+    @property
+    def host_viewed(self) -> bool:
+        """Whether a host view of the buffer was ever made (it may still be alive). O(1)."""
+        return self._host is not None
+
+    def refuse_host(self, operation: str | None = None, what: str = "read") -> NoReturn:
+        if what == "read":
+            DeviceMemory.refuse_host(self, operation, what)
+        if operation is None:
+            operation = _host_operation()
+        raise DeviceResidentError(
+            f"{operation}: the value lives in an external buffer of domain "
+            f"{self.domain.name!r}; the host reads it in place but never writes it. Copy it "
+            "to a host owner with runtime.download(value) (one recorded TRANSFER) to write"
+        )
+
+    def __repr__(self) -> str:
+        return f"ExternalMemory({self.domain.name}, {self.nbytes} bytes)"
+
+
+class ExternalRootResource(DeviceRootResource):
+    """A root over an external buffer: released once like every root, and its buffer freed
+    by its domain right then."""
+
+    __slots__ = ()
+
+    def __del__(self) -> None:
+        try:
+            alloc_id = self.alloc_id
+        except AttributeError:  # a refused direct construction: nothing was allocated
+            return
+        memory: ExternalMemory = self._allocation
+        _BUFFERS.pop(id(memory), None)
+        domain: ExternalDomain = memory.domain  # type: ignore[assignment]
+        with domain.lock:
+            domain._live.pop(alloc_id, None)
+        LEDGER.release(self.reason, memory._nbytes, alloc_id)
+        domain.counters.releases += 1
+        handle, memory._handle = memory._handle, None
+        if handle is not None:
+            domain.free(handle)
+
+
+def adopt_external(
+    domain: ExternalDomain, handle: Any, nbytes: int, reason: AllocationReason, operation: str
+) -> OwnedStorage:
+    """Own a fresh external buffer ``handle`` (``nbytes``) as a new root of ``domain``;
+    return its claim.  One allocation event (``"<operation> @<domain>"``); the domain's
+    live set records it.  The caller (the domain's provider) guarantees nothing else owns
+    the buffer. O(1)."""
+    if type(domain) is not ExternalDomain:
+        raise TypeError(f"{operation}: expected an ExternalDomain, got {type(domain).__name__}")
+    memory = ExternalMemory.__new__(ExternalMemory)
+    memory._handle = handle
+    memory._host = None
+    memory._nbytes = int(nbytes)
+    memory.domain = domain
+    root = ExternalRootResource.__new__(ExternalRootResource)
+    root.provider = domain
+    root._allocation = memory
+    root._claimed = True
+    root.reason = reason
+    root._operation = operation
+    root.alloc_id = alloc_id = LEDGER.allocate(reason, int(nbytes), f"{operation} @{domain.name}")
+    _BUFFERS[id(memory)] = alloc_id
+    with domain.lock:
+        domain._live[alloc_id] = int(nbytes)
+    domain.counters.allocations += 1
+    return OwnedStorage._make(root, 0, int(nbytes))  # type: ignore[return-value]
+
+
+def replace_external(root: RootResource, handle: Any) -> Any:
+    """Provider-internal (donation): the external buffer of ``root`` becomes ``handle`` (the
+    runtime wrote the result into the same bytes); returns the old handle, which no longer
+    owns them.  No event: the allocation is the same. O(1)."""
+    memory: ExternalMemory = root._allocation
+    old, memory._handle = memory._handle, handle
+    memory._host = None
+    return old
+
+
 def adopt_fresh_root(
     array: Any,
     reason: AllocationReason = AllocationReason.OPERATION_OUTPUT,
@@ -445,13 +625,20 @@ def _new_root(
     whose caller refused a live root's buffer first (the per-op path uses
     :func:`adopt_fresh_root`). O(1)."""
     assert provider is RootResource.provider  # a host root's provider is the class's
-    root = RootResource.__new__(RootResource)
+    block = buffer.base
+    if block is None:
+        root = RootResource.__new__(RootResource)
+    else:  # an aligned_empty() array (adopt refused any other view): its block is live too
+        _FRESH_ALIGNED.pop(id(buffer), None)
+        root = AlignedRootResource.__new__(AlignedRootResource)
     root._allocation = buffer
     root._claimed = True
     root.reason = reason
     root._operation = operation
     root.alloc_id = alloc_id = LEDGER.allocate(reason, buffer.nbytes, operation)
     _BUFFERS[id(buffer)] = alloc_id
+    if block is not None:
+        _BUFFERS[id(block)] = alloc_id
     _HOST_COUNTERS.allocations += 1
     return root
 
@@ -461,8 +648,42 @@ def allocate(nbytes: int, reason: AllocationReason, operation: str) -> OwnedStor
 
     Records one allocation event with ``reason``.
     """
-    root = _new_root(HOST, np.empty(nbytes, dtype=np.uint8), reason, operation)
+    root = _new_root(HOST, aligned_empty((nbytes,), np.uint8), reason, operation)
     return OwnedStorage._make(root, 0, nbytes)  # type: ignore[return-value]
+
+
+ALIGNMENT: Final = 64
+"""Bytes: tenferro's own host allocations (``allocate_storage``, ``from_numpy``, the
+constructors, ``duplicate``, ``download``) start at this alignment, so an owner crosses
+to an engine that imports host memory zero-copy (XLA needs 64) without a copy."""
+
+# id -> array: the aligned arrays made by ``aligned_empty`` and not yet adopted (a weak
+# map, so an array that is dropped instead of adopted leaves no stale entry)
+_FRESH_ALIGNED: Final[weakref.WeakValueDictionary[int, np.ndarray[Any, Any]]] = (
+    weakref.WeakValueDictionary()
+)
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: Any) -> np.ndarray[Any, Any]:
+    """A new uninitialized C-contiguous array whose data starts at :data:`ALIGNMENT` bytes:
+    a view of a private over-allocated block, which :func:`adopt` accepts as fresh (once).
+    O(1) plus the allocation."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(n + ALIGNMENT, dtype=np.uint8)
+    off = -raw.ctypes.data % ALIGNMENT
+    arr: np.ndarray[Any, Any] = raw[off : off + n].view(dt).reshape(shape)
+    _FRESH_ALIGNED[id(arr)] = arr
+    return arr
+
+
+def aligned_copy(src: Any, dtype: Any) -> np.ndarray[Any, Any]:
+    """A C-contiguous, :data:`ALIGNMENT`-aligned copy of ``src`` in ``dtype`` (numpy's unsafe
+    cast, as ``np.array(src, dtype)``) that :func:`adopt` accepts as fresh. O(size)."""
+    src = np.asarray(src)
+    out = aligned_empty(tuple(src.shape), dtype)
+    np.copyto(out, src, casting="unsafe")
+    return out
 
 
 def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str) -> OwnedStorage:
@@ -474,7 +695,9 @@ def adopt(array: np.ndarray[Any, Any], reason: AllocationReason, operation: str)
     its memory and is C-contiguous (``LayoutError``).
     """
     refuse_existing_memory(array, operation)
-    if array.base is not None or not array.flags.c_contiguous:  # one flags read
+    if array.base is not None and _FRESH_ALIGNED.get(id(array)) is array:
+        pass  # a fresh aligned array (aligned_empty): its base is a private block
+    elif array.base is not None or not array.flags.c_contiguous:  # one flags read
         raise LayoutError(
             operation,
             "a kernel output must be a fresh C-contiguous array that owns its memory "

@@ -42,6 +42,7 @@ from ._root import (
     RootResource,
     adopt,
     adopt_fresh_claim,
+    aligned_copy,
     claim_unclaimed,
     set_general_adopt,
 )
@@ -299,7 +300,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         d = self._d("duplicate")
         LEDGER.check_copy_allowed("duplicate")  # a refused copy maps, copies and records nothing
         _map_host(self, "duplicate", "reading")
-        arr = np.array(d.readonly(), copy=True, order="C")
+        arr = aligned_copy(d.readonly(), d.dtype.numpy)
         t: Tensor[DT, R] = Tensor._adopt(
             arr, d.dtype, AllocationReason.EXPLICIT_DUPLICATE_DESTINATION, "duplicate"
         )
@@ -913,6 +914,8 @@ def claim_deferred(
     if type(adopted) is not RootResource:
         if isinstance(adopted, Tensor):
             return adopted
+        if isinstance(adopted, RootResource):  # another kind of root (aligned): claimed
+            return _owner_over(claim_unclaimed(adopted, operation))  # once, refused here
         raise OwnershipError(
             f"{operation}: claim_deferred: argument 'adopted' must be what "
             f"adopt_output_deferred returned (a RootResource or a Tensor), got {shown(adopted)}"

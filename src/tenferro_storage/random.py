@@ -38,6 +38,7 @@ from ._dtypes import DType
 from ._dtypes import dtype as resolve_dtype
 from ._ledger import AllocationReason
 from ._rank import DynRank
+from ._root import ALIGNMENT, aligned_copy, aligned_empty
 from ._tensor import Tensor, TensorView, TensorViewMut
 from .errors import DTypeError, LayoutError
 from .kernel import read_array
@@ -51,9 +52,10 @@ Shape = int | tuple[int, ...]
 
 def _own(arr: Any, dt: DType, operation: str) -> Owner:
     """The fresh draw ``arr`` (a numpy result, or the scalar numpy returns for shape ``()``)
-    as a new owner: one allocation event, no copy."""
-    if not isinstance(arr, np.ndarray):
-        arr = np.array(arr, dtype=dt.numpy)
+    as a new owner: one allocation event; no copy when it already starts at
+    :data:`ALIGNMENT` bytes (else one aligned copy, so the XLA engine reads it in place)."""
+    if not isinstance(arr, np.ndarray) or arr.ctypes.data % ALIGNMENT:
+        arr = aligned_copy(arr, dt.numpy)
     return Tensor._adopt(arr, dt, _OUT, operation)  # type: ignore[no-any-return]
 
 
@@ -127,7 +129,7 @@ class Generator:
         loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale)
         if dt.is_complex:
             real: Any = np.float32 if dt.itemsize == 8 else np.float64
-            arr = np.empty(size, dtype=dt.numpy)
+            arr = aligned_empty(size, dt.numpy)
             parts: Any = arr.reshape(-1).view(real)  # the real and imaginary parts, in place
             self._rng.standard_normal(out=parts, dtype=real)
             parts *= math.sqrt(0.5)

@@ -4,6 +4,7 @@ eager checkpoint (values, gradients, recompute counts) and ``jax.checkpoint``.""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from typing import Any
 
@@ -18,6 +19,10 @@ import tenferro_storage as ts
 from tenferro_ad import traced
 from tenferro_storage.ledger import AllocationReason, capture
 from tests.traced._specs import close
+
+# these tests are about the host program (its instructions, buffers and ledger):
+# they name the host engine, which jit no longer picks by default when jax is installed
+host_jit = functools.partial(ad.jit, engine="host")
 
 RECOMPUTE = AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT
 RNG = np.random.default_rng(23)
@@ -97,7 +102,7 @@ def test_backward_recomputes_what_the_policy_does_not_save_as_eager_does(name: s
     policy = POLICIES[name][0]
     g = traced.grad(ad.trace(_ours(policy))(X, W), argnums=(0, 1))
     assert _recompute_eqns(g) == RECOMPUTED[name]
-    jitted = ad.jit(ad.grad(_ours(policy), argnums=(0, 1)), reuse=False)
+    jitted = host_jit(ad.grad(_ours(policy), argnums=(0, 1)), reuse=False)
     x, w = ts.from_numpy(X), ts.from_numpy(W)
     jitted.lower(x, w)
     with capture() as compiled:
@@ -111,7 +116,7 @@ def test_backward_recomputes_what_the_policy_does_not_save_as_eager_does(name: s
 
 
 def test_compiled_recompute_instructions_are_classified_and_run_in_backward() -> None:
-    program = ad.jit(ad.grad(_ours(ad.save_nothing), argnums=(0, 1))).lower(X, W).program
+    program = host_jit(ad.grad(_ours(ad.save_nothing), argnums=(0, 1))).lower(X, W).program
     reasons = [ins.reason for ins in program.instructions]
     assert reasons.count(RECOMPUTE) == 3
     first = reasons.index(RECOMPUTE)
@@ -122,14 +127,14 @@ def test_compiled_recompute_instructions_are_classified_and_run_in_backward() ->
 
 def _retained(f: Any, *args: Any) -> dict[str, tuple[str, ...]]:
     """producer -> needed_by of each retained value (producers are unique here)."""
-    return {e.producer: e.needed_by for e in ad.jit(ad.value_and_grad(f, argnums=(0, 1)))
+    return {e.producer: e.needed_by for e in host_jit(ad.value_and_grad(f, argnums=(0, 1)))
             .retained(*args)}
 
 
 def test_checkpointed_program_retains_only_the_boundary() -> None:
     plain = _retained(_plain, X, W)
     assert {"sin", "tanh", "mul"} <= set(plain)  # interior residuals without checkpointing
-    kept = ad.jit(ad.value_and_grad(_ours(ad.save_nothing), argnums=(0, 1))).retained(X, W)
+    kept = host_jit(ad.value_and_grad(_ours(ad.save_nothing), argnums=(0, 1))).retained(X, W)
     assert Counter(e.producer for e in kept) == Counter({"input": 2, "mul": 1})
     inputs = [e for e in kept if e.producer == "input"]
     assert all(e.needed_by == ("checkpoint.vjp",) for e in inputs)
@@ -151,7 +156,7 @@ def test_a_saved_contraction_is_a_boundary_the_recomputation_starts_from() -> No
 )
 def test_retention_listing_matches_the_eager_tape(f: Any) -> None:
     """Same values kept, for the same reasons, as ``tape.retained()`` on the same program."""
-    listed = ad.jit(ad.grad(f, argnums=(0, 1))).retained(X, W)
+    listed = host_jit(ad.grad(f, argnums=(0, 1))).retained(X, W)
     with ad.Tape() as tape:
         x, w = tape.watch(ts.from_numpy(X)), tape.watch(ts.from_numpy(W))
         loss = f(x, w)
@@ -167,7 +172,7 @@ def test_retention_listing_matches_the_eager_tape(f: Any) -> None:
 
 
 def test_retained_entries_name_the_executions_value_slots() -> None:
-    jitted = ad.jit(ad.value_and_grad(_plain, argnums=(0, 1)))
+    jitted = host_jit(ad.value_and_grad(_plain, argnums=(0, 1)))
     program = jitted.lower(X, W).program
     made = {s: ins.name for ins in program.instructions for s in ins.outputs}
     for e in jitted.retained(X, W):
@@ -248,7 +253,7 @@ def test_nested_regions_and_several_outputs_match_jax() -> None:
     close(value, jv)
     for a, b in zip(grads, jg, strict=True):
         close(a, b)
-    compiled = ad.jit(ad.value_and_grad(ours, argnums=(0, 1)))(xs, W)
+    compiled = host_jit(ad.value_and_grad(ours, argnums=(0, 1)))(xs, W)
     close(compiled[0], jv)
     for a, b in zip(compiled[1], jg, strict=True):
         close(a, b)

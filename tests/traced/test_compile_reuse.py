@@ -4,6 +4,7 @@ values that died earlier, where shape and dtype allow -- visible in the ledger a
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax.numpy as jnp
@@ -20,6 +21,10 @@ from tenferro_storage import AllocationReason, ledger
 from tenferro_storage import runtime as rt
 from tests.traced._specs import close
 from tests.traced.test_random_programs import Step, _inputs, loss, programs, run
+
+# these tests are about the host program (its instructions, buffers and ledger):
+# they name the host engine, which jit no longer picks by default when jax is installed
+host_jit = functools.partial(ad.jit, engine="host")
 
 RNG = np.random.default_rng(5)
 X = RNG.normal(size=(64, 64))
@@ -43,8 +48,8 @@ def test_an_elementwise_chain_runs_in_one_buffer() -> None:
     """sin allocates; mul, add, tanh and cos write in place into the dying operand: one
     allocation instead of five, and a peak of one array instead of two."""
     x = ts.from_numpy(X)
-    out, rec = _run(ad.jit(lambda a: _chain(ad, a)), x)
-    base, rec0 = _run(ad.jit(lambda a: _chain(ad, a), reuse=False), x)
+    out, rec = _run(host_jit(lambda a: _chain(ad, a)), x)
+    base, rec0 = _run(host_jit(lambda a: _chain(ad, a), reuse=False), x)
     close(out, _chain(jnp, X))
     close(base, _chain(jnp, X))
     assert rec.allocations == {OP: 1}
@@ -56,7 +61,7 @@ def test_an_elementwise_chain_runs_in_one_buffer() -> None:
 
 def test_the_program_names_the_buffer_each_instruction_writes_into() -> None:
     """``str(program)`` shows ``into vN``; each in-place write reads that slot last."""
-    program = ad.jit(lambda a: _chain(ad, a)).lower(X).program
+    program = host_jit(lambda a: _chain(ad, a)).lower(X).program
     text = str(program)
     assert text.count(" into ") == 4
     for ins in program.instructions[1:]:
@@ -70,7 +75,7 @@ def test_no_reuse_across_shapes_or_dtypes() -> None:
         s = ad.sum(ad.sin(a), axis=0)
         return ad.exp(s), ad.astype(ad.cos(a), np.float32)
 
-    jf = ad.jit(f)
+    jf = host_jit(f)
     ins = jf.lower(X).program.instructions
     assert [(i.name, i.into) for i in ins] == [
         ("sin", None), ("sum", None), ("exp", 2), ("cos", 1), ("astype", None)
@@ -90,7 +95,7 @@ def test_an_operand_read_through_a_view_is_not_overwritten_but_its_dead_buffer_i
         v = ad.cos(u.T)
         return v.T + 1.0
 
-    jf = ad.jit(f)
+    jf = host_jit(f)
     ins = jf.lower(X).program.instructions
     assert [i.name for i in ins] == ["sin", "cos<transpose(_)>", "add<transpose(_),1.0>"]
     assert ins[1].into is None
@@ -109,11 +114,11 @@ def test_a_buffer_is_never_held_across_a_fresh_allocation() -> None:
         w = a / 3.0  # a fresh allocation (not a ufunc) while u's buffer would be held
         return w + v.T
 
-    jf = ad.jit(f)
+    jf = host_jit(f)
     ins = jf.lower(X).program.instructions
     assert [i.into for i in ins] == [None, None, None, ins[2].outputs[0]]
     out, rec = _run(jf, X)
-    _, rec0 = _run(ad.jit(f, reuse=False), X)
+    _, rec0 = _run(host_jit(f, reuse=False), X)
     close(out, X / 3.0 + np.cos(np.sin(X).T).T)
     assert rec.peak_bytes <= rec0.peak_bytes
     assert rec.allocations[OP] < rec0.allocations[OP]
@@ -125,7 +130,7 @@ def test_a_matmul_writes_into_a_dead_buffer_but_never_over_its_operand() -> None
         u = ad.cos(ad.sin(a).T)  # sin's buffer dies here (read through a view)
         return u @ u
 
-    jf = ad.jit(f)
+    jf = host_jit(f)
     ins = jf.lower(X).program.instructions
     assert [i.name for i in ins] == ["sin", "cos<transpose(_)>", "matmul"]
     assert ins[2].into == ins[0].outputs[0]
@@ -142,9 +147,9 @@ def test_gradient_programs_reuse_buffers_and_match_jax() -> None:
     def f(m: Any, a: Any) -> Any:
         return m.sum(_chain(m, a) * _chain(m, a))
 
-    jg = ad.jit(ad.grad(lambda a: f(ad, a)))
+    jg = host_jit(ad.grad(lambda a: f(ad, a)))
     g, rec = _run(jg, X)
-    _, rec0 = _run(ad.jit(ad.grad(lambda a: f(ad, a)), reuse=False), X)
+    _, rec0 = _run(host_jit(ad.grad(lambda a: f(ad, a)), reuse=False), X)
     close(g, jax.grad(lambda a: f(jnp, a))(X))
     assert rec.allocations[OP] < rec0.allocations[OP]
     assert rec.peak_bytes < rec0.peak_bytes
@@ -154,7 +159,7 @@ def test_gradient_programs_reuse_buffers_and_match_jax() -> None:
 def test_reuse_keeps_each_dtype(dtype: Any) -> None:
     """float32 and complex chains reuse too; the values keep their dtype."""
     x = (X + 0.5j * X[::-1]).astype(dtype) if dtype is np.complex128 else X.astype(dtype)
-    jf = ad.jit(lambda a: ad.exp(ad.sin(a) * 0.5))
+    jf = host_jit(lambda a: ad.exp(ad.sin(a) * 0.5))
     out, rec = _run(jf, x)
     got, want = out.to_numpy(), np.exp(np.sin(x) * 0.5)
     assert got.dtype == dtype
@@ -195,8 +200,8 @@ def test_random_programs_with_reuse_equal_those_without_bit_for_bit(
     def f(*a: Any) -> Any:
         return ad.value_and_grad(lambda *b: loss(ad, steps, *b), argnums=(0, 1, 2))(*a)
 
-    (v, gs), rec = _run(ad.jit(f), *xs)
-    (v0, gs0), rec0 = _run(ad.jit(f, reuse=False), *xs)
+    (v, gs), rec = _run(host_jit(f), *xs)
+    (v0, gs0), rec0 = _run(host_jit(f, reuse=False), *xs)
     for a, b in zip((v, *gs), (v0, *gs0), strict=True):
         np.testing.assert_array_equal(a.to_numpy(), b.to_numpy())
     assert rec.allocations[OP] <= rec0.allocations[OP]
@@ -215,10 +220,10 @@ def test_random_programs_donate_or_refuse_and_never_change_a_result(
     def f(*a: Any) -> Any:
         return run(ad, steps, *a) * 1.0
 
-    want = ad.jit(f)(*xs).to_numpy()
+    want = host_jit(f)(*xs).to_numpy()
     x0 = ts.from_numpy(xs[0])
     try:
-        got = ad.jit(f, donate_argnums=0)(x0, *xs[1:])
+        got = host_jit(f, donate_argnums=0)(x0, *xs[1:])
     except DonationError:
         np.testing.assert_array_equal(x0.to_numpy(), xs[0])
         return
@@ -235,7 +240,7 @@ def test_a_fused_instruction_is_never_rewritten_into_a_buffer() -> None:
         return ad.cos(b) * 3.0
 
     xs, ys = np.ones(4), RNG.normal(size=(100, 4))
-    jf = ad.jit(f, scratch_bytes=64)
+    jf = host_jit(f, scratch_bytes=64)
     ins = jf.lower(xs, ys).program.instructions
     fused = [i for i in ins if i.name.startswith("fused")]
     assert fused and all(i.into is None for i in fused)

@@ -4,6 +4,7 @@ its buffer in place -- no allocation for that result, no copy -- and raises
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,10 @@ from tenferro_storage import runtime as rt
 from tenferro_storage.errors import ScopedSubmitRejected, SubmitRejected, UseAfterMoveError
 from tests.traced._specs import close
 
+# these tests are about the host program (its instructions, buffers and ledger):
+# they name the host engine, which jit no longer picks by default when jax is installed
+host_jit = functools.partial(ad.jit, engine="host")
+
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(8, 8))
 OP = AllocationReason.OPERATION_OUTPUT
@@ -30,7 +35,7 @@ def _chain(a: Any) -> Any:
 def test_a_donated_owner_is_consumed_and_the_whole_chain_runs_in_its_buffer() -> None:
     """sin reads x for the last time and writes into it; the rest follows in place: the
     call allocates and copies nothing, and the caller's owner is consumed."""
-    jf = ad.jit(_chain, donate_argnums=0)
+    jf = host_jit(_chain, donate_argnums=0)
     jf.lower(X)
     x = ts.from_numpy(X)
     with ledger.capture() as rec:
@@ -44,7 +49,7 @@ def test_a_donated_owner_is_consumed_and_the_whole_chain_runs_in_its_buffer() ->
 def test_a_donated_numpy_argument_is_imported_and_the_import_overwritten() -> None:
     """numpy in: one TRANSFER (the import, as for every numpy argument), no kernel
     allocation; the caller's array is untouched."""
-    jf = ad.jit(_chain, donate_argnums=(0,))
+    jf = host_jit(_chain, donate_argnums=(0,))
     x = X.copy()
     jf(x)
     with ledger.capture() as rec:
@@ -60,7 +65,7 @@ def test_the_write_waits_for_the_last_read_of_the_donated_input() -> None:
     def f(a: Any, b: Any) -> Any:
         return ad.sin(a) * b + a
 
-    jf = ad.jit(f, donate_argnums=0)
+    jf = host_jit(f, donate_argnums=0)
     program = jf.lower(X, X).program
     assert program.donated == (0,)
     ins = program.instructions
@@ -83,13 +88,13 @@ def test_donation_that_cannot_happen_is_an_error_and_consumes_nothing(f: Any, wh
     call, and the caller's owner is still usable."""
     x = ts.from_numpy(X)
     with pytest.raises(DonationError, match=why):
-        ad.jit(f, donate_argnums=0)(x)
+        host_jit(f, donate_argnums=0)(x)
     np.testing.assert_array_equal(x.to_numpy(), X)
 
 
 def test_a_borrowed_owner_cannot_be_donated() -> None:
     """An owner with a live view: DonationError; the owner and its view are unchanged."""
-    jf = ad.jit(_chain, donate_argnums=0)
+    jf = host_jit(_chain, donate_argnums=0)
     x = ts.from_numpy(X)
     view = x.as_view()
     with pytest.raises(DonationError, match="leaf 0 cannot be consumed"):
@@ -104,14 +109,14 @@ def test_views_handles_and_borrowed_companions_refuse_donation() -> None:
     owns every input, so a borrowed owner among the other arguments is refused too."""
     x = ts.from_numpy(X)
     with x.as_view() as v, pytest.raises(DonationError, match="donate the owner"):
-        ad.jit(_chain, donate_argnums=0)(v)
+        host_jit(_chain, donate_argnums=0)(v)
     with pytest.raises(DonationError, match="bound eagerly"):
-        ad.grad(lambda a: ad.sum(ad.jit(_chain, donate_argnums=0)(a)))(X)
-    jf = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0)
+        ad.grad(lambda a: ad.sum(host_jit(_chain, donate_argnums=0)(a)))(X)
+    jf = host_jit(lambda a, b: ad.sin(a) + b, donate_argnums=0)
     with pytest.raises(DonationError, match="argument leaf 1 is a borrowed Tensor"):
         jf(X.copy(), x)
     with pytest.raises(DonationError, match="already passed as another leaf"):
-        ad.jit(lambda a, b: ad.sin(a) + ad.cos(b), donate_argnums=(0, 1))(x, x)
+        host_jit(lambda a, b: ad.sin(a) + ad.cos(b), donate_argnums=(0, 1))(x, x)
     np.testing.assert_array_equal(x.to_numpy(), X)
 
 
@@ -120,21 +125,21 @@ def test_an_engine_that_does_not_write_into_inputs_refuses_before_consuming() ->
     sim = next(e.id for e in rt.engines() if not e.synchronous)
     x = ts.from_numpy(X)
     with pytest.raises(DonationError, match="does not write into donated inputs"):
-        ad.jit(_chain, engine=sim, donate_argnums=0)(x)
+        host_jit(_chain, engine=sim, donate_argnums=0)(x)
     np.testing.assert_array_equal(x.to_numpy(), X)
 
 
 def test_donate_argnums_out_of_range_or_not_ints() -> None:
     with pytest.raises(DonationError, match="out of range"):
-        ad.jit(_chain, donate_argnums=3)(X)
+        host_jit(_chain, donate_argnums=3)(X)
     with pytest.raises(ad.errors.ArgumentTypeError, match="donate_argnums"):
-        ad.jit(_chain, donate_argnums=("x",))  # type: ignore[arg-type]
+        host_jit(_chain, donate_argnums=("x",))  # type: ignore[arg-type]
 
 
 def test_the_runtime_refuses_a_donated_record_bound_twice_and_scoped_donation() -> None:
     """Submission: a donated binding whose record another binding also names is refused
     (SubmitErrorKind.DONATION) with the inputs back; scoped execution never donates."""
-    program = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0).lower(X, X).program
+    program = host_jit(lambda a, b: ad.sin(a) + b, donate_argnums=0).lower(X, X).program
     group = ts.AllocationGroup()
     s = group.insert(ts.from_numpy(X))
     inputs = rt.ExecutionInputs(group, [s, s])
@@ -160,7 +165,7 @@ def _fails_after_writing(a: Any) -> Any:
 
 
 def test_a_failed_donating_call_puts_an_unwritten_donated_owner_back_unchanged() -> None:
-    jf = ad.jit(_fails_before_writing, donate_argnums=0)
+    jf = host_jit(_fails_before_writing, donate_argnums=0)
     assert jf.lower(X).program.donated == (0,)
     x = ts.from_numpy(X)
     with pytest.raises(ExecutionFailed) as err:
@@ -168,11 +173,11 @@ def test_a_failed_donating_call_puts_an_unwritten_donated_owner_back_unchanged()
     assert err.value.clobbered == () and err.value.donated == {}
     np.testing.assert_array_equal(x.to_numpy(), X)  # the caller's owner, usable, unchanged
     del err
-    assert ad.jit(_chain)(x) is not None  # and it can be used again
+    assert host_jit(_chain)(x) is not None  # and it can be used again
 
 
 def test_a_failed_donating_call_hands_a_written_owner_over_marked_clobbered() -> None:
-    jf = ad.jit(_fails_after_writing, donate_argnums=0)
+    jf = host_jit(_fails_after_writing, donate_argnums=0)
     x = ts.from_numpy(X)
     with pytest.raises(ExecutionFailed, match="hold what the program wrote") as err:
         jf(x)

@@ -50,14 +50,16 @@ import tenferro_storage as ts
 from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage.providers import XlaProvider
 from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
-from ..errors import ArgumentTypeError, DonationError
+from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
 from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
+from ._xla import compile_xla
 
 _SCALARS = (bool, int, float, complex)
 _borrow = ts.kernel.borrow_named
@@ -94,12 +96,43 @@ class ExecutionFailed(TenferroError, RuntimeError):
 
 @attrs.frozen(eq=False)
 class Compiled:
-    """One cache entry: the traced graph, its runtime program and the seconds spent
-    tracing and compiling it."""
+    """One cache entry: the traced graph, its runtime program (a host ``CompiledGraph`` or
+    an XLA ``ExecutableProgram``) and the seconds spent tracing and compiling it."""
 
     graph: Graph
-    program: rt.CompiledGraph
+    program: rt.CompiledGraph | rt.ExecutableProgram
     compile_seconds: float
+
+
+ENGINES = ("auto", "host", "xla")
+"""The engine names ``jit(..., engine=)`` accepts besides an ``EngineId``."""
+
+
+def resolve_engine(engine: object) -> rt.EngineId:
+    """The engine ``jit`` runs on: an ``EngineId`` as given; ``"host"``; ``"xla"`` (the
+    first XLA engine; :class:`~tenferro_ad.errors.EngineUnavailableError` without jax);
+    ``None``/``"auto"``: the fastest available -- XLA when installed, else the host.
+    Discovery imports jax once per process. O(engines)."""
+    if type(engine) is rt.EngineId:
+        return engine
+    if engine is None:
+        engine = "auto"
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise ArgumentTypeError(
+            f"jit: argument 'engine' must be an EngineId or one of {ENGINES}, got "
+            f"{shown(engine)}"
+        )
+    if engine == "host":
+        return rt.host_engine()
+    xla = next((e.id for e in rt.engines() if e.id.kind == "xla"), None)
+    if xla is not None:
+        return xla
+    if engine == "xla":
+        raise EngineUnavailableError(
+            "jit: engine='xla' needs jax (pip install 'tenferro[xla]'); no XLA engine is "
+            "registered. Use engine='host' (numpy kernels) or leave engine unset"
+        )
+    return rt.host_engine()
 
 
 class Jitted:
@@ -108,7 +141,7 @@ class Jitted:
     def __init__(
         self,
         f: Callable[..., Any],
-        engine: rt.EngineId | None,
+        engine: rt.EngineId,
         scratch_bytes: int = 0,
         *,
         reuse: bool = True,
@@ -116,6 +149,9 @@ class Jitted:
     ) -> None:
         self.f = f
         self.engine = engine
+        provider = lookup(engine)
+        self._xla = isinstance(provider, XlaProvider)
+        self._provider = provider
         self.scratch_bytes = scratch_bytes
         self.reuse = reuse
         self.donate_argnums = donate_argnums
@@ -140,7 +176,13 @@ class Jitted:
         gradient; each entry's ``slot`` is the execution's value slot).  Traces and
         compiles once per signature (cached); runs nothing. O(size of the graph)."""
         entry = self.lower(*args, **kwargs)
-        return retained(entry.graph, entry.program)
+        program = entry.program
+        if not isinstance(program, rt.CompiledGraph):  # an XLA executable: report the
+            program = compile_graph(entry.graph, _name(self.f))  # host program's halves
+        return retained(entry.graph, program)
+
+    def __repr__(self) -> str:
+        return f"jit({_name(self.f)}, engine={self.engine})"
 
     def _entry(self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1) -> Compiled:
         """The cache entry of a signature; ``nargs >= 0``: the call had keyword arguments,
@@ -152,9 +194,14 @@ class Jitted:
             t0 = time.perf_counter()
             fn = self.f if nargs < 0 else functools.partial(call_with_keywords, self.f, nargs)
             graph = trace_flat(fn, avals, tree)
-            program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
-                                    scratch_bytes=self.scratch_bytes, reuse=self.reuse,
-                                    donate=_donated_leaves(tree, self.donate_argnums, nargs))
+            donate = _donated_leaves(tree, self.donate_argnums, nargs)
+            program: rt.CompiledGraph | rt.ExecutableProgram
+            if self._xla:
+                program = compile_xla(graph, self._provider, _name(self.f), donate)
+            else:
+                program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
+                                        scratch_bytes=self.scratch_bytes, reuse=self.reuse,
+                                        donate=donate)
             hit = self._cache[key] = Compiled(graph, program, time.perf_counter() - t0)
         return hit
 
@@ -176,7 +223,7 @@ class Jitted:
                     "when calling with owners or numpy arrays"
                 )
             return tree_unflatten(entry.graph.out_tree, run_bound(entry.graph, leaves))
-        engine = self.engine if self.engine is not None else rt.host_engine()
+        engine = self.engine
         if donated:
             outs = _detached(engine, entry, _donation_inputs(self.f, engine, leaves, donated))
         elif any(isinstance(x, _STORAGE) for x in leaves):
@@ -218,8 +265,10 @@ def _donation_inputs(
     """Check every leaf of a donating call before anything is consumed: donated leaves are
     unborrowed owners or numpy values, the others numpy values, and the engine writes
     into inputs.  Returns the leaves (owners are consumed by the submission). O(leaves)."""
-    if not getattr(lookup(engine), "supports_donation", False):
+    provider = lookup(engine)
+    if not getattr(provider, "supports_donation", False):
         raise DonationError(f"jit({_name(f)}): {engine} does not write into donated inputs")
+    refusal = getattr(provider, "donation_refusal", None)
     seen: set[int] = set()
     for i, x in enumerate(leaves):
         if i in donated:
@@ -237,6 +286,10 @@ def _donation_inputs(
                     raise DonationError(
                         f"jit({_name(f)}): donated argument leaf {i} cannot be consumed: {exc}"
                     ) from None
+            if refusal is not None and (why := refusal(x)):
+                raise DonationError(f"jit({_name(f)}): donated argument leaf {i}: {why}")
+            if isinstance(x, ts.Tensor):
+                pass
             elif isinstance(x, _STORAGE):
                 raise DonationError(
                     f"jit({_name(f)}): donated argument leaf {i} is a {type(x).__name__} (a "
@@ -277,8 +330,9 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
         else:
             assert isinstance(out, ts.DescriptorSlot)  # programs from graphs have no metadata
             t = group.try_extract(out)
-            if ts.providers.domain_of(t) != "host":  # device memory: one recorded TRANSFER
-                t = rt.download(t)
+            domain = ts.providers.domain_of(t)
+            if domain != "host" and not domain.startswith("xla-"):
+                t = rt.download(t)  # simulated device memory: one recorded TRANSFER
             taken[out] = t
             outs.append(t)
     return outs
@@ -286,7 +340,7 @@ def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> li
 
 def _failed_donation(
     engine: rt.EngineId,
-    program: rt.CompiledGraph,
+    program: rt.CompiledGraph | rt.ExecutableProgram,
     leaves: Sequence[Any],
     outcome: rt.RetiredFailed[rt.ExecutionInputs],
 ) -> ExecutionFailed:
@@ -368,13 +422,18 @@ def _scoped_outputs(
 def jit(
     f: Callable[..., Any],
     *,
-    engine: rt.EngineId | None = None,
+    engine: rt.EngineId | str | None = None,
     scratch_bytes: int = 0,
     reuse: bool = True,
     donate_argnums: int | Sequence[int] = (),
 ) -> Jitted:
-    """Compile ``f`` per input signature and run it through the runtime on ``engine``
-    (default: the host engine).  See the module docstring for how arguments are treated;
+    """Compile ``f`` per input signature and run it through the runtime on ``engine``:
+    ``None``/``"auto"`` (default) the fastest available -- the XLA engine when jax is
+    installed (one XLA executable per signature), else the host engine; ``"host"`` the
+    numpy program; ``"xla"``; or an ``EngineId``.  ``repr(jitted)`` names the engine, and
+    the XLA engine's allocations are recorded in its domain (``"... @xla-cpu:0"``).  On the
+    XLA engine results are XLA buffers the host reads in place (CPU).  See the module
+    docstring for how arguments are treated;
     results are fresh owners with the structure ``f`` returns.  First call per signature:
     trace + compile (``Jitted.lower(*args).compile_seconds``); later calls: the program's
     kernels plus O(#instructions) runtime bookkeeping.
@@ -391,7 +450,7 @@ def jit(
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)
-    return Jitted(f, engine, scratch_bytes, reuse=reuse, donate_argnums=argnums)
+    return Jitted(f, resolve_engine(engine), scratch_bytes, reuse=reuse, donate_argnums=argnums)
 
 
 def _donate_argnums(given: object) -> tuple[int, ...]:

@@ -85,4 +85,13 @@ __all__ = [
 
 
 # numpy-coverage families (after the core families: they derive from them)
-from . import fft, manip, math, products, scan, special  # noqa: F401
+# the XLA lowering rule of every primitive above (ops/_lowering/, one module per family)
+from . import (  # noqa: F401
+    _lowering,
+    fft,
+    manip,
+    math,
+    products,
+    scan,
+    special,
+)

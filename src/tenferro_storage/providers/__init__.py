@@ -10,6 +10,9 @@
   :class:`AccessTarget`, host or device), :func:`prepare_read`/
   :func:`prepare_write` -> :class:`PreparedDeviceRead`/:class:`PreparedDeviceWrite`,
   :func:`bind_read`/:func:`bind_write` -> :class:`DeviceRead`/:class:`DeviceWrite`.
+* :class:`XlaProvider`: one engine per JAX device (``xla:<n>``, only when ``jax`` is
+  installed) running XLA executables (``ExecutableProgram``) over XLA buffers that the
+  host reads in place on the CPU; see ``_xla.py``.
 * Transfers: :func:`download` (device -> host) and :func:`upload` (host -> device), each
   one recorded ``TRANSFER`` copy; :func:`domain_of` says where a value lives.
 * :func:`permanently_retained`: what unproven completions keep for the rest of the
@@ -42,6 +45,7 @@ from ._retirement import (
     permanently_retained,
 )
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
+from ._xla import ALIGNMENT, XlaCounters, XlaProvider, jax_module, xla_providers
 
 # The one place the built-in providers plug into the runtime (which imports no provider):
 # discovery registers the host engine, then one simulated asynchronous engine with device
@@ -49,9 +53,11 @@ from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, Sim
 # one recorded TRANSFER each); runtime.download/upload run this package's transfers.
 _engine.register_default_engine(HostExecutionProvider)
 _engine.register_default_engine(SimulatedAsyncProvider)
+_engine.register_default_engine(xla_providers)  # one per JAX device; none without jax
 _transfer.register_transfers(download, upload)
 
 __all__ = [
+    "ALIGNMENT",
     "AccessTarget",
     "DeviceCounters",
     "DeviceDomain",
@@ -70,6 +76,8 @@ __all__ = [
     "SimulatedAsyncProvider",
     "SimulatedDeviceError",
     "SimulatedPanic",
+    "XlaCounters",
+    "XlaProvider",
     "bind_read",
     "bind_write",
     "domain_of",
@@ -78,5 +86,7 @@ __all__ = [
     "prepare_access",
     "prepare_read",
     "prepare_write",
+    "jax_module",
     "upload",
+    "xla_providers",
 ]

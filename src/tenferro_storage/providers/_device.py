@@ -54,7 +54,9 @@ from .._provider import FaultError, raise_fault
 from .._root import (
     DeviceDomain,
     DeviceMemory,
+    ExternalMemory,
     adopt_device,
+    aligned_copy,
 )
 from .._tensor import Tensor, TensorView, TensorViewMut
 from ..errors import AccessError, BindError, TransferError
@@ -456,14 +458,17 @@ def download(value: _Value) -> Tensor[Any, Any]:
         desc = view._desc
         root = view._storage._root
         assert root is not None
-        if type(root._allocation) is not DeviceMemory:
+        if not isinstance(root._allocation, DeviceMemory):
             raise TransferError(
                 f"download: {view._storage.span} already lives in the host domain; read it "
                 "with to_numpy() or prepare_host(), or duplicate() it for a second owner"
             )
         domain = root.domain
         LEDGER.check_copy_allowed(f"download ({domain} -> host)")
-        out = np.array(_device_array(desc, False), copy=True, order="C")
+        memory = root._allocation
+        src = memory.host_readonly() if type(memory) is ExternalMemory else None
+        out = aligned_copy(_device_array(desc, False) if src is None else desc.readonly(),
+                           desc.dtype.numpy)
         t: Tensor[Any, Any] = Tensor._adopt(
             out, desc.dtype, AllocationReason.TRANSFER_DESTINATION, "download"
         )
@@ -490,7 +495,7 @@ def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
         desc = view._desc
         root = view._storage._root
         assert root is not None
-        if type(root._allocation) is DeviceMemory:
+        if isinstance(root._allocation, DeviceMemory):
             raise TransferError(
                 f"upload: {view._storage.span} is device-resident in {root.domain!r}, not on "
                 f"the host; download() it first to move it to {domain.name!r}"

@@ -74,6 +74,7 @@ from ._engine import (
     register_engine,
     unregister_engine,
 )
+from ._executable import ExecutableProgram, Program
 from ._program import (
     CompiledGraph,
     Constant,
@@ -129,6 +130,7 @@ __all__ = [
     "DiagnosticKey",
     "EngineId",
     "EngineInfo",
+    "ExecutableProgram",
     "ExecutionBundle",
     "ExecutionError",
     "ExecutionErrorKind",
@@ -141,6 +143,7 @@ __all__ = [
     "OutputKind",
     "OutputMetadata",
     "OutputRef",
+    "Program",
     "ProgramBuilder",
     "ProgramError",
     "ProgramOutput",

@@ -14,16 +14,16 @@ from __future__ import annotations
 import abc
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 import attrs
 
 from .._root import DeviceDomain
 from ..errors import EngineError
+from ._program import CompiledGraph
 
 if TYPE_CHECKING:
-    from ._program import CompiledGraph
     from ._submission import (
         ExecutionHandle,
         ExecutionInputs,
@@ -96,6 +96,10 @@ class ExecutionProvider(abc.ABC):
 
     kind: ClassVar[str]
     synchronous: ClassVar[bool]
+    retires_scoped: ClassVar[bool] = False
+    """An asynchronous engine that accepts scoped read-only calls by retiring that work
+    before the call returns (the XLA engine waits for its buffers); synchronous engines
+    always do."""
 
     @abc.abstractmethod
     def endpoint(self, engine: EngineId) -> AccessEndpoint:
@@ -119,19 +123,25 @@ class ExecutionProvider(abc.ABC):
             self._domain_names = cached
         return cached
 
+    def accepts(self, program: object) -> bool:
+        """Whether this engine runs ``program``'s kind (default: :class:`CompiledGraph`
+        only; an engine with its own compiler accepts its ``ExecutableProgram``). O(1)."""
+        return type(program) is CompiledGraph
+
     @abc.abstractmethod
     def describe(self) -> str:
         """One line for discovery output."""
 
     @abc.abstractmethod
     def submit_detached(
-        self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
+        self, engine: EngineId, program: Any, inputs: ExecutionInputs
     ) -> ExecutionHandle:
-        """Admit ``inputs`` (already validated by the runtime) and return a handle."""
+        """Admit ``inputs`` (already validated by the runtime, ``program`` a kind this
+        engine :meth:`accepts`) and return a handle."""
 
     @abc.abstractmethod
     def execute_scoped(
-        self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+        self, engine: EngineId, program: Any, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
         """Run synchronously to retirement (synchronous providers only)."""
 
@@ -142,15 +152,21 @@ _INDICES: Final[dict[str, itertools.count[int]]] = {}
 # Factories of the always-present engines, not yet made: the providers add theirs at
 # import (``tenferro_storage.providers``; the runtime imports no provider) and the first
 # discovery or lookup registers them, in the order they were added.
-_PENDING_DEFAULTS: Final[list[Callable[[], ExecutionProvider]]] = []
+_PENDING_DEFAULTS: Final[
+    list[Callable[[], ExecutionProvider | Sequence[ExecutionProvider]]]
+] = []
 
 
-def register_default_engine(factory: Callable[[], ExecutionProvider]) -> None:
+def register_default_engine(
+    factory: Callable[[], ExecutionProvider | Sequence[ExecutionProvider]],
+) -> None:
     """Have discovery register ``factory()`` as an always-present engine.
 
     The providers package calls this at import for its built-in engines; the engine is
     made and registered the first time engines are discovered or looked up (after every
-    default added before it), so the runtime never imports a provider. O(1).
+    default added before it), so the runtime never imports a provider.  A factory may
+    return several providers (one per device) or none (an optional runtime that is not
+    installed). O(1).
     """
     with _LOCK:
         _PENDING_DEFAULTS.append(factory)
@@ -163,7 +179,9 @@ def _ensure_defaults() -> None:
         pending = tuple(_PENDING_DEFAULTS)
         _PENDING_DEFAULTS.clear()
     for factory in pending:
-        register_engine(factory())
+        made = factory()
+        for provider in (made,) if isinstance(made, ExecutionProvider) else made:
+            register_engine(provider)
 
 
 def register_engine(provider: ExecutionProvider) -> EngineId:

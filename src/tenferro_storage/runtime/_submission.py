@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Final, Generic, TypeVar
 
 import attrs
+import numpy as np
 
 from .._group import AllocationGroup, DescriptorSlot
 from .._linear import Lender, NoCopy
@@ -37,6 +38,7 @@ from ..errors import (
     UseAfterMoveError,
 )
 from ._engine import EngineId, ExecutionProvider, lookup
+from ._executable import ExecutableProgram, Program
 from ._program import CompiledGraph, OutputKind, OutputMetadata
 
 B = TypeVar("B")
@@ -50,7 +52,7 @@ class SubmitErrorKind(enum.Enum):
     """Why a submission was refused before admission."""
 
     UNKNOWN_ENGINE = "unknown engine"
-    INVALID_PROGRAM = "not a CompiledGraph"
+    INVALID_PROGRAM = "not a program the engine runs"
     ARITY = "binding count does not match the program"
     INVALID_BINDING = "a binding does not name a live record (or view)"
     BORROWED = "the inputs are borrowed"
@@ -738,8 +740,10 @@ def _detached_cause(
 
     if provider is None:
         return err(SubmitErrorKind.UNKNOWN_ENGINE, f"no engine {engine} is registered")
-    if not isinstance(program, CompiledGraph):
+    if not isinstance(program, CompiledGraph | ExecutableProgram):
         return err(SubmitErrorKind.INVALID_PROGRAM, f"got {type(program).__name__}")
+    if not provider.accepts(program):
+        return err(SubmitErrorKind.INVALID_PROGRAM, _foreign(engine, program))
     if inputs._moved_by is not None:
         return err(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
     if inputs._clobbered:
@@ -783,8 +787,19 @@ def _detached_cause(
     return None
 
 
+def _foreign(engine: object, program: Program) -> str:
+    kind = (
+        f"a {program.engine_kind} executable" if type(program) is ExecutableProgram
+        else "a CompiledGraph (host kernels)"
+    )
+    return (
+        f"{engine} does not run {kind} ({program.name or 'program'}); an engine runs only "
+        "its own program kind and never falls back to another's kernels"
+    )
+
+
 def _donation_cause(
-    provider: ExecutionProvider, engine: object, program: CompiledGraph, inputs: ExecutionInputs
+    provider: ExecutionProvider, engine: object, program: Program, inputs: ExecutionInputs
 ) -> str | None:
     """Why the donated inputs of ``program`` cannot be written in place (``None``: they can).
 
@@ -808,12 +823,12 @@ def _donation_cause(
             )
         desc = group._descs[index]
         assert desc is not None
-        if not desc.array().flags.writeable:
+        if type(desc.buffer) is np.ndarray and not desc.array().flags.writeable:
             return f"input {k} is donated but its layout cannot be written"
     return None
 
 
-def submit(engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs) -> ExecutionHandle:
+def submit(engine: EngineId, program: Program, inputs: ExecutionInputs) -> ExecutionHandle:
     """Submit ``program`` over ``inputs`` to the caller-selected ``engine`` (detached, owning).
 
     Validation and planning come first; any refusal raises ``SubmitRejected`` whose
@@ -841,11 +856,13 @@ def submit(engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs) ->
 
 
 def execute_scoped_read_only(
-    engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
+    engine: EngineId, program: Program, inputs: ScopedReadInputs
 ) -> ScopedExecutionOutcome:
     """Run ``program`` over borrowed read-only ``inputs`` synchronously to retirement.
 
-    Only synchronous engines (the host) accept it; an asynchronous engine, an unknown
+    Only synchronous engines (the host) and engines that retire scoped work before
+    returning (``retires_scoped``: the XLA engine) accept it; any other asynchronous
+    engine, an unknown
     engine, a wrong arity or a released view raise ``ScopedSubmitRejected`` carrying
     this exact package before anything is admitted.  Returns ``Completed`` (a
     :class:`ScopedExecutionBundle`) or ``RetiredFailed`` (this package back); either
@@ -860,14 +877,16 @@ def execute_scoped_read_only(
 
     if provider is None:
         raise reject(SubmitErrorKind.UNKNOWN_ENGINE, f"no engine {engine} is registered")
-    if not provider.synchronous:
+    if not (provider.synchronous or provider.retires_scoped):
         raise reject(
             SubmitErrorKind.UNSUPPORTED,
             f"{engine} is asynchronous: borrowed work could outlive the call. Use the "
             "detached submit() with owning ExecutionInputs, or a synchronous (host) engine",
         )
-    if not isinstance(program, CompiledGraph):
+    if not isinstance(program, CompiledGraph | ExecutableProgram):
         raise reject(SubmitErrorKind.INVALID_PROGRAM, f"got {type(program).__name__}")
+    if not provider.accepts(program):
+        raise reject(SubmitErrorKind.INVALID_PROGRAM, _foreign(engine, program))
     if inputs._moved_by is not None:
         raise reject(SubmitErrorKind.CONSUMED, f"consumed by {inputs._moved_by}")
     if program.donated:
@@ -901,7 +920,7 @@ def execute_scoped_read_only(
 
 
 def detached_bundle(
-    program: CompiledGraph, package: ExecutionInputs, fresh: dict[int, Tensor[Any, Any]]
+    program: Program, package: ExecutionInputs, fresh: dict[int, Tensor[Any, Any]]
 ) -> ExecutionBundle:
     """Build the completed bundle: the package's group plus one record per fresh output.
 

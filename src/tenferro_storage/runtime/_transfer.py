@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from .._root import DeviceDomain
+from .._root import DeviceDomain, ExternalDomain
 from .._tensor import Tensor, TensorView, TensorViewMut
 from ..errors import EngineError, TransferError
 from ._engine import EngineId, lookup
@@ -72,5 +72,7 @@ def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
             f"upload: {engine} has no device memory (its domains: "
             f"{sorted(provider.domain_names())}); submit host values to it directly"
         )
+    if type(domain) is ExternalDomain:  # an external runtime's buffers: its own upload
+        return provider.upload(value)  # type: ignore[attr-defined,no-any-return]
     _, copy_to_device = _mechanics("upload")
     return copy_to_device(domain, value)

@@ -1,0 +1,121 @@
+"""Helpers of the XLA provider (``_xla.py``): the optional jax import, the namespace
+lowering rules see, buffer hooks, counters and the per-execution state."""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..runtime._submission import OutcomeCell
+from ._retirement import RetirementRecord
+
+
+def jax_module() -> Any:
+    """``jax`` if it can be imported, else ``None`` (the engine is then not listed). Imports
+    jax on first call (seconds); later calls are a dict lookup."""
+    try:
+        return importlib.import_module("jax")
+    except ImportError:
+        return None
+
+
+class _Namespace:
+    """What lowering rules see: ``np`` (``jax.numpy``), ``lax``, ``scipy`` (``jax.scipy``)
+    and ``nn`` (``jax.nn``)."""
+
+    __slots__ = ("lax", "nn", "np", "scipy")
+
+    def __init__(self, jax: Any) -> None:
+        self.np = importlib.import_module("jax.numpy")
+        self.lax = importlib.import_module("jax.lax")
+        self.scipy = importlib.import_module("jax.scipy")
+        importlib.import_module("jax.scipy.special")
+        importlib.import_module("jax.scipy.linalg")
+        self.nn = importlib.import_module("jax.nn")
+
+
+def _free(handle: Any) -> None:
+    """Delete an XLA buffer now (idempotent on an already deleted or donated one)."""
+    if not handle.is_deleted():
+        handle.delete()
+
+
+def _host_view(handle: Any) -> np.ndarray[Any, Any]:
+    return np.asarray(handle)
+
+
+class XlaCounters:
+    """Per-engine counters: submissions, executions, retirements, zero-copy imports, input
+    transfers (copies) and donations that reused their buffer.  Read when idle."""
+
+    __slots__ = (
+        "donations_reused", "executions", "imports_transferred", "imports_zero_copy",
+        "inputs_resident", "rejections", "retirements", "submissions",
+    )
+
+    donations_reused: int
+    executions: int
+    imports_transferred: int
+    imports_zero_copy: int
+    inputs_resident: int
+    rejections: int
+    retirements: int
+    submissions: int
+
+    def __init__(self) -> None:
+        for k in self.__slots__:
+            setattr(self, k, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        """A copy of the counters as a dict."""
+        return {k: getattr(self, k) for k in self.__slots__}
+
+
+class _Work:
+    """One admitted execution until retirement (provider-private)."""
+
+    __slots__ = (
+        "cell", "donated_ptrs", "inputs", "lock", "package", "program", "record", "results",
+        "scratch", "thread",
+    )
+
+    cell: OutcomeCell | None
+    donated_ptrs: dict[int, int]
+    inputs: list[Any] | None
+    package: Any
+    program: Any
+    record: RetirementRecord | None
+    results: Any
+    scratch: int
+    thread: int
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+
+class _ReadyEvent:
+    """The handle's completion event: set when the outcome is published; a waiter that
+    finds it unset drives completion itself (readiness wait, retirement, publication)
+    instead of waiting for the reaper thread."""
+
+    __slots__ = ("_done", "_drive")
+
+    def __init__(self, drive: Callable[[], None]) -> None:
+        self._done = threading.Event()
+        self._drive: Callable[[], None] | None = drive
+
+    def is_set(self) -> bool:
+        return self._done.is_set()
+
+    def set(self) -> None:
+        self._done.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        drive = self._drive
+        if drive is not None and not self._done.is_set():
+            drive()
+        return self._done.wait(timeout)
