@@ -94,6 +94,7 @@ from ._device import (
     prepare_read,
 )
 from ._retirement import ProviderEvent, RetirementRecord
+from ._xla_call import ScopedCall
 from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
 
 _SUBMIT: Final = "runtime.submit"
@@ -249,7 +250,7 @@ class XlaProvider(ExecutionProvider):
             arr = d.readonly()  # a view of this engine's buffer (CPU): copied below
         elif type(buf) is np.ndarray:
             arr = d.array()  # XLA only reads it (not donated); borrowed until retirement
-            if arr.flags.c_contiguous and arr.ctypes.data % ALIGNMENT == 0:
+            if d.importable_in_place():
                 if not self.verify_zero_copy:
                     counters.imports_zero_copy += 1
                     return arr  # the executable imports it in place (XLA's aligned import)
@@ -384,6 +385,15 @@ class XlaProvider(ExecutionProvider):
                 self._worker.start()
         self._queue.put(work)
         return ExecutionHandle._make(engine, cell)
+
+    def prepare_scoped(self, program: object) -> ScopedCall | None:
+        """A :class:`ScopedCall` of ``program`` over whole owners: the checks that depend
+        only on the program done once (``None``: not this engine's program, or it
+        donates -- use ``runtime.execute_scoped_read_only``). O(1)."""
+        if not self.accepts(program):
+            return None
+        assert isinstance(program, ExecutableProgram)
+        return None if program.donated else ScopedCall(self, program)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
