@@ -95,7 +95,16 @@ from ._device import (
 )
 from ._retirement import ProviderEvent, RetirementRecord
 from ._xla_call import ScopedCall
-from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
+from ._xla_support import (
+    XlaCounters,
+    _free,
+    _host_view,
+    _Namespace,
+    _ReadyEvent,
+    _Work,
+    call_x64,
+    jax_module,
+)
 
 _SUBMIT: Final = "runtime.submit"
 _DOMAINS: Final = itertools.count()
@@ -372,10 +381,20 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            work.results = program.executable(*work.inputs)
+            work.results = call_x64(self._jax, program.executable, *work.inputs)
             self.counters.executions += 1
-        except Exception as exc:
+        except BaseException as exc:
             work.results = exc
+            if not isinstance(exc, Exception):
+                # An interrupt while enqueueing: nothing is running (XLA raised or never
+                # started), so the work retires here and the exact package goes back into
+                # the caller's ``inputs`` (donated inputs XLA consumed marked clobbered),
+                # as the host engine does; the interrupt propagates.
+                self._retire(work)
+                outcome = cell._outcome
+                assert isinstance(outcome, RetiredFailed)
+                inputs._give_back(outcome.inputs)  # (the unreachable cell keeps an empty shell)
+                raise
         with self._lock:
             self._pending += 1
             if self._worker is None:
@@ -414,11 +433,13 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            results = program.executable(*handles)
+            results = call_x64(self._jax, program.executable, *handles)
             counters.executions += 1
             self._jax.block_until_ready(results)
-        except Exception as exc:
-            inputs._moved_by = None
+        except BaseException as exc:
+            inputs._moved_by = None  # nothing runs any more: the caller's views are whole
+            if not isinstance(exc, Exception):
+                raise  # an interrupt propagates (scratch released below, nothing kept)
             where = program.name or "xla program"
             return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
                                  inputs)
@@ -469,14 +490,21 @@ class XlaProvider(ExecutionProvider):
         results = work.results
         cause = None
         if isinstance(results, BaseException):
-            cause = execution_error(ExecutionErrorKind.KERNEL_FAILED,
-                                    program.name or "xla program", results)
+            kind = (ExecutionErrorKind.KERNEL_FAILED if isinstance(results, Exception)
+                    else ExecutionErrorKind.PANIC)
+            cause = execution_error(kind, program.name or "xla program", results)
             results = None
         else:
             try:
                 self._jax.block_until_ready(results)
             except Exception as exc:
                 cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "xla", exc)
+        # a donated buffer XLA took (deleted on its side) holds what the program left
+        clobbered = () if cause is None else tuple(
+            k for k in program.donated
+            if work.inputs is not None and k < len(work.inputs) and
+            getattr(work.inputs[k], "is_deleted", lambda: False)()
+        )
         work.inputs = None  # the imported buffers (zero-copy host imports end here)
         if work.scratch:
             LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, work.scratch)
@@ -511,7 +539,8 @@ class XlaProvider(ExecutionProvider):
             outcome = Completed(detached_bundle(program, package, fresh))
         else:
             fresh.clear()
-            outcome = RetiredFailed(cause, package)
+            package._clobbered = clobbered
+            outcome = RetiredFailed(cause, package, clobbered)
         del package
         cell = work.cell
         work.cell = None

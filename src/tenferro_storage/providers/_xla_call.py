@@ -25,6 +25,7 @@ from .._root import adopt_external_many
 from .._tensor import Tensor
 from ..runtime._executable import ExecutableProgram
 from ..runtime._submission import ExecutionError, ExecutionErrorKind, execution_error
+from ._xla_support import call_x64
 
 _OUTPUT = AllocationReason.OPERATION_OUTPUT
 
@@ -83,12 +84,12 @@ class ScopedCall:
                 handles.append(provider._import_desc(x._desc, op))
             if self._scratch:
                 scratch = LEDGER.allocate(_OUTPUT, self._scratch, self._scratch_label)
-            results = self._exe(*handles)
+            results = call_x64(provider._jax, self._exe, *handles)
             counters.executions += 1
             provider._jax.block_until_ready(results)
         except Exception as exc:
             return execution_error(ExecutionErrorKind.KERNEL_FAILED, op, exc)
-        finally:
+        finally:  # also on an interrupt, which propagates: no borrow or scratch outlives it
             handles = None  # the zero-copy imports end here
             if scratch:
                 LEDGER.release(_OUTPUT, self._scratch, scratch)
