@@ -214,11 +214,12 @@ def test_float64_stays_float64_without_the_users_x64_flag(xla_engine: Any) -> No
     x = ts.from_numpy(np.linspace(0.0, 1.0, 7))
     with jax.enable_x64(False):
         f = ad.jit(ad.value_and_grad(lambda a: ad.sum(ad.sin(a) * a)), engine=xla_engine)
-        value, grad = f(x)  # compiles and runs (the fast call)
-        value, grad = f(x)
+        f(x)  # compiles and runs
+        value, grad = f(x)  # the fast call
         from_numpy = ad.jit(lambda a: a * 3.0, engine=xla_engine)(np.linspace(0.0, 1.0, 7))
         assert jnp.ones(2).dtype == jnp.float32  # the user's setting is untouched
     assert grad.dtype.numpy == np.float64 and from_numpy.dtype.numpy == np.float64
+    assert value.dtype.numpy == np.float64
     xs = np.linspace(0.0, 1.0, 7)
     np.testing.assert_allclose(grad.to_numpy(), np.sin(xs) + xs * np.cos(xs), rtol=1e-15)
 
@@ -358,7 +359,7 @@ def test_donation_on_failure_hands_the_donated_owner_back(xla_engine: Any) -> No
     lost = step()
     lost.lower(q, np.ones(16))
     _fault(lost, _unprovable)
-    with pytest.raises(ExecutionFailed, match="clobbered|hold what the program wrote") as err:
+    with pytest.raises(ExecutionFailed, match=r"hold what the program wrote") as err:
         lost(q, np.ones(16))
     assert err.value.clobbered == (0,) and set(err.value.donated) == {0}
     with pytest.raises(ts.errors.UseAfterMoveError):
