@@ -279,6 +279,22 @@ def test_an_interrupt_during_execution_propagates_and_leaves_no_borrow_or_scratc
         pass
 
 
+def test_an_interrupt_in_a_scoped_execution_leaves_the_callers_package_usable(
+    xla_engine: Any,
+) -> None:
+    program = ad.jit(lambda a: ad.tanh(a) * 2.0, engine=xla_engine).lower(np.ones(8)).program
+    broken = attrs.evolve(program, executable=_raising(KeyboardInterrupt())(None))
+    x = ts.from_numpy(np.full(8, 0.5))
+    with x.as_view() as v:
+        inputs = rt.ScopedReadInputs([v])
+        with pytest.raises(KeyboardInterrupt):
+            rt.execute_scoped_read_only(xla_engine, broken, inputs)
+        outcome = rt.execute_scoped_read_only(xla_engine, program, inputs)  # not consumed
+        assert isinstance(outcome, rt.Completed)
+        group, refs = outcome.bundle.into_owned_group()
+        np.testing.assert_allclose(group.try_extract(refs[0]).to_numpy(), 2 * np.tanh(0.5))
+
+
 def test_an_interrupt_while_enqueueing_detached_work_hands_the_package_back(
     xla_engine: Any,
 ) -> None:
