@@ -169,6 +169,7 @@ class CheckedDescriptor:
             offset, strides = self._geometry()
             if type(buffer) is not np.ndarray:  # device memory: its host view, or refused
                 buffer = buffer.host_readonly()  # type: ignore[attr-defined]
+                assert isinstance(buffer, np.ndarray)
                 if (offset == 0 and buffer.shape == self.shape and buffer.strides == strides
                         and buffer.dtype == self.dtype.numpy):
                     self._readonly = buffer  # the whole buffer: its frozen view as is

@@ -65,7 +65,7 @@ class ScopedCall:
         for x in owners:
             if type(x) is not Tensor or x._moved_by is not None or x._exclusive is not None:
                 return None
-            root = x._storage._root
+            root = x._storage._root  # type: ignore[union-attr]  # live: checked above
             if root is not None and root.provider.placement not in names:
                 return None
         provider = self._provider
@@ -77,14 +77,14 @@ class ScopedCall:
         lent = 0
         scratch = 0
         try:
-            handles = []
+            handles: list[Any] | None = []
             for x in owners:
                 x._lend_named(holder)
                 lent += 1
-                handles.append(provider._import_desc(x._desc, op))
+                handles.append(provider._import_desc(x._desc, op))  # type: ignore[union-attr]
             if self._scratch:
                 scratch = LEDGER.allocate(_OUTPUT, self._scratch, self._scratch_label)
-            results = call_x64(provider._jax, self._exe, *handles)
+            results = call_x64(provider._jax, self._exe, *handles)  # type: ignore[misc]
             counters.executions += 1
             provider._jax.block_until_ready(results)
         except Exception as exc:
