@@ -7,7 +7,9 @@ signature traces ``f`` and compiles the graph (``_compile.py``); later calls onl
 How a call runs depends on what it is given:
 
 * **owners or views** (borrowed, never consumed): *scoped read-only execution* on a
-  synchronous engine — the runtime reads the caller's storage under shared borrows;
+  synchronous engine — the runtime reads the caller's storage under shared borrows; on the
+  XLA engine a call whose leaves are all owners takes a per-signature prepared call
+  (``XlaProvider.prepare_scoped``: checks done once, the same ledger events);
 * **numpy arrays / scalars only**: they are imported (one recorded ``TRANSFER`` each, as
   everywhere in tenferro), moved into an ``AllocationGroup`` and submitted *detached*
   (``runtime.submit``) to the engine, which may be asynchronous; the call waits;

@@ -30,6 +30,15 @@ Programs
     :meth:`XlaProvider.compile`; a ``CompiledGraph`` (host kernels) is refused at
     submission -- there is no host fallback.
 
+Types
+    Programs keep numpy's types (float64 stays float64) whatever the user's
+    ``jax_enable_x64``: compile, upload and execution run under JAX's thread-local
+    ``enable_x64`` (``_xla_support.call_x64``), so the user's own JAX code keeps its setting.
+
+A call over whole owners
+    ``prepare_scoped`` makes a :class:`~._xla_call.ScopedCall` per program: what
+    ``execute_scoped`` checks and formats per call is done once; the events are the same.
+
 Completion
     Asynchronous: execution is enqueued on XLA's stream and the submission returns a
     handle.  Completion is proven from buffer readiness (``block_until_ready``) either
