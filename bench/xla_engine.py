@@ -8,7 +8,7 @@ imported zero-copy) and returns XLA buffers; JAX takes resident device arrays.  
 median ms per call over ``--number`` calls, the ratio tenferro/JAX, and the first call of
 each (trace + lowering + compilation) for both.
 
-    python bench/xla_engine.py [--number 30]
+    python bench/xla_engine.py [--number 30] [--cpu] [--only chain]
 """
 
 from __future__ import annotations
@@ -30,12 +30,15 @@ import tenferro_storage as ts
 jax.config.update("jax_enable_x64", True)
 
 
+CLOCK = time.perf_counter
+
+
 def _median_ms(f: Callable[[], Any], number: int) -> float:
     times = []
     for _ in range(number):
-        t0 = time.perf_counter()
+        t0 = CLOCK()
         jax.block_until_ready(f())
-        times.append(time.perf_counter() - t0)
+        times.append(CLOCK() - t0)
     return 1e3 * statistics.median(times)
 
 
@@ -102,10 +105,18 @@ def _read(tree: Any) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--number", type=int, default=30)
+    parser.add_argument("--cpu", action="store_true",
+                        help="process CPU time instead of wall time (less disturbed by load)")
+    parser.add_argument("--only", default="", help="run the workloads whose name has this")
     args = parser.parse_args()
+    global CLOCK
+    if args.cpu:
+        CLOCK = time.process_time
     print(f"{'workload':32} {'tenferro xla':>13} {'jax.jit':>9} {'ratio':>6}"
           f" {'compile tf':>11} {'compile jax':>12}")
     for name, make in WORKLOADS.items():
+        if args.only not in name:
+            continue
         f_ad, xs = make(ad, np.random.default_rng(0))
         f_jx, _ = make(jnp, np.random.default_rng(0))
         nargs = len(xs)

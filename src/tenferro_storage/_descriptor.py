@@ -30,7 +30,7 @@ from ._layout import (
     prove_injective,
     whole,
 )
-from ._root import RootResource
+from ._root import ALIGNMENT, RootResource
 from .errors import BadIndexError, LayoutError, shown
 
 _PROOF_FRESH = prove_injective((), ())  # a fresh C-contiguous array is trivially injective
@@ -51,6 +51,7 @@ class CheckedDescriptor:
         "_flat_readonly",
         "_injective",
         "_readonly",
+        "_zero_copy",
         "buffer",
         "dtype",
         "hi",
@@ -79,6 +80,7 @@ class CheckedDescriptor:
     _flat: np.ndarray[Any, Any]  # lazily set by flat()
     _flat_readonly: np.ndarray[Any, Any]  # lazily set by flat()
     _readonly: np.ndarray[Any, Any] | None
+    _zero_copy: bool  # lazily set by importable_in_place()
     _injective: WriteInjectivityProof | bool | None
 
     # -- byte envelope (for disjointness) ------------------------------------------
@@ -139,6 +141,22 @@ class CheckedDescriptor:
             self._array = arr
         return arr
 
+    def importable_in_place(self) -> bool:
+        """Whether a runtime that imports host memory in place (XLA) can read this layout
+        without a copy: host memory, C-contiguous and starting on an ``ALIGNMENT`` (64-byte)
+        boundary.  Answered once and cached (a descriptor's buffer and layout never
+        change). O(1) after the first call."""
+        try:
+            return self._zero_copy
+        except AttributeError:
+            pass
+        ok = False
+        if type(self.buffer) is np.ndarray:
+            arr = self.array()
+            ok = bool(arr.flags.c_contiguous) and arr.ctypes.data % ALIGNMENT == 0
+        self._zero_copy = ok
+        return ok
+
     def readonly(self) -> np.ndarray[Any, Any]:
         """The read-only numpy array over this layout (built once, cached), over a
         read-only buffer: no numpy API can make it (or a view of it) writable, so what a
@@ -148,9 +166,14 @@ class CheckedDescriptor:
         ro = self._readonly
         if ro is None:
             buffer = self.buffer
+            offset, strides = self._geometry()
             if type(buffer) is not np.ndarray:  # device memory: its host view, or refused
                 buffer = buffer.host_readonly()  # type: ignore[attr-defined]
-            offset, strides = self._geometry()
+                assert isinstance(buffer, np.ndarray)
+                if (offset == 0 and buffer.shape == self.shape and buffer.strides == strides
+                        and buffer.dtype == self.dtype.numpy):
+                    self._readonly = buffer  # the whole buffer: its frozen view as is
+                    return buffer
             ro = readonly_over(buffer, self.shape, self.dtype.numpy, offset, strides)
             self._readonly = ro
         return ro

@@ -21,14 +21,14 @@ import os
 import sys
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NoReturn
 
 import attrs
 import numpy as np
 
 from ._dtypes import _BY_NUMPY
-from ._frozen import is_frozen
+from ._frozen import is_frozen, readonly_over
 from ._ledger import LEDGER, AllocationReason
 from ._linear import Borrow, Lender, NoCopy
 from ._provider import HOST, HostProvider, ProviderCounters
@@ -493,7 +493,8 @@ class ExternalMemory(DeviceMemory):
             if not domain.host_readable:
                 self.refuse_host()
             host = domain.host_view(self._handle)
-            host.flags.writeable = False
+            if not is_frozen(host):  # a write flag someone could set again: freeze it
+                host = readonly_over(host, host.shape, host.dtype, 0, host.strides)
             self._host = host
         return host
 
@@ -541,11 +542,17 @@ class ExternalRootResource(DeviceRootResource):
 
 
 def adopt_external(
-    domain: ExternalDomain, handle: Any, nbytes: int, reason: AllocationReason, operation: str
+    domain: ExternalDomain,
+    handle: Any,
+    nbytes: int,
+    reason: AllocationReason,
+    operation: str,
+    label: str = "",
 ) -> OwnedStorage:
     """Own a fresh external buffer ``handle`` (``nbytes``) as a new root of ``domain``;
-    return its claim.  One allocation event (``"<operation> @<domain>"``); the domain's
-    live set records it.  The caller (the domain's provider) guarantees nothing else owns
+    return its claim.  One allocation event (``label``, by default
+    ``"<operation> @<domain>"``: a caller adopting many results formats it once); the
+    domain's live set records it.  The caller (the domain's provider) guarantees nothing else owns
     the buffer. O(1)."""
     if type(domain) is not ExternalDomain:
         raise TypeError(f"{operation}: expected an ExternalDomain, got {type(domain).__name__}")
@@ -560,12 +567,53 @@ def adopt_external(
     root._claimed = True
     root.reason = reason
     root._operation = operation
-    root.alloc_id = alloc_id = LEDGER.allocate(reason, int(nbytes), f"{operation} @{domain.name}")
+    root.alloc_id = alloc_id = LEDGER.allocate(
+        reason, int(nbytes), label or f"{operation} @{domain.name}"
+    )
     _BUFFERS[id(memory)] = alloc_id
     with domain.lock:
         domain._live[alloc_id] = int(nbytes)
     domain.counters.allocations += 1
     return OwnedStorage._make(root, 0, int(nbytes))  # type: ignore[return-value]
+
+
+def adopt_external_many(
+    domain: ExternalDomain,
+    handles: Sequence[Any],
+    sizes: Sequence[int],
+    reason: AllocationReason,
+    label: str,
+) -> list[OwnedStorage]:
+    """:func:`adopt_external` for the fresh results of one execution: the same events (one
+    allocation ``label`` per buffer), the domain's lock taken once. O(len(handles))."""
+    led = LEDGER
+    out: list[OwnedStorage] = []
+    ids: list[tuple[int, int]] = []
+    make = OwnedStorage._make
+    for handle, nbytes in zip(handles, sizes, strict=True):
+        memory = ExternalMemory.__new__(ExternalMemory)
+        memory._handle = handle
+        memory._host = None
+        memory._nbytes = nbytes
+        memory.domain = domain
+        root = ExternalRootResource.__new__(ExternalRootResource)
+        root.provider = domain
+        root._allocation = memory
+        root._claimed = True
+        root.reason = reason
+        root._operation = label
+        root.alloc_id = alloc_id = next(led.alloc_ids)
+        if led.captures:
+            led.allocate(reason, nbytes, label, alloc_id)
+        else:  # LEDGER.allocate's common case, inlined
+            led.live[alloc_id] = nbytes
+        _BUFFERS[id(memory)] = alloc_id
+        ids.append((alloc_id, nbytes))
+        out.append(make(root, 0, nbytes))  # type: ignore[arg-type]
+    with domain.lock:
+        domain._live.update(ids)
+    domain.counters.allocations += len(out)
+    return out
 
 
 def replace_external(root: RootResource, handle: Any) -> Any:

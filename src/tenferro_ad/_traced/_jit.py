@@ -7,7 +7,9 @@ signature traces ``f`` and compiles the graph (``_compile.py``); later calls onl
 How a call runs depends on what it is given:
 
 * **owners or views** (borrowed, never consumed): *scoped read-only execution* on a
-  synchronous engine — the runtime reads the caller's storage under shared borrows;
+  synchronous engine — the runtime reads the caller's storage under shared borrows; on the
+  XLA engine a call whose leaves are all owners takes a per-signature prepared call
+  (``XlaProvider.prepare_scoped``: checks done once, the same ledger events);
 * **numpy arrays / scalars only**: they are imported (one recorded ``TRANSFER`` each, as
   everywhere in tenferro), moved into an ``AllocationGroup`` and submitted *detached*
   (``runtime.submit``) to the engine, which may be asynchronous; the call waits;
@@ -156,6 +158,7 @@ class Jitted:
         self.reuse = reuse
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
+        self._fast: dict[Any, _FastPlan | None] = {}  # XLA calls over whole owners
         functools.update_wrapper(self, f)
 
     @property
@@ -206,6 +209,18 @@ class Jitted:
         return hit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._xla and not kwargs:  # the steady state of a training loop: owners in
+            leaves, tree = tree_flatten(args)
+            sig = _owner_signature(leaves)
+            if sig is not None:
+                key = (tree, sig)
+                plan = self._fast.get(key, _UNPLANNED)
+                if plan is _UNPLANNED:
+                    plan = self._fast[key] = _plan(self.engine, self._entry(leaves, tree))
+                if plan is not None:
+                    outs = _fast_call(plan, leaves)
+                    if outs is not None:
+                        return tree_unflatten(plan.out_tree, outs)
         nargs = -1
         if kwargs:  # keyword arguments are traced leaves too (as in JAX): a trailing dict
             nargs = len(args)
@@ -231,6 +246,62 @@ class Jitted:
         else:
             outs = _detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
+
+
+@attrs.frozen(eq=False)
+class _FastPlan:
+    """What a signature's XLA call over whole owners needs beyond its inputs: the prepared
+    call (checks done once), each output's result index and whether it repeats an
+    earlier output (a recorded ``EXPLICIT_DUPLICATE``), and the output structure."""
+
+    call: Any  # tenferro_storage.providers.ScopedCall
+    outputs: tuple[tuple[int, bool], ...]
+    out_tree: TreeDef
+    engine: rt.EngineId
+
+
+_UNPLANNED: Any = object()
+
+
+def _owner_signature(leaves: Sequence[Any]) -> tuple[Any, ...] | None:
+    """Each leaf's (shape, dtype) when every leaf is a live, unborrowed-for-writing owner
+    (else ``None``: the general path). O(leaves), no allocation beyond the tuple."""
+    sig = []
+    for x in leaves:
+        if type(x) is not ts.Tensor or x._moved_by is not None or x._exclusive is not None:
+            return None
+        d = x._desc
+        sig.append((d.shape, d.dtype))
+    return tuple(sig)
+
+
+def _plan(engine: rt.EngineId, entry: Compiled) -> _FastPlan | None:
+    """The fast plan of an XLA program whose outputs are all its own results (an input
+    returned as is takes the general path). O(outputs), once per signature."""
+    program = entry.program
+    if not isinstance(program, rt.ExecutableProgram):
+        return None
+    call = lookup(engine).prepare_scoped(program)  # type: ignore[union-attr]
+    if call is None or rt.OutputKind.IDENTITY in program.output_kinds:
+        return None
+    n = program.n_inputs
+    outputs = tuple(
+        (o.value - n, o.kind is rt.OutputKind.REPEATED) for o in program.outputs
+        if o.value is not None
+    )
+    return _FastPlan(call, outputs, entry.graph.out_tree, engine)
+
+
+def _fast_call(plan: _FastPlan, leaves: Sequence[Any]) -> list[Any] | None:
+    """Run a planned call: fresh result owners in output order (a repeated output is a
+    recorded copy, as on the general path); ``None``: take the general path. O(leaves +
+    outputs) plus the execution."""
+    results = plan.call(leaves)
+    if results is None or type(results) is list:
+        return None if results is None else [
+            results[k].duplicate() if again else results[k] for k, again in plan.outputs
+        ]
+    raise ExecutionFailed(f"jit: the program failed on {plan.engine}: {results}", results)
 
 
 def _name(f: Any) -> str:

@@ -30,6 +30,15 @@ Programs
     :meth:`XlaProvider.compile`; a ``CompiledGraph`` (host kernels) is refused at
     submission -- there is no host fallback.
 
+Types
+    Programs keep numpy's types (float64 stays float64) whatever the user's
+    ``jax_enable_x64``: compile, upload and execution run under JAX's thread-local
+    ``enable_x64`` (``_xla_support.call_x64``), so the user's own JAX code keeps its setting.
+
+A call over whole owners
+    ``prepare_scoped`` makes a :class:`~._xla_call.ScopedCall` per program: what
+    ``execute_scoped`` checks and formats per call is done once; the events are the same.
+
 Completion
     Asynchronous: execution is enqueued on XLA's stream and the submission returns a
     handle.  Completion is proven from buffer readiness (``block_until_ready``) either
@@ -94,7 +103,17 @@ from ._device import (
     prepare_read,
 )
 from ._retirement import ProviderEvent, RetirementRecord
-from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
+from ._xla_call import ScopedCall
+from ._xla_support import (
+    XlaCounters,
+    _free,
+    _host_view,
+    _Namespace,
+    _ReadyEvent,
+    _Work,
+    call_x64,
+    jax_module,
+)
 
 _SUBMIT: Final = "runtime.submit"
 _DOMAINS: Final = itertools.count()
@@ -249,7 +268,7 @@ class XlaProvider(ExecutionProvider):
             arr = d.readonly()  # a view of this engine's buffer (CPU): copied below
         elif type(buf) is np.ndarray:
             arr = d.array()  # XLA only reads it (not donated); borrowed until retirement
-            if arr.flags.c_contiguous and arr.ctypes.data % ALIGNMENT == 0:
+            if d.importable_in_place():
                 if not self.verify_zero_copy:
                     counters.imports_zero_copy += 1
                     return arr  # the executable imports it in place (XLA's aligned import)
@@ -371,10 +390,20 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            work.results = program.executable(*work.inputs)
+            work.results = call_x64(self._jax, program.executable, *work.inputs)
             self.counters.executions += 1
-        except Exception as exc:
+        except BaseException as exc:
             work.results = exc
+            if not isinstance(exc, Exception):
+                # An interrupt while enqueueing: nothing is running (XLA raised or never
+                # started), so the work retires here and the exact package goes back into
+                # the caller's ``inputs`` (donated inputs XLA consumed marked clobbered),
+                # as the host engine does; the interrupt propagates.
+                self._retire(work)
+                outcome = cell._outcome
+                assert isinstance(outcome, RetiredFailed)
+                inputs._give_back(outcome.inputs)  # (the unreachable cell keeps an empty shell)
+                raise
         with self._lock:
             self._pending += 1
             if self._worker is None:
@@ -384,6 +413,15 @@ class XlaProvider(ExecutionProvider):
                 self._worker.start()
         self._queue.put(work)
         return ExecutionHandle._make(engine, cell)
+
+    def prepare_scoped(self, program: object) -> ScopedCall | None:
+        """A :class:`ScopedCall` of ``program`` over whole owners: the checks that depend
+        only on the program done once (``None``: not this engine's program, or it
+        donates -- use ``runtime.execute_scoped_read_only``). O(1)."""
+        if not self.accepts(program):
+            return None
+        assert isinstance(program, ExecutableProgram)
+        return None if program.donated else ScopedCall(self, program)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
@@ -404,11 +442,13 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            results = program.executable(*handles)
+            results = call_x64(self._jax, program.executable, *handles)
             counters.executions += 1
             self._jax.block_until_ready(results)
-        except Exception as exc:
-            inputs._moved_by = None
+        except BaseException as exc:
+            inputs._moved_by = None  # nothing runs any more: the caller's views are whole
+            if not isinstance(exc, Exception):
+                raise  # an interrupt propagates (scratch released below, nothing kept)
             where = program.name or "xla program"
             return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
                                  inputs)
@@ -459,14 +499,21 @@ class XlaProvider(ExecutionProvider):
         results = work.results
         cause = None
         if isinstance(results, BaseException):
-            cause = execution_error(ExecutionErrorKind.KERNEL_FAILED,
-                                    program.name or "xla program", results)
+            kind = (ExecutionErrorKind.KERNEL_FAILED if isinstance(results, Exception)
+                    else ExecutionErrorKind.PANIC)
+            cause = execution_error(kind, program.name or "xla program", results)
             results = None
         else:
             try:
                 self._jax.block_until_ready(results)
             except Exception as exc:
                 cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "xla", exc)
+        # a donated buffer XLA took (deleted on its side) holds what the program left
+        clobbered = () if cause is None else tuple(
+            k for k in program.donated
+            if work.inputs is not None and k < len(work.inputs) and
+            getattr(work.inputs[k], "is_deleted", lambda: False)()
+        )
         work.inputs = None  # the imported buffers (zero-copy host imports end here)
         if work.scratch:
             LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, work.scratch)
@@ -501,7 +548,8 @@ class XlaProvider(ExecutionProvider):
             outcome = Completed(detached_bundle(program, package, fresh))
         else:
             fresh.clear()
-            outcome = RetiredFailed(cause, package)
+            package._clobbered = clobbered
+            outcome = RetiredFailed(cause, package, clobbered)
         del package
         cell = work.cell
         work.cell = None

@@ -23,6 +23,21 @@ def jax_module() -> Any:
         return None
 
 
+def call_x64(jax: Any, fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` with JAX's 64-bit types on for this call in this thread only.
+
+    tenferro programs keep numpy's types (float64 stays float64), so the engine compiles,
+    imports and executes with ``jax_enable_x64`` on, whatever the user configured: the
+    switch is JAX's thread-local ``enable_x64`` context, entered only around our own
+    compile/put/execute calls and left before returning, so the user's own JAX code
+    (other calls, other threads) keeps its setting.  O(1): a flag read when x64 is
+    already on, else a context enter/exit (~2 us)."""
+    if jax.config.jax_enable_x64:
+        return fn(*args)
+    with jax.enable_x64(True):
+        return fn(*args)
+
+
 class _Namespace:
     """What lowering rules see: ``np`` (``jax.numpy``), ``lax``, ``scipy`` (``jax.scipy``)
     and ``nn`` (``jax.nn``)."""
