@@ -333,15 +333,21 @@ class XlaProvider(ExecutionProvider):
                 view = TensorView._make(group, storage, desc)
                 try:
                     prepared = prepare_read(ctx, view)
-                except AccessError:
+                except BaseException:
                     view.release()
                     raise
                 bound.append(_bind(prepared, type(prepared), DeviceRead))
-        except (AccessError, BindError) as exc:
+        except BaseException as exc:
+            # Nothing was admitted: the caller's package is whole again, whatever was raised
+            # (an interrupt propagates with ``inputs`` usable; any other error is a refusal).
             for b in bound:
                 b.release()
             inputs._give_back(package)
-            self._refuse(inputs, SubmitErrorKind.BIND_FAILED, str(exc))
+            if not isinstance(exc, Exception):
+                raise
+            message = str(exc) if isinstance(exc, AccessError | BindError) else (
+                f"{type(exc).__name__}: {exc}")
+            self._refuse(inputs, SubmitErrorKind.BIND_FAILED, message)
         event = ProviderEvent(ctx)
         bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
         record = RetirementRecord(ctx, event, bindings, package._roots())
@@ -358,7 +364,11 @@ class XlaProvider(ExecutionProvider):
         cell._done = _ReadyEvent(lambda: self._retire(work))  # type: ignore[assignment]
         work.cell = cell
         self.counters.submissions += 1
-        # Admission boundary: from here on every failure is an outcome.
+        # Admission boundary: from here on every failure is an outcome (Draining): a
+        # failed input preparation or enqueue is PROVIDER_FAILED, the executable's own
+        # failure KERNEL_FAILED; the record and package retire through the reaper.
+        work.where = "input preparation"
+        interrupt: BaseException | None = None
         try:
             ctx.count(enqueues=1, dispatches=1)
             operation = program.name or "xla program"
@@ -371,10 +381,16 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
+            work.where = "enqueue"
+            if ctx._fault("enqueue"):
+                raise RuntimeError(f"{ctx.name}: injected enqueue failure")
+            work.where = ""
             work.results = program.executable(*work.inputs)
             self.counters.executions += 1
-        except Exception as exc:
+        except BaseException as exc:  # a post-admission failure of any type: Draining
             work.results = exc
+            if not isinstance(exc, Exception):
+                interrupt = exc
         with self._lock:
             self._pending += 1
             if self._worker is None:
@@ -383,6 +399,11 @@ class XlaProvider(ExecutionProvider):
                 )
                 self._worker.start()
         self._queue.put(work)
+        if interrupt is not None:
+            # An interrupt after admission: the reaper retires the work as for a dropped
+            # handle (record released once, the package's owners dropped with the outcome);
+            # the interrupt itself propagates to the caller.
+            raise interrupt
         return ExecutionHandle._make(engine, cell)
 
     def execute_scoped(
@@ -397,6 +418,7 @@ class XlaProvider(ExecutionProvider):
         inputs._moved_by = "runtime.execute_scoped_read_only"
         scratch = 0
         handles: list[Any] | None = None
+        results: Any = None
         try:
             handles = [self._import_desc(v._desc, operation) for v in inputs._views]
             if program.scratch_bytes:
@@ -412,6 +434,14 @@ class XlaProvider(ExecutionProvider):
             where = program.name or "xla program"
             return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
                                  inputs)
+        except BaseException:
+            # An interrupt: XLA must be done reading the caller's views before they are the
+            # caller's again (results enqueued: wait for them; none: nothing was enqueued).
+            if results is not None:
+                self._jax.block_until_ready(results)
+            results = None
+            inputs._moved_by = None
+            raise
         finally:
             handles = None
             if scratch:
@@ -459,8 +489,11 @@ class XlaProvider(ExecutionProvider):
         results = work.results
         cause = None
         if isinstance(results, BaseException):
-            cause = execution_error(ExecutionErrorKind.KERNEL_FAILED,
-                                    program.name or "xla program", results)
+            cause = execution_error(
+                ExecutionErrorKind.PROVIDER_FAILED if work.where
+                else ExecutionErrorKind.KERNEL_FAILED,
+                work.where or program.name or "xla program", results,
+            )
             results = None
         else:
             try:
