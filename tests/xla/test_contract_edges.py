@@ -7,10 +7,11 @@ recorded.
   ``kernel.read_array`` of the owner or a strided view, ``borrow_arrays``) lies over a
   read-only buffer: no public numpy API makes it writable (host-engine kernels never get
   one: the host engine refuses an XLA-resident input before admission);
-* a ``KeyboardInterrupt`` before admission gives the caller's package back whole and
-  propagates; after admission the reaper retires the work as for a dropped handle (the
-  record released once, no binding left held, no byte left live); in a scoped call the
-  caller's views are theirs again and usable;
+* a ``KeyboardInterrupt`` before the executable is called (before admission, or after
+  it at an input import or the enqueue) gives the caller's package back whole and
+  propagates; from the executable call itself (work may be enqueued) the reaper retires
+  the work as for a dropped handle (the record released once, no binding left held, no
+  byte left live); in a scoped call the caller's views are theirs again and usable;
 * a failed input preparation (a strided input under ``forbid_copies()``) or a failed
   enqueue after admission is not a rejection: the submission drains and the outcome is
   ``RetiredFailed`` (``PROVIDER_FAILED``) with the exact package, the record released once.
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import attrs
 import numpy as np
 import pytest
 
@@ -133,19 +135,48 @@ def test_an_interrupt_before_admission_gives_the_package_back_whole(xla_engine: 
     del outcome
 
 
-def test_an_interrupt_after_admission_is_retired_by_the_reaper_and_loses_nothing(
-    xla_engine: Any,
+@pytest.mark.parametrize("stage", ["input preparation", "enqueue"])
+def test_an_interrupt_after_admission_before_the_enqueue_gives_the_package_back(
+    xla_engine: Any, stage: str
 ) -> None:
-    """``KeyboardInterrupt`` at the enqueue (after admission): it propagates, the package
-    stays consumed (work may have been enqueued), and the reaper retires the submission as
-    for a dropped handle: the record released once, no binding left held, every byte of
-    the package freed -- nothing leaked, nothing freed while it could be read."""
+    """``KeyboardInterrupt`` after admission but before the executable was called (an
+    input import, the enqueue): nothing was enqueued, so completion is proven -- the record
+    is released once, the caller's ``inputs`` holds its exact package again (usable: it
+    then runs) and the interrupt propagates."""
     p = _provider(xla_engine)
     program = _axpy(xla_engine)
+    retirements = p.counters.retirements
+    pkg, _sx, _sy = inputs()
+    if stage == "enqueue":
+        p.context.fail_next("enqueue", error=KeyboardInterrupt)
+        with pytest.raises(KeyboardInterrupt):
+            rt.submit(xla_engine, program, pkg)
+    else:
+        with _interrupted_import(p), pytest.raises(KeyboardInterrupt):
+            rt.submit(xla_engine, program, pkg)
+    assert _values(pkg) == [[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]]
+    assert p.context.held_bindings() == 0 and p.counters.retirements == retirements
+    outcome = rt.submit(xla_engine, program, pkg).wait(10)
+    assert isinstance(outcome, rt.Completed)
+    del outcome
+
+
+def test_an_interrupt_while_the_executable_is_enqueued_is_retired_by_the_reaper(
+    xla_engine: Any,
+) -> None:
+    """``KeyboardInterrupt`` from the executable call itself (it may have been enqueued):
+    it propagates, the package stays consumed, and the reaper retires the submission as
+    for a dropped handle -- the record released once, no binding left held, every byte of
+    the package freed: nothing leaked, nothing freed while the device could read it."""
+    p = _provider(xla_engine)
+
+    def interrupted(*_args: Any) -> Any:
+        raise KeyboardInterrupt
+
+    program = attrs.evolve(_axpy(xla_engine), executable=interrupted)
     base = live_bytes()
     retirements = p.counters.retirements
     pkg, _sx, _sy = inputs()
-    p.context.fail_next("enqueue", error=KeyboardInterrupt)
     with pytest.raises(KeyboardInterrupt):
         rt.submit(xla_engine, program, pkg)
     with pytest.raises(UseAfterMoveError):
@@ -158,6 +189,21 @@ def test_an_interrupt_after_admission_is_retired_by_the_reaper_and_loses_nothing
     assert live_bytes() == base
 
 
+@contextmanager
+def _interrupted_import(p: XlaProvider) -> Iterator[None]:
+    """The provider's next input imports raise ``KeyboardInterrupt`` (an instance patch,
+    removed on exit)."""
+
+    def interrupted(d: Any, operation: str) -> Any:
+        raise KeyboardInterrupt
+
+    p._import_desc = interrupted  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del p._import_desc
+
+
 def test_an_interrupt_in_a_scoped_call_leaves_the_callers_views_usable(
     xla_engine: Any,
 ) -> None:
@@ -168,18 +214,8 @@ def test_an_interrupt_in_a_scoped_call_leaves_the_callers_views_usable(
     x, y = ts.arange(3.0), ts.ones(3)
     with x.as_view() as vx, y.as_view() as vy:
         scoped = rt.ScopedReadInputs([vx, vy])
-        real = p._import_desc
-
-        def interrupted(d: Any, operation: str) -> Any:
-            raise KeyboardInterrupt
-
-        p._import_desc = interrupted  # type: ignore[method-assign]
-        try:
-            with pytest.raises(KeyboardInterrupt):
-                rt.execute_scoped_read_only(xla_engine, program, scoped)
-        finally:
-            del p._import_desc
-        assert p._import_desc == real
+        with _interrupted_import(p), pytest.raises(KeyboardInterrupt):
+            rt.execute_scoped_read_only(xla_engine, program, scoped)
         outcome = rt.execute_scoped_read_only(xla_engine, program, scoped)
         assert isinstance(outcome, rt.Completed)
         np.testing.assert_array_equal(outcome.bundle.output(0).to_numpy(), [1.0, 2.0, 5.0])

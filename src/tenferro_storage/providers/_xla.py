@@ -388,9 +388,12 @@ class XlaProvider(ExecutionProvider):
             work.results = program.executable(*work.inputs)
             self.counters.executions += 1
         except BaseException as exc:  # a post-admission failure of any type: Draining
-            work.results = exc
             if not isinstance(exc, Exception):
+                if work.where:  # an interrupt before the executable ran: nothing enqueued
+                    self._hand_back(work, inputs)
+                    raise
                 interrupt = exc
+            work.results = exc
         with self._lock:
             self._pending += 1
             if self._worker is None:
@@ -400,11 +403,28 @@ class XlaProvider(ExecutionProvider):
                 self._worker.start()
         self._queue.put(work)
         if interrupt is not None:
-            # An interrupt after admission: the reaper retires the work as for a dropped
-            # handle (record released once, the package's owners dropped with the outcome);
-            # the interrupt itself propagates to the caller.
+            # An interrupt while the executable was being enqueued (it may have run): the
+            # reaper retires the work as for a dropped handle (record released once, the
+            # package's owners dropped with the outcome); the interrupt propagates.
             raise interrupt
         return ExecutionHandle._make(engine, cell)
+
+    def _hand_back(self, work: _Work, inputs: ExecutionInputs) -> None:
+        """Nothing was enqueued (an interrupt during input preparation or at the enqueue):
+        completion is proven, so the record is released once and the exact package goes
+        back into the caller's ``inputs``. O(bindings)."""
+        work.inputs = None  # the zero-copy imports end: nothing reads them
+        if work.scratch:
+            LEDGER.release(AllocationReason.OPERATION_OUTPUT, work.program.scratch_bytes,
+                           work.scratch)
+            work.scratch = 0
+        record = work.record
+        assert record is not None and record.event is not None
+        record.event.complete()
+        record.release()
+        work.record = None
+        package, work.package, work.cell = work.package, None, None
+        inputs._give_back(package)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
