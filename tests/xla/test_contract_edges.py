@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import attrs
+import jax
 import numpy as np
 import pytest
 
@@ -261,3 +262,16 @@ def test_admitted_to_running_post_admission_preparation_or_enqueue_failure_enter
 @contextmanager
 def _nothing() -> Iterator[None]:
     yield
+
+
+def test_a_program_runs_when_the_process_uses_jax_in_32_bit_mode(xla_engine: Any) -> None:
+    """Programs are compiled in 64-bit mode; a process that never enabled
+    ``jax_enable_x64`` (a plain user script) still runs them on float64 values (it was
+    ``ExecutionFailed``: the executable refused the float64 arguments)."""
+    jax.config.update("jax_enable_x64", False)
+    try:
+        y = ad.jit(lambda a: ad.sin(a) * 2.0, engine="xla")(ts.from_numpy(np.ones(3)))
+        np.testing.assert_allclose(y.to_numpy(), 2 * np.sin(np.ones(3)))
+        assert y.dtype == ts.float64
+    finally:
+        jax.config.update("jax_enable_x64", True)

@@ -94,7 +94,16 @@ from ._device import (
     prepare_read,
 )
 from ._retirement import ProviderEvent, RetirementRecord
-from ._xla_support import XlaCounters, _free, _host_view, _Namespace, _ReadyEvent, _Work, jax_module
+from ._xla_support import (
+    X64Executable,
+    XlaCounters,
+    _free,
+    _host_view,
+    _Namespace,
+    _ReadyEvent,
+    _Work,
+    jax_module,
+)
 
 _SUBMIT: Final = "runtime.submit"
 _DOMAINS: Final = itertools.count()
@@ -186,8 +195,8 @@ class XlaProvider(ExecutionProvider):
         analysis = compiled.memory_analysis()
         scratch = int(getattr(analysis, "temp_size_in_bytes", 0) or 0)
         return ExecutableProgram(
-            self.kind, compiled, len(specs), n_results, outputs, name, donated, backing,
-            scratch, description,
+            self.kind, X64Executable(jax, compiled), len(specs), n_results, outputs, name,
+            donated, backing, scratch, description,
         )
 
     # -- transfers ------------------------------------------------------------------------

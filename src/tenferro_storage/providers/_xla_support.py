@@ -48,6 +48,30 @@ def _host_view(handle: Any) -> np.ndarray[Any, Any]:
     return np.asarray(handle)
 
 
+class X64Executable:
+    """A compiled XLA executable called in the 64-bit mode it was compiled in (programs
+    are compiled with ``jax_enable_x64``; calling them while the process runs JAX in its
+    default 32-bit mode would refuse every float64 argument).  O(1) per call: one config
+    read, plus entering ``jax.enable_x64`` only when the mode is off."""
+
+    __slots__ = ("_config", "_x64", "compiled")
+
+    def __init__(self, jax: Any, compiled: Any) -> None:
+        self.compiled = compiled
+        self._config = jax.config
+        self._x64 = jax.enable_x64
+
+    def __call__(self, *args: Any) -> Any:
+        if self._config.jax_enable_x64:
+            return self.compiled(*args)
+        with self._x64(True):
+            return self.compiled(*args)
+
+    def __getattr__(self, name: str) -> Any:
+        """The compiled executable's other attributes (``as_text()``, ``memory_analysis()``)."""
+        return getattr(self.compiled, name)
+
+
 class XlaCounters:
     """Per-engine counters: submissions, executions, retirements, zero-copy imports, input
     transfers (copies) and donations that reused their buffer.  Read when idle."""
