@@ -38,21 +38,40 @@ def _names_workers(args: Sequence[str]) -> bool:
 
 def _one_file(args: Sequence[str]) -> bool:
     """Whether the command line narrows the run to one test file or node id (then workers
-    would only add their start-up): a single positional ``x.py`` or ``x.py::test``."""
-    paths = [a for a in args if not a.startswith("-")]
+    would only add their start-up): a single positional ``x.py`` or ``x.py::test``.  The
+    value of an option that takes one (``-p no:cacheprovider``, ``-k expr``) is not a
+    positional argument."""
+    paths: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _VALUED:
+            skip = True
+        elif not a.startswith("-"):
+            paths.append(a)
     return len(paths) == 1 and (paths[0].endswith(".py") or "::" in paths[0])
 
 
+# pytest's options whose value is the next argument (as ``-p NAME``), not a path
+_VALUED = frozenset({
+    "-p", "-k", "-m", "-o", "-c", "-W", "--pyargs", "--rootdir", "--basetemp",
+    "--confcutdir", "--deselect", "--ignore", "--ignore-glob", "--maxfail", "--durations",
+    "--override-ini", "--config-file", "--junitxml", "--log-level", "--tb",
+})
+
+
 def workers_for(args: Sequence[str], env: dict[str, str], cpus: int | None) -> int:
-    """How many xdist workers a run gets: ``TENFERRO_TEST_WORKERS`` when set; otherwise 2
-    under ``CI`` (the CI machine's cores) and, locally, every core up to 4 unless the run is
-    narrowed to one file.  0: serial."""
+    """How many xdist workers a run gets: ``TENFERRO_TEST_WORKERS`` when set; otherwise
+    none for a run narrowed to one file or node id (workers would only add their start-up,
+    a few seconds of CPU each: the ledger runner starts such runs by the dozen), 2 under
+    ``CI`` (the CI machine's cores) and, locally, every core up to 4.  0: serial."""
     if "TENFERRO_TEST_WORKERS" in env:
         return max(0, int(env["TENFERRO_TEST_WORKERS"]))
-    if env.get("CI", "").lower() in {"1", "true", "yes"}:
-        return 2
     if _one_file(args):
         return 0
+    if env.get("CI", "").lower() in {"1", "true", "yes"}:
+        return 2
     return min(cpus or 1, 4) if (cpus or 1) > 1 else 0
 
 

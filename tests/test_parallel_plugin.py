@@ -15,6 +15,9 @@ def test_ci_runs_on_two_workers_and_a_newcomer_on_the_cores() -> None:
 def test_one_file_runs_serially_and_the_variable_wins() -> None:
     assert workers_for(["tests/test_layers.py"], {}, 8) == 0
     assert workers_for(["tests/a.py::test_x", "-q"], {}, 8) == 0
+    assert workers_for(["-p", "no:cacheprovider", "tests/a.py"], {}, 8) == 0
+    assert workers_for(["tests/a.py", "-k", "fast", "-m", "slow"], {}, 8) == 0
+    assert workers_for(["tests/a.py"], {"CI": "true"}, 8) == 0  # the runner's commands
     assert workers_for(["tests/a.py", "tests/b.py"], {}, 8) == 4
     assert workers_for([], {"TENFERRO_TEST_WORKERS": "0", "CI": "1"}, 8) == 0
     assert workers_for(["tests/a.py"], {"TENFERRO_TEST_WORKERS": "3"}, 8) == 3

@@ -57,6 +57,7 @@ __all__ = [
     "materialize_output",
     "name_borrow",
     "read_array",
+    "record_transfer",
     "refuse_array",
     "register_numpy",
     "register_operators",
@@ -88,6 +89,18 @@ def materialize_output(
     t: Tensor[Any, DynRank] = Tensor._adopt(fresh, dt, reason, operation)
     LEDGER.copy(CopyReason.MATERIALIZE, fresh.nbytes, operation)
     return t
+
+
+def record_transfer(nbytes: int, operation: str) -> None:
+    """Record that ``operation`` copies ``nbytes`` unchanged across the numpy boundary
+    where no owner is made (a snapshot of a caller's array that is not a storage dtype, a
+    constant that XLA embeds in an executable): one ``CopyReason.TRANSFER`` event.
+
+    Call it *before* copying: inside ``ledger.forbid_copies()`` it raises
+    ``CopyForbiddenError`` naming ``operation`` and records nothing. O(1); no allocation.
+    """
+    LEDGER.check_copy_allowed(operation)
+    LEDGER.copy(CopyReason.TRANSFER, int(nbytes), operation)
 
 
 def read_array(

@@ -139,6 +139,10 @@ def candidate(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _env(standin: StandIn, candidate: Path, **kwargs: Any) -> dict[str, str]:
     env = standin.env(**kwargs)
+    # The runner's pytest commands run one after another inside this test's own worker:
+    # serially (no xdist workers of their own, which would only add their start-up and
+    # oversubscribe the cores the suite already uses); the tests they run are the same.
+    env["TENFERRO_TEST_WORKERS"] = "0"
     # The copy's own sources, not whatever tenferro happens to be installed.
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in [str(candidate / "src"), env.get("PYTHONPATH", "")] if p

@@ -119,7 +119,8 @@ def test_donation_is_refused_while_another_record_describes_the_same_allocation(
     see its bytes, an alias bound to another input included.  Mutant: ``_donation_cause``
     not checking ``group._refs`` (the alias read what the program wrote)."""
     x = np.arange(4.0)
-    program = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0).lower(x, x).program
+    jf = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0, engine="host")
+    program = jf.lower(x, x).program
     group = ts.AllocationGroup()
     s = group.insert(ts.from_numpy(x))
     alias = group.alias(s, shape=(4,), strides=(1,))
@@ -136,7 +137,8 @@ def test_donation_of_an_allocation_no_other_record_describes_is_accepted() -> No
     """The same program over two separate allocations donates (the refusal above is about
     the alias, not about donation)."""
     x = np.arange(4.0)
-    program = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0).lower(x, x).program
+    jf = ad.jit(lambda a, b: ad.sin(a) + b, donate_argnums=0, engine="host")
+    program = jf.lower(x, x).program
     group = ts.AllocationGroup()
     package = rt.ExecutionInputs(group, [group.insert(ts.from_numpy(x)),
                                          group.insert(ts.from_numpy(x))])

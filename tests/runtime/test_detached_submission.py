@@ -197,8 +197,18 @@ def test_admitted_to_running_post_admission_preparation_or_enqueue_failure_enter
     """The failure column of ``Admitted -> Running``: after admission, a failed preparation
     (the host's write mapping of a donated input) or a failed enqueue-capable call (the
     simulated device's queue) is not a rejection: the submission drains and the handle's
-    outcome is ``RetiredFailed`` with the exact package, after the record is released once."""
+    outcome is ``RetiredFailed`` with the exact package, after the record is released once.
+    Its success column first (asynchronous engine): once admitted, the prepared bindings are
+    retirement bindings the worker holds live until retirement -- not released at enqueue."""
     with engine_for(kind) as (engine, sim):
+        if sim is not None:
+            ok, _, _ = inputs()
+            with sim.hold():
+                running = rt.submit(engine, axpy_program(), ok)
+                assert sim.context.held_bindings() == 2  # Running: held, not released
+            assert isinstance(running.wait(5), rt.Completed)
+            assert sim.drain(5) and sim.context.held_bindings() == 0
+            del running
         pkg, sx, sy = inputs()
         if sim is None:
             program = _donating_negate()
@@ -218,7 +228,8 @@ def test_admitted_to_running_post_admission_preparation_or_enqueue_failure_enter
         if sim is not None:
             assert sim.drain(5)
             c = sim.counters
-            assert (c.records_created, c.records_released, c.bindings_released) == (1, 1, 2)
+            # (the success-column submission above, then this one)
+            assert (c.records_created, c.records_released, c.bindings_released) == (2, 2, 4)
             assert sim.context.held_bindings() == 0 and c.rejections == 0
         del outcome
 

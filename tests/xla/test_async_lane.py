@@ -295,26 +295,6 @@ def test_an_interrupt_in_a_scoped_execution_leaves_the_callers_package_usable(
         np.testing.assert_allclose(group.try_extract(refs[0]).to_numpy(), 2 * np.tanh(0.5))
 
 
-def test_an_interrupt_while_enqueueing_detached_work_hands_the_package_back(
-    xla_engine: Any,
-) -> None:
-    provider = _provider(xla_engine)
-    program = ad.jit(lambda a: ad.tanh(a) * 2.0, engine=xla_engine).lower(np.ones(64)).program
-    broken = attrs.evolve(program, executable=_raising(KeyboardInterrupt())(None))
-    ctx = provider.context.counters
-    created, released = ctx.records_created, ctx.records_released
-    group = ts.AllocationGroup()
-    slots = [group.insert(ts.from_numpy(np.full(64, 3.0)))]
-    inputs = rt.ExecutionInputs(group, slots)
-    live = dict(LEDGER.live)
-    with pytest.raises(KeyboardInterrupt):
-        rt.submit(xla_engine, broken, inputs)
-    assert ctx.records_created == created + 1 and ctx.records_released == released + 1
-    back, bindings = inputs.into_parts()  # the caller's package is whole again
-    np.testing.assert_array_equal(back.try_extract(bindings[0]).to_numpy(), np.full(64, 3.0))
-    assert set(LEDGER.live) - set(live) == set()
-
-
 def test_failing_completion_is_a_provider_failure_retired_exactly_once(
     xla_engine: Any,
 ) -> None:

@@ -21,12 +21,13 @@ from typing import Any
 import attrs
 import numpy as np
 
+from tenferro_storage._creation import from_numpy
 from tenferro_storage._pytree import PyTreeDef, tree_structure
 from tenferro_storage._pytree import tree_flatten as tree_flatten
 from tenferro_storage._pytree import tree_unflatten as tree_unflatten
 from tenferro_storage._pytree import treedef_tuple as treedef_tuple
-from tenferro_storage.errors import TenferroError
-from tenferro_storage.kernel import frozen, is_frozen
+from tenferro_storage.errors import DTypeError, TenferroError
+from tenferro_storage.kernel import frozen, is_frozen, read_array, record_transfer
 
 from .._core._primitive import Primitive
 
@@ -65,16 +66,32 @@ class Var:
         return f"Var({type_str(self.shape, self.dtype)})"
 
 
+def _snapshot(array: np.ndarray[Any, Any]) -> tuple[np.ndarray[Any, Any], Any]:
+    """A literal's recorded snapshot of a caller's array: its read-only array and what
+    keeps it (the owner ``from_numpy`` made: one ``TRANSFER``), or for a dtype storage
+    does not hold a frozen copy after one recorded ``TRANSFER`` event. O(size)."""
+    try:
+        owner = from_numpy(array)
+    except DTypeError:
+        record_transfer(array.nbytes, "trace: a literal of a dtype storage does not hold")
+        return frozen(np.array(array, copy=True)), None
+    return read_array(owner), owner
+
+
 class Lit:
     """A literal: a Python/numpy scalar (printed by value) or a read-only numpy array constant.
 
     ``shape``/``dtype`` are those numpy gives the value. O(1) for scalars.  An array is
     kept over a read-only buffer (no numpy API makes it writable): an array that already
-    is one is kept as is; any other is snapshotted once (a numpy copy outside the ledger:
-    small literals the trace makes, and numpy arrays a traced function closes over).
-    ``keep`` is what keeps a *borrowed* constant valid while the literal lives: the shared
-    borrow of a captured owner (or the value guard of a captured handle) whose read-only
-    array ``value`` is -- no copy (see ``_trace.constant_literal``).
+    is one is kept as is (the trace freezes the fresh arrays it makes itself -- folded
+    constants, zero seeds -- without a copy); any other (a caller's array a traced
+    function closes over, one a user hands to ``Lit``) is snapshotted once as a recorded
+    copy: imported with ``from_numpy`` (one ``TRANSFER``, the owner kept in ``keep``), or
+    for a dtype storage does not hold, copied after ``kernel.record_transfer`` (so
+    ``ledger.forbid_copies()`` refuses it either way).  ``keep`` is what keeps a
+    *borrowed* constant valid while the literal lives: the shared borrow of a captured
+    owner (or the value guard of a captured handle) whose read-only array ``value`` is --
+    no copy (see ``_trace.constant_literal``).
     """
 
     __slots__ = ("dtype", "keep", "shape", "value")
@@ -87,7 +104,7 @@ class Lit:
     def __init__(self, value: Any, keep: Any = None) -> None:
         if isinstance(value, np.ndarray):
             if not is_frozen(value):
-                value = frozen(np.array(value, copy=True))
+                value, keep = _snapshot(value)
             shape, dtype = tuple(value.shape), value.dtype
         else:
             arr = np.asarray(value)

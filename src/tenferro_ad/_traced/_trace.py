@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage.kernel import frozen
 
 from .._core._dispatch import bind as eager_bind
 from .._core._handle import EagerTensor
@@ -188,7 +189,7 @@ _FOLD = 16  # elements: equations on literals this small are evaluated at trace 
 def _fold(prim: Primitive, atoms: Sequence[Lit], params: dict[str, Any]) -> Lit | None:
     with np.errstate(all="ignore"):
         r = np.asarray(prim.impl(*[a.value for a in atoms], **params))
-    return Lit(r) if r.size <= _FOLD else None
+    return Lit(frozen(r)) if r.size <= _FOLD else None  # r is fresh: frozen, not copied
 
 
 HOLDER = "a traced graph (a constant it closes over)"
@@ -204,18 +205,14 @@ def constant_literal(a: Any, operation: str) -> Lit:
     meanwhile raises ``BorrowError`` naming the holder, as for a tape's residual.  A
     handle is borrowed the same way through a value guard (its value cannot be moved out
     meanwhile: ``into_value`` is ``NotUnique``).  No allocation, no copy, no ledger event.
-    A numpy array of more than ``_FOLD`` elements is imported like every numpy array
-    (``ts.from_numpy``: one recorded ``TRANSFER``, its owner kept by the literal), so the
-    ledger sees the snapshot; a smaller one (or a nested list) is a plain read-only
-    literal, which constant folding computes with. O(1) for storage values.
+    A numpy array (of any size) is snapshotted as a recorded copy (``Lit``: imported with
+    ``from_numpy``, one ``TRANSFER``, its owner kept by the literal), so the ledger sees
+    the snapshot and ``ledger.forbid_copies()`` refuses it; an array already over a
+    read-only buffer is kept as is.  A nested list becomes an array first (a conversion
+    from Python objects) and is snapshotted the same way.  Literals of at most ``_FOLD``
+    elements are what constant folding computes with. O(1) for storage values.
     """
     if isinstance(a, np.ndarray):
-        if a.size > _FOLD and not ts.kernel.is_frozen(a):
-            try:
-                owner = ts.from_numpy(a)
-            except ts.errors.DTypeError:  # not a storage dtype: a plain literal
-                return Lit(a)
-            return Lit(ts.kernel.read_array(owner), keep=owner)
         return Lit(a)
     if isinstance(a, EagerTensor):
         guard = a.value()

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage.kernel import frozen
+
 from .._core._primitive import NONDIFF, CastTarget, Zero
 from ._graph import Eqn, Graph, Lit, Note, Region, TreeDef, Var, dce, treedef_tuple, type_str
 from ._trace import TRACE_NS, Builder, Tracer, swap_note, tracer_of
@@ -115,7 +117,7 @@ def _read(b: Builder, env: dict[Var, Any], a: Var | Lit) -> Any:
 
 def zeros_like(b: Builder, shape: tuple[int, ...], dtype: Any) -> Any:
     """A tracer of zeros (a broadcast of a 0-d literal: O(1) in the graph)."""
-    z = Tracer(b, Lit(np.zeros((), dtype)))
+    z = Tracer(b, Lit(frozen(np.zeros((), dtype))))
     return TRACE_NS.broadcast_to(z, tuple(shape)) if shape else z
 
 
@@ -293,7 +295,7 @@ def _reverse(
         cts: dict[Var, Any] = {}
         for a in graph.outvars[:1] if seed == "first" else graph.outvars:
             if seed != "input":
-                g = Tracer(b, Lit(np.ones((), a.dtype)))
+                g = Tracer(b, Lit(frozen(np.ones((), a.dtype))))
             else:
                 g = b.new_input(a.shape, a.dtype)
             if isinstance(a, Var) and a in active:

@@ -6,12 +6,18 @@ returned as is is ``IDENTITY`` (no result, no copy), a value returned twice is
 ``REPEATED``, everything else a ``FRESH`` result of the executable.  A donated input
 leaf is aliased to the first fresh result of its shape and dtype (XLA's own matching),
 which must not be the leaf itself; none -> ``DonationError`` before anything runs.
+
+A literal array the graph holds (a numpy constant's snapshot, a captured owner or handle
+read in place by the host engine) is lowered as a constant of the executable: XLA keeps
+its own copy of the bytes, so compiling records one ``TRANSFER`` per such literal
+(``ledger.forbid_copies()`` refuses the compilation); scalars are code, not copies.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tenferro_storage.kernel import record_transfer
 from tenferro_storage.runtime import ExecutableProgram, OutputKind, ProgramOutput
 
 from ..errors import DonationError
@@ -26,6 +32,8 @@ def compile_xla(
     ``provider`` (an ``XlaProvider``).  Cost: one trace of the lowered function and one
     XLA compilation."""
     fn = lower_graph(graph, provider.namespace, f"jit({name})")
+    for lit in _embedded(graph):
+        record_transfer(lit.value.nbytes, f"jit({name}): a constant lowered into the executable")
     results = result_atoms(graph)
     n = len(graph.invars)
     var_slot = {a: n + k for k, a in enumerate(results) if isinstance(a, Var)}
@@ -56,6 +64,16 @@ def compile_xla(
         backing=backing,
         description=f"{len(graph.eqns)} equations lowered to XLA",
     )
+
+
+def _embedded(graph: Graph) -> list[Lit]:
+    """The distinct array literals the lowered function turns into XLA constants (equation
+    inputs and outputs; scalars are not arrays). O(equation inputs)."""
+    seen: dict[int, Lit] = {}
+    for a in (*(x for e in graph.eqns for x in e.inputs), *graph.outvars):
+        if isinstance(a, Lit) and not a.is_scalar:
+            seen.setdefault(id(a), a)
+    return list(seen.values())
 
 
 def _backing(

@@ -205,8 +205,8 @@ class XlaProvider(ExecutionProvider):
         analysis = compiled.memory_analysis()
         scratch = int(getattr(analysis, "temp_size_in_bytes", 0) or 0)
         return ExecutableProgram(
-            self.kind, compiled, len(specs), n_results, outputs, name, donated, backing,
-            scratch, description,
+            self.kind, compiled, len(specs), n_results, outputs, name,
+            donated, backing, scratch, description,
         )
 
     # -- transfers ------------------------------------------------------------------------
@@ -352,15 +352,21 @@ class XlaProvider(ExecutionProvider):
                 view = TensorView._make(group, storage, desc)
                 try:
                     prepared = prepare_read(ctx, view)
-                except AccessError:
+                except BaseException:
                     view.release()
                     raise
                 bound.append(_bind(prepared, type(prepared), DeviceRead))
-        except (AccessError, BindError) as exc:
+        except BaseException as exc:
+            # Nothing was admitted: the caller's package is whole again, whatever was raised
+            # (an interrupt propagates with ``inputs`` usable; any other error is a refusal).
             for b in bound:
                 b.release()
             inputs._give_back(package)
-            self._refuse(inputs, SubmitErrorKind.BIND_FAILED, str(exc))
+            if not isinstance(exc, Exception):
+                raise
+            message = str(exc) if isinstance(exc, AccessError | BindError) else (
+                f"{type(exc).__name__}: {exc}")
+            self._refuse(inputs, SubmitErrorKind.BIND_FAILED, message)
         event = ProviderEvent(ctx)
         bindings = tuple(b._successor(ProviderRetirementBinding, "enqueue") for b in bound)
         record = RetirementRecord(ctx, event, bindings, package._roots())
@@ -377,7 +383,11 @@ class XlaProvider(ExecutionProvider):
         cell._done = _ReadyEvent(lambda: self._retire(work))  # type: ignore[assignment]
         work.cell = cell
         self.counters.submissions += 1
-        # Admission boundary: from here on every failure is an outcome.
+        # Admission boundary: from here on every failure is an outcome (Draining): a
+        # failed input preparation or enqueue is PROVIDER_FAILED, the executable's own
+        # failure KERNEL_FAILED; the record and package retire through the reaper.
+        work.where = "input preparation"
+        interrupt: BaseException | None = None
         try:
             ctx.count(enqueues=1, dispatches=1)
             operation = program.name or "xla program"
@@ -390,20 +400,19 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
+            work.where = "enqueue"
+            if ctx._fault("enqueue"):
+                raise RuntimeError(f"{ctx.name}: injected enqueue failure")
+            work.where = ""
             work.results = call_x64(self._jax, program.executable, *work.inputs)
             self.counters.executions += 1
-        except BaseException as exc:
-            work.results = exc
+        except BaseException as exc:  # a post-admission failure of any type: Draining
             if not isinstance(exc, Exception):
-                # An interrupt while enqueueing: nothing is running (XLA raised or never
-                # started), so the work retires here and the exact package goes back into
-                # the caller's ``inputs`` (donated inputs XLA consumed marked clobbered),
-                # as the host engine does; the interrupt propagates.
-                self._retire(work)
-                outcome = cell._outcome
-                assert isinstance(outcome, RetiredFailed)
-                inputs._give_back(outcome.inputs)  # (the unreachable cell keeps an empty shell)
-                raise
+                if work.where:  # an interrupt before the executable ran: nothing enqueued
+                    self._hand_back(work, inputs)
+                    raise
+                interrupt = exc
+            work.results = exc
         with self._lock:
             self._pending += 1
             if self._worker is None:
@@ -412,6 +421,11 @@ class XlaProvider(ExecutionProvider):
                 )
                 self._worker.start()
         self._queue.put(work)
+        if interrupt is not None:
+            # An interrupt while the executable was being enqueued (it may have run): the
+            # reaper retires the work as for a dropped handle (record released once, the
+            # package's owners dropped with the outcome); the interrupt propagates.
+            raise interrupt
         return ExecutionHandle._make(engine, cell)
 
     def prepare_scoped(self, program: object) -> ScopedCall | None:
@@ -422,6 +436,23 @@ class XlaProvider(ExecutionProvider):
             return None
         assert isinstance(program, ExecutableProgram)
         return None if program.donated else ScopedCall(self, program)
+
+    def _hand_back(self, work: _Work, inputs: ExecutionInputs) -> None:
+        """Nothing was enqueued (an interrupt during input preparation or at the enqueue):
+        completion is proven, so the record is released once and the exact package goes
+        back into the caller's ``inputs``. O(bindings)."""
+        work.inputs = None  # the zero-copy imports end: nothing reads them
+        if work.scratch:
+            LEDGER.release(AllocationReason.OPERATION_OUTPUT, work.program.scratch_bytes,
+                           work.scratch)
+            work.scratch = 0
+        record = work.record
+        assert record is not None and record.event is not None
+        record.event.complete()
+        record.release()
+        work.record = None
+        package, work.package, work.cell = work.package, None, None
+        inputs._give_back(package)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
@@ -435,6 +466,7 @@ class XlaProvider(ExecutionProvider):
         inputs._moved_by = "runtime.execute_scoped_read_only"
         scratch = 0
         handles: list[Any] | None = None
+        results: Any = None
         try:
             handles = [self._import_desc(v._desc, operation) for v in inputs._views]
             if program.scratch_bytes:
@@ -445,13 +477,19 @@ class XlaProvider(ExecutionProvider):
             results = call_x64(self._jax, program.executable, *handles)
             counters.executions += 1
             self._jax.block_until_ready(results)
-        except BaseException as exc:
-            inputs._moved_by = None  # nothing runs any more: the caller's views are whole
-            if not isinstance(exc, Exception):
-                raise  # an interrupt propagates (scratch released below, nothing kept)
+        except Exception as exc:
+            inputs._moved_by = None
             where = program.name or "xla program"
             return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
                                  inputs)
+        except BaseException:
+            # An interrupt: XLA must be done reading the caller's views before they are the
+            # caller's again (results enqueued: wait for them; none: nothing was enqueued).
+            if results is not None:
+                self._jax.block_until_ready(results)
+            results = None
+            inputs._moved_by = None
+            raise
         finally:
             handles = None
             if scratch:
@@ -499,9 +537,10 @@ class XlaProvider(ExecutionProvider):
         results = work.results
         cause = None
         if isinstance(results, BaseException):
-            kind = (ExecutionErrorKind.KERNEL_FAILED if isinstance(results, Exception)
+            kind = (ExecutionErrorKind.PROVIDER_FAILED if work.where
+                    else ExecutionErrorKind.KERNEL_FAILED if isinstance(results, Exception)
                     else ExecutionErrorKind.PANIC)
-            cause = execution_error(kind, program.name or "xla program", results)
+            cause = execution_error(kind, work.where or program.name or "xla program", results)
             results = None
         else:
             try:

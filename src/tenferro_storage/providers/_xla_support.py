@@ -95,7 +95,7 @@ class _Work:
 
     __slots__ = (
         "cell", "donated_ptrs", "inputs", "lock", "package", "program", "record", "results",
-        "scratch", "thread",
+        "scratch", "thread", "where",
     )
 
     cell: OutcomeCell | None
@@ -107,6 +107,9 @@ class _Work:
     results: Any
     scratch: int
     thread: int
+    where: str
+    """The provider step under way after admission (``"input preparation"``,
+    ``"enqueue"``; ``""``: the executable itself), naming a failure's stage."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()

@@ -15,6 +15,7 @@ from typing import Any, Final, Protocol
 import attrs
 import numpy as np
 
+from .._creation import from_numpy
 from .._frozen import frozen
 from .._ledger import AllocationReason
 from .._tensor import Tensor, adopt_output
@@ -112,14 +113,18 @@ class Constant:
     ``value`` is a numpy array or scalar; kernels receive it read-only.  An array is kept
     as a read-only view of the array given (no copy: the memory stays the giver's, so a
     hand-built constant must not be written while the program lives;
-    :meth:`ProgramBuilder.constant` copies once instead).  A kernel that returns a
-    constant (or a view of one) is refused with ``AliasedOutputError`` like one that
-    returns an input: a constant never becomes an owner.  Constants hold no ledger
+    :meth:`ProgramBuilder.constant` imports once instead, a recorded ``TRANSFER``).  A
+    kernel that returns a constant (or a view of one) is refused with
+    ``AliasedOutputError`` like one that returns an input: a constant never becomes an
+    owner.  Constants hold no ledger
     storage, are never released, and cannot be program outputs (copy one with an
     instruction to return it)."""
 
     slot: int
     value: Any = attrs.field(converter=_constant_value)
+    keep: Any = None
+    """What keeps ``value``'s memory valid while the program lives (the owner
+    :meth:`ProgramBuilder.constant` imported); ``None`` for a hand-built constant."""
 
 
 class ProgramError(ValueError):
@@ -350,11 +355,19 @@ class ProgramBuilder:
         return values[0] if n_outputs == 1 else values
 
     def constant(self, value: Any) -> Value:
-        """A program-owned read-only constant (a numpy array or scalar, copied once here)."""
-        arr = np.array(value, copy=True)  # (Constant keeps it over a read-only buffer)
+        """A program-owned read-only constant: a Python scalar becomes a fresh 0-d array (a
+        conversion, not a copy); an array (or array-like) is imported once here
+        (``from_numpy``: one recorded ``TRANSFER`` and its ``TRANSFER_DESTINATION``
+        allocation, released when the program goes; inside ``ledger.forbid_copies()`` it
+        raises ``CopyForbiddenError``).  O(size)."""
         slot = self._n_values
+        if isinstance(value, bool | int | float | complex):
+            constant = Constant(slot, np.array(value))  # fresh: frozen without a copy
+        else:
+            owner = from_numpy(value)
+            constant = Constant(slot, read_array(owner), keep=owner)
         self._n_values += 1
-        self._constants.append(Constant(slot, arr))
+        self._constants.append(constant)
         return Value(slot)
 
     @staticmethod
