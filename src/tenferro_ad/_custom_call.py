@@ -412,7 +412,9 @@ def _batched_fn(call: CustomCall, kind: str, axes: list[int | None]) -> Any:
 
         def bwd_summed(res: Any, g: Any) -> tuple[Any, ...]:
             cts = bwd_b(res, g)  # each batched: an unbatched argument's is summed
-            return tuple(c if ax == 0 else rd.sum(c, axis=0) for c, ax in zip(cts, axes, strict=True))
+            return tuple(
+                c if ax == 0 else rd.sum(c, axis=0) for c, ax in zip(cts, axes, strict=True)
+            )
 
         new.defvjp(fwd_b, bwd_summed)
     else:
