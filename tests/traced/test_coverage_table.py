@@ -248,8 +248,10 @@ class Case:
                     got = jax.vmap(op.theirs, in_axes=axes)(*_batched(xs, axes))
                 elif key == "grad":
                     got = jax.grad(self.loss(jnp, op.theirs), argnums=self.nums)(*xs)
-                elif key == "jac":
-                    got = jax.jacrev(lambda a: op.theirs(a, *xs[1:]))(xs[0])
+                elif key in ("jacrev", "jacfwd"):  # (their dtypes differ when the output's
+                    # precision is lower than the input's: each mode has its own)
+                    jac = jax.jacrev if key == "jacrev" else jax.jacfwd
+                    got = jac(lambda a: op.theirs(a, *xs[1:]))(xs[0])
                 else:  # hessian
                     got = jax.hessian(lambda a: self.loss(jnp, op.theirs)(a, *xs[1:]))(xs[0])
             got = [np.asarray(g) for g in got] if isinstance(got, tuple) else np.asarray(got)
@@ -287,7 +289,7 @@ def _run(c: Case, mode: str) -> tuple[Any, Any]:
         return _np(ad.vmap(f, in_axes=axes)(*_batched(xs, axes))), c.ref(mode)
     if mode == "jit(jacrev)" or mode == "jit(jacfwd)":
         jac = ad.jacrev if mode == "jit(jacrev)" else ad.jacfwd
-        return _np(ad.jit(lambda a, *r: jac(lambda b: f(b, *r))(a))(*xs)), c.ref("jac")
+        return _np(ad.jit(lambda a, *r: jac(lambda b: f(b, *r))(a))(*xs)), c.ref(mode[4:-1])
     if mode == "jit(hessian)":
         loss = c.loss(ad, f)
         return _np(ad.jit(lambda a, *r: ad.hessian(lambda b: loss(b, *r))(a))(*xs)), c.ref(
