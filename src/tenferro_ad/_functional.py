@@ -162,16 +162,23 @@ class _Call(NoCopy):
         if self.nested:
             self.tape._discard_from(n0)
 
-    def escape(self, tree: Any) -> None:
-        """Hand the borrow of every argument value that ``tree`` (an output, an aux) holds
-        itself -- ``lambda a: a`` -- to that value: it ends when the value's last holder
-        dies (as an ``ad.constant`` handle's does), not at :meth:`release`, so the handle
-        the caller receives stays readable.  O(leaves), no copy."""
+    def escape(self, *trees: Any) -> None:
+        """Hand the borrow of every argument value that ``trees`` (outputs, aux) hold
+        themselves -- ``lambda a: a`` -- to that value: it ends when the value's last
+        holder dies (as an ``ad.constant`` handle's does), not at :meth:`release`, so the
+        handle the caller receives stays readable.  O(leaves), no copy."""
         borrowed = self.borrowed
         if not borrowed:
             return
-        held = {id(leaf._rec) for leaf in tree_leaves(tree) if isinstance(leaf, EagerTensor)}
-        if held:
+        held: set[int] = set()
+        for tree in trees:
+            if isinstance(tree, EagerTensor):
+                held.add(id(tree._rec))
+            elif tree is not None:
+                held.update(
+                    id(leaf._rec) for leaf in tree_leaves(tree) if isinstance(leaf, EagerTensor)
+                )
+        if held and any(id(rec) in held for rec in borrowed):
             self.borrowed = [rec for rec in borrowed if id(rec) not in held]
 
     def release(self) -> None:
@@ -499,7 +506,7 @@ def value_and_grad(
             tracked = out._tape is call.tape.key and out._id >= 0
             flat = call.results({out._id: seed} if tracked else {}, given=False, last=True)
             value: Any = out
-            call.escape((out, aux))
+            call.escape(out, aux)
             call.release()
             if not call.handles:
                 # the value is moved out, unless aux hands out the same value (then the
@@ -725,7 +732,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
         else:
             out, aux = res, None
         outs, out_tree = _output_leaves(out, "vjp")
-        call.escape((outs, aux))
+        call.escape(outs, aux)
     except BaseException:
         call.discard(n0)
         call.release()
