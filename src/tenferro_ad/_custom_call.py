@@ -21,14 +21,18 @@ function object and the primal function traced to a graph, so
 Output leaves of one dtype are packed into one 1-D value (each leaf raveled, in order)
 and unpacked by metadata-only slices, so a function with a tuple (or any pytree) of
 outputs calls its rule once per output dtype -- once for the usual single-dtype output.
-``vmap`` batches the call with the loop fallback (each batch element runs the primal
-graph and, differentiated, the user's rules on its own slice).  The function's body must
-not close over traced values of an enclosing trace (pass them as arguments, as JAX's
-``closure_convert`` does).
+``vmap`` batches a call with a rule, as JAX does: the batched call is ONE call of a
+batched function object whose primal, ``fwd``/``bwd`` (or JVP rule) are the user's
+mapped with ``vmap`` over the batched argument leaves (an unbatched argument's cotangent
+is summed over the batch), made once per (call, batched leaves, batch size).  The XLA
+engine lowers a call by lowering its primal graph inline (the rules are used only by the
+transforms, which run before lowering).  The function's body must not close over traced
+values of an enclosing trace (pass them as arguments, as JAX's ``closure_convert`` does).
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext as _nothing
 from typing import Any
@@ -44,11 +48,15 @@ from ._core._namespace import HANDLE_NS, NUMPY_NS
 from ._core._primitive import Primitive, Zero
 from ._core._state import STATE, no_grad
 from ._functional import constant, vjp
+from ._traced._batch_rules import defbatch
+from ._traced._batching import vmap
 from ._traced._eval import eval_graph
 from ._traced._graph import Graph, Var
+from ._traced._lowering import deflower, lower_graph
 from ._traced._trace import TRACE_NS, Tracer, aval_of, trace, trace_flat
 from ._traced._transform import vjp as graph_vjp
 from .errors import ArgumentError, ArgumentTypeError
+from .ops import reduce as rd
 from .ops import shape as sh
 
 Aval = tuple[tuple[int, ...], np.dtype[Any]]
@@ -62,7 +70,10 @@ class CustomCall:
     hashed by identity.  ``cache`` holds the last cotangents computed, so one backward
     calls the user's rule once for all arguments."""
 
-    __slots__ = ("cache", "fn", "graph", "groups", "in_avals", "in_tree", "out_avals", "out_tree")
+    __slots__ = (
+        "batched", "cache", "fn", "graph", "groups", "in_avals", "in_tree", "out_avals",
+        "out_tree",
+    )
 
     def __init__(self, fn: Any, graph: Graph, in_avals: list[Aval]) -> None:
         self.fn = fn
@@ -76,6 +87,7 @@ class CustomCall:
             order.setdefault(dt, []).append(j)
         self.groups = tuple(tuple(g) for g in order.values())
         self.cache: tuple[Any, ...] | None = None
+        self.batched: dict[tuple[tuple[bool, ...], int], CustomCall] = {}
 
     def __repr__(self) -> str:
         return getattr(self.fn, "__name__", "f")
@@ -257,8 +269,8 @@ def _jvp_cotangents(
     zeros = call.in_tree.unflatten([np.zeros(s, d) for s, d in call.in_avals])
     tmap = _jvp_tangent_map(call, group)
     if _is_traced(ops):
-        graph = trace(tmap)(primals, zeros)
-        _, (_, cts) = eval_graph(graph_vjp(graph), primals, zeros, g)
+        graph = trace(tmap)(primals, zeros)  # the transpose is with respect to the tangents
+        _, (cts,) = eval_graph(graph_vjp(graph, argnums=(1,)), primals, zeros, g)
         flat = tree_leaves(cts)
     elif ops is HANDLE_NS:
         _, fn = vjp(lambda t: tmap(primals, t), zeros)
@@ -275,14 +287,35 @@ def _jvp_cotangents(
     return [_in_ns(ops, ct, aval) for ct, aval in zip(flat, call.in_avals, strict=True)]
 
 
+def _ref(x: Any) -> Callable[[], Any]:
+    """A weak reference to ``x`` (a strong one for what cannot be weakly referenced: a
+    numpy scalar, a Python number). O(1)."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
+
+
+def _forget(call: CustomCall, entry: tuple[Any, ...]) -> None:
+    if call.cache is entry:
+        call.cache = None
+
+
 def _vjp_rule(i: int, kind: str) -> Callable[..., Any]:
     compute = _vjp_cotangents if kind == "vjp" else _jvp_cotangents
 
     def rule(ops: Any, g: Any, *inputs: Any, call: CustomCall, group: int) -> Any:
+        first = inputs[0] if inputs else None
         cache = call.cache
-        if cache is None or cache[0] is not g or cache[1] is not inputs[0] or cache[2] != group:
+        if cache is None or cache[0]() is not g or cache[1]() is not first or cache[2] != group:
             cts = compute(ops, g, inputs, call, group)
-            call.cache = cache = (g, inputs[0] if inputs else None, group, cts)
+            call.cache = cache = (_ref(g), _ref(first), group, cts)
+            # the cotangents go when the cotangent they answer does (the sweep is over):
+            # the call outlives the sweep and must not keep its values (or their trace)
+            try:
+                weakref.finalize(g, _forget, call, cache)
+            except TypeError:  # a numpy scalar: kept until the next backward of the call
+                pass
         return cache[3][i]
 
     return rule
@@ -330,6 +363,111 @@ def _jvp_all(ops: Any, tangents: Sequence[Any], *inputs: Any, call: CustomCall, 
     return _pack(ops, leaves, call, group)
 
 
+def _abstract(inputs: Any, *, call: CustomCall, group: int) -> tuple[tuple[int, ...], Any]:
+    """A group's output type, from the call (its primal graph was traced already). O(1)."""
+    idx = call.groups[group]
+    shape, dtype = call.out_avals[idx[0]]
+    if len(idx) == 1:
+        return shape, dtype
+    return (sum(int(np.prod(call.out_avals[j][0], dtype=np.int64)) for j in idx),), dtype
+
+
+# -- lowering and batching ---------------------------------------------------------------
+def _lower(x: Any, *args: Any, call: CustomCall, group: int) -> Any:
+    """XLA lowering: the primal graph inline, this group's leaves packed. O(equations)."""
+    outs = lower_graph(call.graph, x, repr(call.fn.prim.name), list(call.graph.outvars))(*args)
+    idx = call.groups[group]
+    if len(idx) == 1:
+        return outs[idx[0]]
+    return x.np.concatenate([x.np.reshape(outs[j], (-1,)) for j in idx])
+
+
+def _batched_fn(call: CustomCall, kind: str, axes: list[int | None]) -> Any:
+    """A ``custom_vjp``/``custom_jvp`` object over the flat argument leaves whose primal
+    and rules are the user's, mapped with ``vmap`` over the leaves ``axes`` marks (0)."""
+    fn, tree = call.fn, call.in_tree
+    n = len(axes)
+
+    def primal(*leaves: Any) -> Any:
+        return fn.fun(*tree.unflatten(list(leaves)))
+
+    new = type(fn)(vmap(primal, in_axes=tuple(axes)))
+    if kind == "vjp":
+
+        def fwd(*leaves: Any) -> Any:
+            fn._in_fwd += 1  # the user's fwd calling the function: plain, as unbatched
+            try:
+                return fn.fwd(*tree.unflatten(list(leaves)))
+            finally:
+                fn._in_fwd -= 1
+
+        def bwd(res: Any, g: Any) -> tuple[Any, ...]:
+            flat = _flat_cts(fn.bwd(res, g), call, fn.prim.name)
+            return tuple(
+                np.zeros(sh_, dt) if ct is None else ct
+                for ct, (sh_, dt) in zip(flat, call.in_avals, strict=True)
+            )
+
+        fwd_b, bwd_b = vmap(fwd, in_axes=tuple(axes)), vmap(bwd, in_axes=(0, 0))
+
+        def bwd_summed(res: Any, g: Any) -> tuple[Any, ...]:
+            cts = bwd_b(res, g)  # each batched: an unbatched argument's is summed
+            return tuple(
+                c if ax == 0 else rd.sum(c, axis=0) for c, ax in zip(cts, axes, strict=True)
+            )
+
+        new.defvjp(fwd_b, bwd_summed)
+    else:
+
+        def jvp_rule(*leaves: Any) -> Any:
+            p = tree.unflatten(list(leaves[:n]))
+            t = tree.unflatten(list(leaves[n:]))
+            return fn._tangent_out(p, t)
+
+        rule_b = vmap(jvp_rule, in_axes=(*axes, *axes))
+        new.defjvp(lambda primals, tangents: rule_b(*primals, *tangents))
+    return new
+
+
+def _batched_call(call: CustomCall, kind: str, batched: tuple[bool, ...], size: int) -> CustomCall:
+    """The call of :func:`_batched_fn` at the batched argument types; made once per
+    (call, batched leaves, size) and kept on ``call``."""
+    key = (batched, size)
+    got = call.batched.get(key)
+    if got is None:
+        axes: list[int | None] = [0 if b else None for b in batched]
+        new = _batched_fn(call, kind, axes)
+        avals: list[Aval] = [
+            ((size, *shp), dt) if b else (shp, dt)
+            for (shp, dt), b in zip(call.in_avals, batched, strict=True)
+        ]
+        tree = tree_flatten(tuple(range(len(avals))))[1]
+        got = call.batched[key] = CustomCall(new, trace_flat(new.fun, avals, tree), avals)
+        new._calls[(tree, tuple(avals))] = got
+    return got
+
+
+def _batch_rule(kind: str) -> Callable[..., tuple[Any, bool]]:
+    def rule(
+        args: Sequence[Any], batched: Sequence[bool], size: int, *, call: CustomCall, group: int
+    ) -> tuple[Any, bool]:
+        bcall = _batched_call(call, kind, tuple(batched), size)
+        packed = TRACE_NS.apply(call_primitive(kind, len(args)), *args, call=bcall, group=group)
+        idx = bcall.groups[group]
+        if len(idx) == 1:
+            return packed, True
+        # the batched call packs leaf by leaf ([leaf0 (size, n0)], [leaf1 ...]); the batch
+        # goes first: (size, n0 + n1 + ...)
+        parts, off = [], 0
+        for j in idx:
+            k = int(np.prod(call.out_avals[j][0], dtype=np.int64))
+            parts.append(sh.reshape(sh.getitem(packed, slice(off, off + size * k)), (size, k)))
+            off += size * k
+        return sh.concatenate(parts, axis=1), True
+
+    return rule
+
+
 _PRIMS: dict[tuple[str, int], Primitive] = {}
 
 
@@ -344,6 +482,9 @@ def call_primitive(kind: str, n: int) -> Primitive:
             p.jvp_all = _refuse_jvp
         else:
             p.jvp_all = _jvp_all
+        p.abstract = _abstract
+        defbatch(p, _batch_rule(kind))
+        deflower(p, _lower)
         _PRIMS[(kind, n)] = p
     return p
 

@@ -162,6 +162,25 @@ class _Call(NoCopy):
         if self.nested:
             self.tape._discard_from(n0)
 
+    def escape(self, *trees: Any) -> None:
+        """Hand the borrow of every argument value that ``trees`` (outputs, aux) hold
+        themselves -- ``lambda a: a`` -- to that value: it ends when the value's last
+        holder dies (as an ``ad.constant`` handle's does), not at :meth:`release`, so the
+        handle the caller receives stays readable.  O(leaves), no copy."""
+        borrowed = self.borrowed
+        if not borrowed:
+            return
+        held: set[int] = set()
+        for tree in trees:
+            if isinstance(tree, EagerTensor):
+                held.add(id(tree._rec))
+            elif tree is not None:
+                held.update(
+                    id(leaf._rec) for leaf in tree_leaves(tree) if isinstance(leaf, EagerTensor)
+                )
+        if held and any(id(rec) in held for rec in borrowed):
+            self.borrowed = [rec for rec in borrowed if id(rec) not in held]
+
     def release(self) -> None:
         """End the argument borrows and release a private tape's residuals (idempotent:
         the tape's O(nodes) release runs once however often this is called)."""
@@ -487,6 +506,7 @@ def value_and_grad(
             tracked = out._tape is call.tape.key and out._id >= 0
             flat = call.results({out._id: seed} if tracked else {}, given=False, last=True)
             value: Any = out
+            call.escape(out, aux)
             call.release()
             if not call.handles:
                 # the value is moved out, unless aux hands out the same value (then the
@@ -650,6 +670,7 @@ class VjpFunction(NoCopy):
         call = self._call
         if call is not None:
             self._call = None
+            self._outs = []  # (an output that is a primal's value keeps its borrow alone)
             call.release()
 
     def __del__(self) -> None:
@@ -681,7 +702,9 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
     handle's value may be a residual of ``vjp_fn``: ``into_value()`` succeeds once
     ``vjp_fn`` is released; ``duplicate_value()`` always works).  ``vjp_fn(cotangent)``
     returns one cotangent per primal (zeros for primals the output does not depend on).
-    The primal owners stay borrowed until ``vjp_fn`` is released.
+    The primal owners stay borrowed until ``vjp_fn`` is released; an ``out`` (or aux)
+    leaf that *is* a primal owner's value (``lambda a: a``) reads through its own borrow of
+    that owner, which ends when the leaf's last handle dies (no copy).
     """
     if not callable(f):
         raise ArgumentTypeError(f"vjp: argument 'f' must be callable, got {type(f).__name__}")
@@ -709,6 +732,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
         else:
             out, aux = res, None
         outs, out_tree = _output_leaves(out, "vjp")
+        call.escape(outs, aux)
     except BaseException:
         call.discard(n0)
         call.release()

@@ -7,8 +7,9 @@ the first row whose gradient or JVP graph does).  A primitive no row drives must
 in :data:`UNDRIVEN` with the reason, so a new op is covered automatically or fails here.
 
 Every driving row runs, for each of its dtypes, the modes of :data:`MODES`: eager,
-``jit``, ``vmap`` with ``in_axes`` 0, 1, -1 and ``(0, None, ...)``, ``grad`` of ``jit``,
-``jit`` of ``grad``, ``jacrev``/``jacfwd``/``hessian`` inside ``jit``, ``grad`` through
+``jit`` (the default engine, XLA here) and ``jit`` on the host engine, ``vmap`` with
+``in_axes`` 0, 1, -1 and ``(0, None, ...)``, ``grad`` of ``jit``, ``jit`` of ``grad`` (both
+engines), ``jacrev``/``jacfwd``/``hessian`` inside ``jit``, ``grad`` through
 ``checkpoint`` with each policy, and ``custom_vjp``/``custom_jvp`` wrappers of the op
 (whose rules are the op's own ``vjp``/``jvp``) eagerly and under ``jit`` -- comparing
 values, dtypes and shapes with JAX.  A *cell* is (primitive, mode, dtype); the cells of a
@@ -18,9 +19,12 @@ input only as holomorphic).  Every cell passes, or is listed in :data:`REFUSALS`
 error, asserted to be raised) or in :data:`KNOWN` (a difference owned by another open
 item, asserted to still differ, so the entry is removed when the fix lands).
 
-Runtime: dev/CI runs each row in its widest dtype (float64, or complex128 where the row
-defines it); ``TENFERRO_THOROUGH=1`` runs every dtype of every row (float32 and complex64
-too).  JAX runs op by op (``jax.disable_jit``), each reference computed once per case.
+Profiles: ``TENFERRO_THOROUGH=1`` runs every cell (every dtype of every row, every mode
+that applies).  dev/CI run a deterministic subset that still visits every primitive and
+every mode: each row in its widest dtype (float64, or complex128 where the row defines
+it), eager and ``jit`` always, and :data:`FAST_EXTRA` of its other modes in rotation by
+the row's position.  JAX runs op by op (``jax.disable_jit``), each reference computed
+once per case.  ``test_the_fast_profile_visits_every_mode`` checks the rotation's reach.
 """
 
 from __future__ import annotations
@@ -41,17 +45,6 @@ from tenferro_ad.errors import MissingRuleError
 from tests._opspecs import OPS, Op
 from tests.ad._opcheck import THOROUGH, inputs
 
-# Gated after the merge of this wave's branches (see the closing note of that stop): with
-# the closure borrows of issue 25 and the new primitives of the other branches, 23 cells
-# leave allocations alive past the leak check, 3 cells differ, and primitives registered by
-# other test files in the same worker appear undriven.  It runs with TENFERRO_THOROUGH=1
-# until those are fixed; issue 26 stays open for it.
-pytestmark = pytest.mark.skipif(
-    not THOROUGH,
-    reason="coverage table gated to TENFERRO_THOROUGH=1 until its post-merge leaks are fixed",
-)
-
-
 jax.config.update("jax_enable_x64", True)
 
 POLICIES = {
@@ -61,12 +54,19 @@ POLICIES = {
     "save_named": ad.save_named("x"),
 }
 MODES = (
-    "eager", "jit", "vmap0", "vmap1", "vmap-1", "vmapNone", "grad(jit)", "jit(grad)",
-    "jit(jacrev)", "jit(jacfwd)", "jit(hessian)",
+    "eager", "jit", "jit[host]", "vmap0", "vmap1", "vmap-1", "vmapNone", "grad(jit)",
+    "jit(grad)", "jit(grad)[host]", "jit(jacrev)", "jit(jacfwd)", "jit(hessian)",
     *(f"checkpoint[{p}]" for p in POLICIES),
     "custom_vjp", "jit(custom_vjp)", "custom_jvp", "jit(custom_jvp)",
 )
-DERIVATIVE = {m for m in MODES if not (m in ("eager", "jit") or m.startswith("vmap"))}
+DERIVATIVE = {
+    m for m in MODES if not (m in ("eager", "jit", "jit[host]") or m.startswith("vmap"))
+}
+# dev/CI: every row runs eager and jit, plus FAST_EXTRA of the other modes, chosen by the
+# row's position in rotation so that every mode is visited by many rows (and every
+# primitive by its row); TENFERRO_THOROUGH=1 runs every mode of every row
+FAST_ALWAYS = ("eager", "jit")
+FAST_EXTRA = 3
 REAL_ONLY = {"jit(jacrev)", "jit(jacfwd)", "jit(hessian)"}
 
 # primitives no row can drive, and why (each is still exercised where stated)
@@ -96,29 +96,19 @@ REFUSALS: dict[tuple[str, str, str], tuple[type[BaseException], str, str]] = {
         "moved behind it breaks that (JAX copies)") for d in _F},
 }
 
-_ITEM4 = (
-    "issue 26 item 4 (t26b): a float32 input meeting a float64 constant (the row's "
-    "``+ 3.0 * eye``) gets a float64 derivative under jit; JAX keeps float32"
-)
-_NESTED = (
-    "found by this table, open: eager reverse-over-forward (vjp of a nested jvp, as "
-    "custom_jvp's eager transpose runs) through qr/eigh/eig/svd differs from JAX"
-)
-# (row, mode, dtype) -> the open item that owns the difference (asserted to still differ)
-KNOWN: dict[tuple[str, str, str], str] = {
-    **{(r, m, "float32"): _ITEM4
-       for r in ("la.solve", "la.inv", "la.det", "la.slogdet", "la.sqrtm", "la.solve_sylvester")
-       for m in ("jit(grad)", "jit(jacrev)", "jit(jacfwd)", "jit(hessian)", "jit(custom_vjp)",
-                 "jit(custom_jvp)")},
-    **{("la.eigvals", m, "float32"): _ITEM4
-       for m in ("jit(grad)", "jit(custom_vjp)", "jit(custom_jvp)")},
-    ("astype", "jit(jacfwd)", "float64"): "issue 26 item 8 (t26b): a jacobian's dtype "
-    "(float32 here, JAX: float64 for astype's float32 output of a float64 input)",
-    **{(r, "custom_jvp", d): _NESTED
-       for r, ds in (("norm_mat_nuc", ("float64",)), ("la.qr", _F), ("la.eigh", _F),
-                     ("la.eigvals", _F))
-       for d in ds},
-}
+# (row, mode, dtype) -> the open item that owns a difference (asserted to still differ, so
+# the entry goes when its fix lands); none is open now
+KNOWN: dict[tuple[str, str, str], str] = {}
+
+
+def _builtin() -> set[str]:
+    """The package's own primitives: not a user primitive (``extend``), not one a test
+    file registers (its kernel is defined in the test suite), whichever files share this
+    worker."""
+    return {
+        n for n, p in REGISTRY.items()
+        if not p.checked and not str(getattr(p.impl, "__module__", "")).startswith("tests")
+    }
 
 
 def _graph_prims(g: traced.Graph) -> list[str]:
@@ -141,7 +131,7 @@ def _drive() -> tuple[dict[str, Op], dict[str, list[str]]]:
                 rows.setdefault(p, op)
             later.append((op, xs))
     for op, xs in later:  # primitives only a derivative emits
-        if set(REGISTRY) - set(UNDRIVEN) <= set(rows):
+        if _builtin() - set(UNDRIVEN) <= set(rows):
             break
         try:
             g = traced.trace(op.ours)(*xs)
@@ -165,8 +155,9 @@ def _widest(dtypes: tuple[str, ...]) -> tuple[str, ...]:
 
 DRIVER, DRIVES = _drive()
 ROWS = {op.name: op for op in OPS if op.name in DRIVES}
+ROW_INDEX = {name: i for i, name in enumerate(ROWS)}
 # dev/CI: each row in its widest dtype (float64, complex128 where defined); every dtype of
-# every row (float32 and complex64 too) under TENFERRO_THOROUGH=1 (a ~10 minute run)
+# every row (float32 and complex64 too) under TENFERRO_THOROUGH=1
 CASES = [
     pytest.param(name, dtype, id=f"{name}-{dtype}")
     for name, op in ROWS.items()
@@ -175,8 +166,8 @@ CASES = [
 
 
 def test_every_registered_primitive_is_driven_or_documented() -> None:
-    """A primitive is covered by a row of the op table, or UNDRIVEN says why not."""
-    missing = set(REGISTRY) - set(DRIVER) - set(UNDRIVEN)
+    """A built-in primitive is covered by a row of the op table, or UNDRIVEN says why not."""
+    missing = _builtin() - set(DRIVER) - set(UNDRIVEN)
     assert not missing, f"primitives no op-table row drives (add a row): {sorted(missing)}"
     stale = set(UNDRIVEN) & set(DRIVER)
     assert not stale, f"UNDRIVEN lists primitives a row drives now: {sorted(stale)}"
@@ -257,8 +248,10 @@ class Case:
                     got = jax.vmap(op.theirs, in_axes=axes)(*_batched(xs, axes))
                 elif key == "grad":
                     got = jax.grad(self.loss(jnp, op.theirs), argnums=self.nums)(*xs)
-                elif key == "jac":
-                    got = jax.jacrev(lambda a: op.theirs(a, *xs[1:]))(xs[0])
+                elif key in ("jacrev", "jacfwd"):  # (their dtypes differ when the output's
+                    # precision is lower than the input's: each mode has its own)
+                    jac = jax.jacrev if key == "jacrev" else jax.jacfwd
+                    got = jac(lambda a: op.theirs(a, *xs[1:]))(xs[0])
                 else:  # hessian
                     got = jax.hessian(lambda a: self.loss(jnp, op.theirs)(a, *xs[1:]))(xs[0])
             got = [np.asarray(g) for g in got] if isinstance(got, tuple) else np.asarray(got)
@@ -284,14 +277,19 @@ def _run(c: Case, mode: str) -> tuple[Any, Any]:
     owners = [ts.from_numpy(x) for x in xs]
     if mode == "eager":
         return _np(f(*owners)), c.value
-    if mode == "jit":
+    if mode == "jit":  # the default engine: XLA when jax is installed (it is, here)
         return _np(ad.jit(f)(*xs)), c.value
+    if mode == "jit[host]":
+        return _np(ad.jit(f, engine="host")(*xs)), c.value
+    if mode == "jit(grad)[host]":
+        g = ad.jit(ad.grad(c.loss(ad, f), argnums=c.nums), engine="host")
+        return _np(g(*xs)), c.ref("grad")
     if mode.startswith("vmap"):
         axes = _axes(xs, mode)
         return _np(ad.vmap(f, in_axes=axes)(*_batched(xs, axes))), c.ref(mode)
     if mode == "jit(jacrev)" or mode == "jit(jacfwd)":
         jac = ad.jacrev if mode == "jit(jacrev)" else ad.jacfwd
-        return _np(ad.jit(lambda a, *r: jac(lambda b: f(b, *r))(a))(*xs)), c.ref("jac")
+        return _np(ad.jit(lambda a, *r: jac(lambda b: f(b, *r))(a))(*xs)), c.ref(mode[4:-1])
     if mode == "jit(hessian)":
         loss = c.loss(ad, f)
         return _np(ad.jit(lambda a, *r: ad.hessian(lambda b: loss(b, *r))(a))(*xs)), c.ref(
@@ -312,6 +310,18 @@ def _run(c: Case, mode: str) -> tuple[Any, Any]:
 
 
 def _modes(c: Case) -> list[str]:
+    """The modes this case runs: every mode that applies (thorough), or (dev/CI) eager,
+    jit and :data:`FAST_EXTRA` others in rotation by the row's position."""
+    out = _applicable(c)
+    if THOROUGH:
+        return out
+    rest = [m for m in out if m not in FAST_ALWAYS]
+    k = ROW_INDEX[c.op.name] * FAST_EXTRA
+    picked = {rest[(k + j) % len(rest)] for j in range(min(FAST_EXTRA, len(rest)))}
+    return [m for m in out if m in FAST_ALWAYS or m in picked]
+
+
+def _applicable(c: Case) -> list[str]:
     out = []
     for m in MODES:
         if m in DERIVATIVE and not c.inexact:
@@ -355,3 +365,14 @@ def test_coverage_cell_matches_jax_or_is_a_documented_refusal(name: str, dtype: 
         if key in KNOWN:
             failures.append(f"{mode}: listed in KNOWN ({KNOWN[key]}) but passes: remove it")
     assert not failures, f"{name} [{dtype}] drives {DRIVES[name]}:\n" + "\n".join(failures)
+
+
+def test_the_fast_profile_visits_every_mode() -> None:
+    """The dev/CI subset (the cases' own mode selection, :func:`_modes`) still runs every
+    mode on several rows, and every row (so every primitive) in eager and jit."""
+    seen: dict[str, int] = dict.fromkeys(MODES, 0)
+    for p in CASES:
+        name, dtype = p.values
+        for m in _modes(Case(ROWS[str(name)], str(dtype))):
+            seen[m] += 1
+    assert min(seen.values()) >= 3, seen

@@ -98,3 +98,28 @@ def test_forward_result_dtype_follows_jax_in_every_mode(const: str, pdt: type) -
         assert np.dtype(getattr(eager, "numpy", eager)) == want
     assert ad.jit(lambda x: x * c)(p).to_numpy().dtype == want
     assert ad.vmap(lambda x: x * c)(np.stack([p, p])).to_numpy().dtype == want
+
+
+@pytest.mark.parametrize(
+    ("idt", "fdt"),
+    [(np.int32, np.float32), (np.int64, np.float32), (np.int32, np.float64),
+     (np.int64, np.float64)],
+)
+def test_integer_array_with_float_array_promotes_as_numpy_the_documented_jax_difference(
+    idt: type, fdt: type
+) -> None:
+    """Issue 26 item 2(d): the one promotion that differs from JAX, pinned on both sides.
+    JAX's lattice puts every float above every integer (int ⊕ floatN -> floatN); tenferro
+    follows numpy (the float wide enough for the integer), in every mode, as
+    docs/guides/for-jax-users.md says.  If either side changes, this fails."""
+    i = np.array([1, 2, 3], idt)
+    f = np.array([0.5, 1.5, -2.0], fdt)
+    assert (jnp.asarray(i) * jnp.asarray(f)).dtype == np.dtype(fdt)  # JAX's rule
+    want = np.result_type(idt, fdt)
+    if fdt is np.float32:
+        assert want != np.dtype(fdt)  # (the pairs where the two rules differ)
+    eager = (ad.constant(i) * f).to_numpy()
+    jitted = ad.jit(lambda a, b: a * b)(i, f).to_numpy()
+    mapped = ad.vmap(lambda a, b: a * b)(np.stack([i, i]), np.stack([f, f])).to_numpy()
+    assert eager.dtype == jitted.dtype == mapped.dtype == want
+    np.testing.assert_array_equal(eager, i.astype(want) * f.astype(want))

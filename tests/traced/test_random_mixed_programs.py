@@ -162,9 +162,9 @@ def _run(name: str, steps: list[Step], xs: list[Any], ts_: list[np.ndarray],
         out, pull = ad.vjp(lambda *a: program(ad, steps, *a), *xs)
         jout, jpull = jax.vjp(lambda *a: program(jnp, steps, *a), *jx)
         c = np.asarray(np.random.default_rng(ct_seed).normal(size=jout.shape), jout.dtype)
-        # (read ``out`` while ``pull`` lives: an output that *is* a primal owner reads it
-        # through ``pull``'s borrow, which ends with ``pull`` -- a known limit, reported)
-        return (out.to_numpy(), pull(c)), (jout, jpull(c))
+        cts = pull(c)
+        pull.release()  # (an output that *is* a primal owner keeps its own borrow: readable)
+        return (out.to_numpy(), cts), (jout, jpull(c))
     if name == "jvp":
         return ad.jvp(L, tuple(xs), tuple(arrays)), jax.jvp(J, tuple(jx), tuple(arrays))
     if name == "jit_jvp":

@@ -115,3 +115,16 @@ def test_a_jax_array_works_in_vmap_as_in_jit() -> None:
 def test_a_jvp_tangent_of_another_dtype_names_both_dtypes() -> None:
     with pytest.raises(TypeError, match="float32, but its primal has dtype float64"):
         ad.jvp(ad.sin, (np.arange(3.0),), (np.ones(3, np.float32),))
+
+
+@pytest.mark.parametrize("which", ["tangent", "primal"])
+def test_a_big_endian_jvp_tangent_or_primal_is_converted_not_refused(which: str) -> None:
+    """Issue 26 item 9: a big-endian float64 tangent was refused with "the tangent has dtype
+    float64, but its primal has dtype float64" (byte order is not a dtype difference)."""
+    x, t = np.arange(3.0), np.ones(3)
+    if which == "tangent":
+        t = t.astype(">f8")
+    else:
+        x = x.astype(">f8")
+    _, tan = ad.jvp(ad.sin, (x,), (t,))
+    np.testing.assert_allclose(_np(tan), np.cos(np.arange(3.0)))

@@ -84,8 +84,8 @@ class Primitive:
     """
 
     __slots__ = (
-        "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name", "nargs",
-        "nondiff", "save_in", "save_out", "variadic", "vjps",
+        "abstract", "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name",
+        "nargs", "nondiff", "save_in", "save_out", "variadic", "vjps",
     )
 
     def __init__(
@@ -148,6 +148,11 @@ class Primitive:
         # used instead of ``jvps`` when set, for rules that must see every tangent together
         # (a user's custom_jvp rule is called once per call, as in JAX).
         self.jvp_all: Rule | None = None
+        # The output ``(shape, dtype)`` from the input atoms and the parameters, for a
+        # primitive whose parameters already know it (a custom call): the trace uses it
+        # instead of running the kernel on probes, and nothing is cached (a cache entry
+        # would keep such a parameter -- and what it holds -- alive for the process).
+        self.abstract: Callable[..., tuple[tuple[int, ...], Any]] | None = None
 
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""

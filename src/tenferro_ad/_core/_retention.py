@@ -273,15 +273,22 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
     ``view`` is the numpy view the kernel produced of ``base.a``.  No allocation, no copy:
     a fused container is upgraded to a group and the layout becomes a validated group
     alias (strides/offset in elements from the allocation start).  Over a borrowed value
-    the record shares the container without a descriptor (nothing can be extracted).
+    -- or an owner lent out meanwhile (a trace's constant borrows it), which cannot move
+    into a group -- the record shares the container through a derived view holding its
+    own borrow (nothing can be extracted through it).
     """
     c = base.retention()
+    lent: ts.TensorView[Any, Any] | None = None
     if c.group is None and c.owner is not None:
         c.addr = _address(base.a)  # a fused base record's array is the whole allocation
-        c._ensure_group()
+        try:
+            c._ensure_group()
+        except BorrowError:  # the owner is lent out (a trace's constant borrows the
+            # value) and cannot move into a group: alias it through a borrow of its own
+            lent = c.owned(op).as_view()
     item = view.dtype.itemsize
     if c.group is None:  # over a borrowed value: a derived view holding its own borrow
-        b = c.borrow
+        b = c.borrow if lent is None else lent
         if b is None:
             raise ts.errors.ExpiredBorrowError(
                 f"{op}: the borrowed argument this value aliases was already released"
@@ -296,6 +303,8 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
             dtype=view.dtype,
             holder=f"the value of {op}",
         )
+        if lent is not None:
+            lent.release()  # (the derived view holds its own borrow)
         return AdValueRecord(view, c, derived, op)
     slot = c.group.alias(
         c.base_slot,

@@ -268,7 +268,10 @@ def abstract_eval(
     """The output ``(shape, dtype)`` of ``prim`` on these inputs, by running its kernel once on
     stride-0 probes (cached per primitive, input types and parameters; numpy floating-point
     warnings are ignored since probe values are arbitrary).  A kernel that refuses the
-    stride-0 probes runs once more on laid-out ones (one allocation per input)."""
+    stride-0 probes runs once more on laid-out ones (one allocation per input).  A
+    primitive with an ``abstract`` rule answers from it (O(1), not cached)."""
+    if prim.abstract is not None:
+        return prim.abstract(inputs, **params)
     try:
         key = _cache_key(prim, inputs, params)
     except TypeError:

@@ -311,14 +311,25 @@ def _reverse(
         return b, outs, grads
 
 
-def vjp(graph: Graph) -> Graph:
+def vjp(graph: Graph, argnums: Sequence[int] | None = None) -> Graph:
     """The reverse-mode graph: ``(*args, cotangent) -> (outputs, argument_cotangents)``.
 
     ``cotangent`` has the structure and types of the outputs; the argument cotangents
-    have the arguments' structure (a tuple of them).  Unreached arguments get zeros."""
-    b, outs, cts = _reverse(graph, range(len(graph.invars)), "input")
-    in_tree = treedef_tuple((*graph.in_tree.children(), graph.out_tree))
-    out_tree = treedef_tuple((graph.out_tree, graph.in_tree))
+    have the arguments' structure (a tuple of them).  Unreached arguments get zeros.
+    ``argnums``: only these arguments' cotangents (a tuple of them, in that order); the
+    other arguments are constants of the sweep, so nothing that depends on them alone is
+    differentiated (a custom JVP rule's transpose needs this: the rule's primal part may
+    call the function again)."""
+    kids = graph.in_tree.children()
+    if argnums is None:
+        wrt: Sequence[int] = range(len(graph.invars))
+        arg_tree = graph.in_tree
+    else:
+        wrt = [i for k in argnums for i in _leaf_range(graph.in_tree, k)]
+        arg_tree = treedef_tuple(tuple(kids[k] for k in argnums))
+    b, outs, cts = _reverse(graph, wrt, "input")
+    in_tree = treedef_tuple((*kids, graph.out_tree))
+    out_tree = treedef_tuple((graph.out_tree, arg_tree))
     with b.active():
         return dce(b.finish(outs + cts, in_tree, out_tree))
 

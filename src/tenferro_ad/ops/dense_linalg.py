@@ -218,10 +218,15 @@ def _B(ops: Any) -> Any:
 
 def _nz(x: Array) -> Array | None:
     """A cotangent block that is exactly zero is the symbolic zero it stands for.  A traced
-    block has no value at trace time: it is kept unless it is a zero literal."""
+    block has no value at trace time: it is kept unless it is a zero literal.  A tracked
+    handle (a sweep recorded for a higher derivative) is kept whatever its value: a zero
+    *value* is not a zero *function* -- nested ``jvp`` seeds its reverse sweep with zeros
+    and differentiates the result with respect to that seed."""
     if isinstance(x, Tracer):
         a = x._atom
         return None if isinstance(a, Lit) and not np.any(a.value) else x
+    if isinstance(x, EagerTensor) and x._id >= 0:
+        return x
     return None if not np.any(_np(x)) else x
 
 
