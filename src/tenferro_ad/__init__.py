@@ -27,7 +27,7 @@ from tenferro_storage import (
     zeros,
 )
 
-from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, testing, traced
+from . import _wiring, errors, extend, fft, lax, linalg, ops, optim, scipy, testing, traced
 from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,

@@ -84,8 +84,8 @@ class Primitive:
     """
 
     __slots__ = (
-        "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name", "nargs",
-        "nondiff", "save_in", "save_out", "variadic", "vjps",
+        "abstract", "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name",
+        "nargs", "nondiff", "save_in", "save_out", "variadic", "vjps",
     )
 
     def __init__(
@@ -148,6 +148,11 @@ class Primitive:
         # used instead of ``jvps`` when set, for rules that must see every tangent together
         # (a user's custom_jvp rule is called once per call, as in JAX).
         self.jvp_all: Rule | None = None
+        # The output type without running the kernel (``abstract(*avals, **params) ->
+        # (shape, dtype)``, each aval a ``(shape, dtype)`` pair or a scalar literal's value):
+        # for primitives whose kernel must not run on probes -- a loop whose trip count
+        # depends on the values.  ``None``: abstract evaluation runs ``impl`` on probes.
+        self.abstract: Rule | None = None
 
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""

@@ -258,6 +258,13 @@ def abstract_eval(
         key = None
     if key is not None and key in _AVAL_CACHE:
         return _AVAL_CACHE[key]
+    if prim.abstract is not None:  # a primitive that declares its type (a loop)
+        shape, dtype = prim.abstract(
+            *[a.value if isinstance(a, Lit) and a.is_scalar else (a.shape, a.dtype)
+              for a in inputs],
+            **params,
+        )
+        return tuple(shape), np.dtype(dtype)
     args = [a.value if isinstance(a, Lit) else probe(a.shape, a.dtype) for a in inputs]
     with np.errstate(all="ignore"):
         try:
@@ -400,6 +407,10 @@ def _lit_str(a: Lit) -> str:
 
 
 def _param_str(v: Any) -> str:
+    if isinstance(v, Graph):
+        return "{...}"  # printed below the equation (:func:`_subgraphs`)
+    if isinstance(v, tuple) and v and all(isinstance(g, Graph) for g in v):
+        return "(" + ",".join("{...}" for _ in v) + ")"
     if isinstance(v, np.ndarray):
         return f"array{list(v.shape)}" if v.size > 8 else np.array2string(v, separator=",")
     if isinstance(v, np.dtype):
@@ -417,6 +428,17 @@ def eqn_str(e: Eqn, names: Any) -> str:
     ps = " ".join(f"{k}={_param_str(v)}" for k, v in sorted(e.params.items()))
     head = f"{e.prim.name}[{ps}]" if ps else e.prim.name
     return f"{names(e.out)}:{type_str(e.out.shape, e.out.dtype)} = {head} {args}"
+
+
+def _subgraphs(e: Eqn) -> Iterator[tuple[str, Graph]]:
+    """The sub-programs an equation carries as parameters (a loop's body, a conditional's
+    branches), named by parameter (``branches[1]`` for the second of a tuple)."""
+    for k, v in sorted(e.params.items()):
+        if isinstance(v, Graph):
+            yield k, v
+        elif isinstance(v, tuple) and v and all(isinstance(g, Graph) for g in v):
+            for i, g in enumerate(v):
+                yield f"{k}[{i}]", g
 
 
 def _blocks(e: Eqn) -> tuple[tuple[Region, str], ...]:
@@ -443,7 +465,12 @@ def _body(graph: Graph, names: _Names) -> list[str]:
             r, kind = want[depth]
             lines.append("    " + "  " * depth + f"{kind}[{r}] {{")
         open_ = want
-        lines.append("    " + "  " * len(want) + eqn_str(e, names))
+        pad = "    " + "  " * len(want)
+        lines.append(pad + eqn_str(e, names))
+        for k, sub in _subgraphs(e):  # a loop body or branch, indented under its equation
+            text = pretty(sub).split("\n")
+            lines.append(f"{pad}    {k} = {text[0]}")
+            lines.extend(f"{pad}    {' ' * (len(k) + 3)}{t}" for t in text[1:])
     for depth in range(len(open_), 0, -1):
         lines.append("    " + "  " * (depth - 1) + "}")
     return lines

@@ -83,9 +83,21 @@ def lower_graph(graph: Graph, x: Any, where: str = "jit") -> Callable[..., tuple
     to be compiled as one XLA executable.  ``results`` are the values of
     :func:`result_atoms` in order.  Raises :class:`LoweringError` first if any equation
     cannot be lowered. O(equations) per trace of the returned function."""
+    return _lowered(graph, x, where, result_atoms(graph))
+
+
+def lower_outputs(graph: Graph, x: Any, where: str) -> Callable[..., tuple[Any, ...]]:
+    """Like :func:`lower_graph`, but the function returns one value per output of
+    ``graph`` (inputs and literals included): a loop body's or a branch's lowering, traced
+    by ``lax.scan``/``lax.cond`` inside the enclosing program. O(equations) per trace."""
+    return _lowered(graph, x, where, list(graph.outvars))
+
+
+def _lowered(
+    graph: Graph, x: Any, where: str, results: list[Atom]
+) -> Callable[..., tuple[Any, ...]]:
     check_lowerable(graph, where)
     rules = [LOWERINGS[e.prim] for e in graph.eqns]
-    results = result_atoms(graph)
     barrier = x.lax.optimization_barrier
 
     def run(*inputs: Any) -> tuple[Any, ...]:
