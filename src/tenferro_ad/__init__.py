@@ -348,6 +348,7 @@ __all__ = [
     "leaky_relu",
     "less",
     "less_equal",
+    "lax",
     "linalg",
     "linearize",
     "linspace",

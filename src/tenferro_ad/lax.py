@@ -218,7 +218,9 @@ def _static(v: Any) -> bool:
 
 
 # -- while_loop
-def while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any) -> Any:
+def while_loop(
+    cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], init_val: Any
+) -> Any:
     """``jax.lax.while_loop``: ``while cond_fun(val): val = body_fun(val)``.  ``cond_fun``
     returns a boolean scalar; the carry keeps its structure and types.  Reverse mode is
     refused (:class:`~tenferro_ad.errors.ReverseModeError`), as in JAX.
@@ -291,7 +293,9 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     return branches[i](*operands)
 
 
-def _switch_traced(index: Any, branches: list[Callable[..., Any]], operands: tuple[Any, ...]) -> Any:
+def _switch_traced(
+    index: Any, branches: list[Callable[..., Any]], operands: tuple[Any, ...]
+) -> Any:
     leaves, tree = tree_flatten(operands)
     op_t = _leaf_types(leaves, "switch: operands")
     spec = tree_unflatten(tree, [Spec(s, d) for s, d in op_t])

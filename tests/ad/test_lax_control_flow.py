@@ -73,7 +73,7 @@ def p_while(M: Any, w: Any, x: Any, T: int, ck: bool) -> Any:
     def body(s: Any) -> Any:
         return (s[0] + 1, s[1] * 1.3 + w * 0.05)
 
-    n, h = M.lax.while_loop(cond, body, (0, x))
+    _, h = M.lax.while_loop(cond, body, (0, x))
     return M.sum(h * h)
 
 
@@ -124,7 +124,8 @@ def _close(got: Any, want: Any, dtype: Any) -> None:
 
 MODES = ("eager", "jit_host", "jit_xla", "grad", "grad_jit", "jvp", "jvp_jit", "vmap")
 CASES = [
-    pytest.param(name, mode, T, ck, dt, id=f"{name}-{mode}-T{T}{'-ckpt' if ck else ''}-{dt.__name__}")
+    pytest.param(name, mode, T, ck, dt,
+                 id=f"{name}-{mode}-T{T}{'-ckpt' if ck else ''}-{dt.__name__}")
     for name in PROGRAMS
     for mode in MODES
     for T in ((0, 1, 3) if name in ("scan", "fori_loop") else (3,))
@@ -200,12 +201,12 @@ def test_while_loop_refuses_reverse_mode_eager_and_traced() -> None:
 
     with pytest.raises(ReverseModeError, match="while_loop: reverse-mode"):
         ad.grad(f)(w, x)
-    with pytest.raises(ReverseModeError, match="use scan|Use scan"):
+    with pytest.raises(ReverseModeError, match=r"Use scan"):
         ad.jit(ad.grad(f), engine="host")(w, x)
 
 
 def test_fori_loop_with_traced_bounds_is_a_while_loop() -> None:
-    w, x = _inputs(np.float64)
+    _, x = _inputs(np.float64)
 
     def f(n: Any, x: Any) -> Any:
         return lax.fori_loop(0, n, lambda i, c: c * 1.5 + 1.0, x)

@@ -133,6 +133,7 @@ PINNED_AD = (
     "leaky_relu",
     "less",
     "less_equal",
+    "lax",
     "linalg",
     "linearize",
     "linspace",
@@ -285,6 +286,7 @@ PINNED_ERRORS = (
     "LoweringError",
     "MissingRuleError",
     "NotUnique",
+    "ReverseModeError",
     "ScenarioError",
     "TapeError",
 )

@@ -119,7 +119,8 @@ def unpack(ops: Any, value: Any, out_avals: Sequence[Aval], idx: Sequence[int]) 
     """The leaves of one group's value (metadata-only slices), in ``idx`` order."""
     if len(idx) == 1:
         return [value]
-    got, off = [], 0
+    got: list[Any] = []
+    off = 0
     for j in idx:
         shape = out_avals[j][0]
         n = int(np.prod(shape, dtype=np.int64))
