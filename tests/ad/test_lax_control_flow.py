@@ -132,7 +132,6 @@ CASES = [
     for ck in ((False, True) if name in ("scan", "scan_reverse", "fori_loop") else (False,))
     for dt in (np.float32, np.float64)
     if not (mode.startswith("grad") and name not in REVERSE)
-    if not (ck and mode in ("jit_host", "jvp_jit"))
 ]
 
 
