@@ -173,7 +173,7 @@ def main() -> None:
             tp = [torch.tensor(p, requires_grad=True) for p in params]
             tz, tt = torch.tensor(z0), torch.tensor(target)
             ts_fn = torch_step(torch, steps, ckpt)
-            cases["pytorch eager"] = lambda: ts_fn(tp, tz, tt)
+            cases["pytorch eager"] = lambda f=ts_fn, a=(tp, tz, tt): f(*a)
         res = H.interleaved_ms(cases, rounds=args.rounds, number=args.number,
                                clock=H.clock(args.cpu))
         print(f"\n{label}: ms per step (loss + gradient)")

@@ -77,7 +77,7 @@ for checkpointed in (False, True):
 
 # %% [4] Train: the jitted step compiles once; its cache says so.
 lr = 0.5
-for it in range(30):
+for _ in range(30):
     value, grads = vg_jit(params, z0, target)
     params = [p - lr * g.to_numpy() for p, g in zip(params, grads, strict=True)]
 print(f"[4] after 30 steps the loss is {value.to_numpy().item():.6f}; "

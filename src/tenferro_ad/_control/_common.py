@@ -15,6 +15,7 @@ new sub-graphs with the graph transformations and apply the primitive again thro
 from __future__ import annotations
 
 import functools
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -188,19 +189,34 @@ def same_types(what: str, got: Sequence[Aval], want: Sequence[Aval], names: Sequ
 def cached_rules(compute: Callable[..., list[Any]], n: int) -> list[Callable[..., Any]]:
     """One VJP rule per argument over a shared cache: ``compute(ops, g, *inputs, **params)``
     gives every argument's cotangent at once (one backward program), and the other
-    arguments' rules of the same application reuse it."""
-    cache: list[Any] = [None]
+    arguments' rules of the same application reuse it.  An entry lives as long as its
+    cotangent ``g`` (a weak reference: the sweep drops ``g`` after the equation), so the
+    cache keeps nothing alive; a ``g`` without weak references is not cached."""
+    cache: dict[int, tuple[Any, ...]] = {}
 
     def for_argument(i: int) -> Callable[..., Any]:
         def rule(ops: Any, g: Any, *inputs: Any, **params: Any) -> Any:
-            got, ids = cache[0], tuple(map(id, inputs))
-            if got is None or got[0] is not g or got[1] != ids or got[2] != params:
-                got = cache[0] = (g, ids, params, compute(ops, g, *inputs, **params))
+            key, ids = id(g), tuple(map(id, inputs))
+            got = cache.get(key)
+            if got is None or got[0]() is not g or got[1] != ids or got[2] != params:
+                cts = compute(ops, g, *inputs, **params)
+                try:
+                    ref = weakref.ref(g, _dropper(cache, key))
+                except TypeError:
+                    return cts[i]
+                got = cache[key] = (ref, ids, params, cts)
             return got[3][i]
 
         return rule
 
     return [for_argument(i) for i in range(n)]
+
+
+def _dropper(cache: dict[int, Any], key: int) -> Callable[[Any], None]:
+    def drop(_: Any) -> None:
+        cache.pop(key, None)
+
+    return drop
 
 
 def primitives(
