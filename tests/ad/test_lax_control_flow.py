@@ -246,3 +246,55 @@ def test_checkpointed_scan_body_keeps_only_the_carries() -> None:
             kept[ck] = sum(e.nbytes for e in tape.retained())
             tape.backward(out)
     assert kept[True] < kept[False] / 2
+
+
+@pytest.mark.parametrize("name", sorted(REVERSE))
+def test_grad_of_jit_and_second_order_match_jax(name: str) -> None:
+    """``grad(jit(f))`` records the loop equation on the tape (its rules run on numpy);
+    grad of grad, eager and jitted, differentiates the backward loop again."""
+    prog = PROGRAMS[name]
+    w, x = _inputs(np.float64)
+    for engine in ("host", "xla"):
+        got = ad.grad(ad.jit(lambda w, x: prog(OURS, w, x, 3, False), engine=engine),
+                      argnums=(0, 1))(w, x)
+        _close(got, _oracle(jax.grad(lambda w, x: prog(JAX, w, x, 3, False), argnums=(0, 1)),
+                            w, x), np.float64)
+
+    def ours(w: Any) -> Any:
+        return ad.sum(ad.grad(lambda w: prog(OURS, w, x, 3, False))(w) ** 2)
+
+    want = _oracle(jax.grad(lambda w: jnp.sum(jax.grad(lambda w: prog(JAX, w, x, 3, False))(w)
+                                               ** 2)), w)
+    _close(ad.grad(ours)(w), want, np.float64)
+    _close(ad.jit(ad.grad(ours), engine="host")(w), want, np.float64)
+
+
+def _scan_xs(M: Any, w: Any, xs: Any) -> Any:
+    c, ys = M.lax.scan(lambda c, x: (M.sin(c * w) + x, c * x), np.ones(3), xs)
+    return M.sum(c) + M.sum(ys)
+
+
+@pytest.mark.parametrize("axes", [(None, 0), (0, None), (0, 0)])
+def test_vmap_of_scan_batches_xs_and_constants(axes: tuple[int | None, int | None]) -> None:
+    rng = np.random.default_rng(1)
+    xs, w = rng.normal(size=(2, 4, 3)), rng.normal(size=(2, 3))
+    args = (w if axes[0] == 0 else w[0], xs if axes[1] == 0 else xs[0])
+    for wrap in (lambda f: f, ad.grad):
+        got = ad.vmap(wrap(lambda w, xs: _scan_xs(OURS, w, xs)), in_axes=axes)(*args)
+        jwrap = jax.grad if wrap is ad.grad else (lambda f: f)
+        want = _oracle(jax.vmap(jwrap(lambda w, xs: _scan_xs(JAX, w, xs)), in_axes=axes), *args)
+        _close(got, want, np.float64)
+
+
+def test_while_loop_that_never_runs_and_switch_index_clamped() -> None:
+    x = np.array([5.0, 1.0])
+
+    def f(x: Any, k: Any) -> Any:
+        y = lax.while_loop(lambda v: ad.sum(v) < 1.0, lambda v: v * 2.0, x)
+        return lax.switch(k, [lambda v: v + 1.0, lambda v: v * 3.0], y)
+
+    for k in (-4, 0, 1, 7):
+        want = np.asarray(jax.lax.switch(k, [lambda v: v + 1.0, lambda v: v * 3.0], x))
+        _close(f(x, k), want, np.float64)
+        _close(ad.jit(f, engine="host")(x, np.int64(k)), want, np.float64)
+        _close(ad.jit(f, engine="xla")(x, np.int64(k)), want, np.float64)
