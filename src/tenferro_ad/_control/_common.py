@@ -198,7 +198,7 @@ def cached_rules(compute: Callable[..., list[Any]], n: int) -> list[Callable[...
         def rule(ops: Any, g: Any, *inputs: Any, **params: Any) -> Any:
             key, ids = id(g), tuple(map(id, inputs))
             got = cache.get(key)
-            if got is None or got[0]() is not g or got[1] != ids or got[2] != params:
+            if got is None or got[0]() is not g or got[1] != ids or not _same(got[2], params):
                 cts = compute(ops, g, *inputs, **params)
                 try:
                     ref = weakref.ref(g, _dropper(cache, key))
@@ -210,6 +210,15 @@ def cached_rules(compute: Callable[..., list[Any]], n: int) -> list[Callable[...
         return rule
 
     return [for_argument(i) for i in range(n)]
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Parameters equal without comparing traced values (identity, or ``==`` for plain
+    Python scalars and strings)."""
+    return a.keys() == b.keys() and all(
+        x is y or (type(x) in (int, bool, str) and type(y) is type(x) and x == y)
+        for x, y in ((a[k], b[k]) for k in a)
+    )
 
 
 def _dropper(cache: dict[int, Any], key: int) -> Callable[[Any], None]:

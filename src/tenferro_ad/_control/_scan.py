@@ -26,7 +26,7 @@ import numpy as np
 from .._core._primitive import Primitive
 from .._traced._batch_rules import broadcast_batch, defbatch, emit
 from .._traced._batching import vmap_graph
-from .._traced._graph import Graph, flat_tree
+from .._traced._graph import Eqn, Graph, dce, flat_tree
 from .._traced._lowering import deflower, lower_outputs
 from .._traced._trace import TRACE_NS, run_bound, trace_flat
 from .._traced._transform import jvp as graph_jvp
@@ -111,27 +111,45 @@ def _jvp(
     return pack(ops, got, range(len(got)))
 
 
+def _forward_saving(
+    ops: Any, *inputs: Any, body: Graph, n_consts: int, n_carry: int, length: int,
+    reverse: bool, group: int,
+) -> tuple[Any, tuple[Any, ...]]:
+    """Traced reverse mode's forward pass: this group's output and the carries entering
+    each step, stacked, from one scan (the backward scan reads them: no second forward)."""
+    nc, nk = n_consts, n_carry
+    ny = len(body.outvars) - nk
+    fwd = regraph(body, body.invars, [*body.outvars, *body.invars[nc : nc + nk]])
+    fwd_t = out_avals(fwd, nc, nk, length)
+    idx = groups_of(out_avals(body, nc, nk, length))[group]
+    keep = range(nk + ny, 2 * nk + ny)
+    params = dict(body=fwd, n_consts=nc, n_carry=nk, length=length, reverse=reverse)
+    leaves = bind_outputs(ops, scan_primitive(len(inputs)), inputs, params, fwd_t,
+                          [*idx, *keep])
+    return pack(ops, [leaves[j] for j in idx], range(len(idx))), tuple(leaves[j] for j in keep)
+
+
 def _cotangents(
     ops: Any, g: Any, *inputs: Any, body: Graph, n_consts: int, n_carry: int, length: int,
-    reverse: bool, group: int,
+    reverse: bool, group: int, saved: tuple[Any, ...] | None = None,
 ) -> list[Any]:
-    """Every input's cotangent: the carries entering each step (a forward scan), then a
-    reversed scan of the body's VJP graph that recomputes each step from them."""
+    """Every input's cotangent: the carries entering each step (``saved`` by the forward
+    pass, else a forward scan), then a reversed scan of the body's VJP graph that
+    recomputes each step from them."""
     nc, nk = n_consts, n_carry
     outs_t = out_avals(body, nc, nk, length)
     idx = groups_of(outs_t)[group]
     cts: list[Any] = [zeros(ops, a) for a in outs_t]
     for j, leaf in zip(idx, unpack(ops, g, outs_t, idx), strict=True):
         cts[j] = leaf
-    carry_in = body.invars[nc : nc + nk]
-    # 1. the carry entering each step, stacked (nothing else of the forward pass is kept)
-    fwd = regraph(body, body.invars, [*body.outvars[:nk], *carry_in])
-    fwd_t = out_avals(fwd, nc, nk, length)
-    params = dict(body=fwd, n_consts=nc, n_carry=nk, length=length, reverse=reverse)
-    saved = bind_outputs(ops, scan_primitive(len(inputs)), inputs, params, fwd_t,
-                         range(nk, 2 * nk))[nk:]
+    if saved is None:  # 1. the carry entering each step, stacked (nothing else is kept)
+        fwd = dce(regraph(body, body.invars, [*body.outvars[:nk], *body.invars[nc : nc + nk]]))
+        fwd_t = out_avals(fwd, nc, nk, length)
+        params = dict(body=fwd, n_consts=nc, n_carry=nk, length=length, reverse=reverse)
+        saved = tuple(bind_outputs(ops, scan_primitive(len(inputs)), inputs, params, fwd_t,
+                                   range(nk, 2 * nk))[nk:])
     # 2. the reversed scan of the body's VJP
-    vg = graph_vjp(body)  # (*consts, *carry, *x, *ct_carry, *ct_y) -> (outs, in_cts)
+    vg = graph_vjp(_plain(body))  # (*consts, *carry, *x, *ct_carry, *ct_y) -> (outs, in_cts)
     in_t = avals(body.invars)
     n_in, n_out = len(body.invars), len(body.outvars)
     ny = n_out - nk
@@ -148,7 +166,7 @@ def _cotangents(
         new_acc = [TRACE_NS.add(a, c) for a, c in zip(acc, got[:nc], strict=True)]
         return (*got[nc : nc + nk], *new_acc, *got[nc + nk :])
 
-    bwd = trace_flat(step, step_t, flat_tree(len(step_t)))
+    bwd = dce(trace_flat(step, step_t, flat_tree(len(step_t))))
     args = [*inputs[:nc], *cts[:nk], *[zeros(ops, a) for a in in_t[:nc]], *saved,
             *inputs[nc + nk :], *cts[nk:]]
     assert len(args) == 2 * nc + 2 * nk + nx + ny
@@ -156,6 +174,16 @@ def _cotangents(
     back = bind_outputs(ops, scan_primitive(len(args)), args, bparams,
                         out_avals(bwd, nc, nk + nc, length))
     return [*back[nk : nk + nc], *back[:nk], *back[nk + nc :]]
+
+
+def _plain(body: Graph) -> Graph:
+    """``body`` without checkpoint-region annotations: the backward scan already recomputes
+    each step from its carry, so a region around (part of) the step would only recompute
+    it a second time. O(equations)."""
+    if all(e.note is None or e.note.region is None for e in body.eqns):
+        return body
+    eqns = tuple(Eqn(e.prim, e.inputs, e.params, out=e.out) for e in body.eqns)
+    return Graph(body.invars, eqns, body.outvars, body.in_tree, body.out_tree)
 
 
 def _batch(
@@ -217,6 +245,7 @@ def _make(n: int) -> Primitive:
     p = Primitive("scan", _impl, n, save_in=tuple(range(n)))
     p.abstract = _abstract
     p.jvp_all = _jvp
+    p.forward_saving = _forward_saving
     p.defvjp(*cached_rules(_cotangents, n))
     defbatch(p, _batch)
     deflower(p, _lower)

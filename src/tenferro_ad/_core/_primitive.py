@@ -84,8 +84,9 @@ class Primitive:
     """
 
     __slots__ = (
-        "abstract", "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name",
-        "nargs", "nondiff", "save_in", "save_out", "variadic", "vjps",
+        "abstract", "alias", "broadcasts", "checked", "fast", "forward_saving", "impl",
+        "jvp_all", "jvps", "name", "nargs", "nondiff", "save_in", "save_out", "variadic",
+        "vjps",
     )
 
     def __init__(
@@ -153,6 +154,11 @@ class Primitive:
         # for primitives whose kernel must not run on probes -- a loop whose trip count
         # depends on the values.  ``None``: abstract evaluation runs ``impl`` on probes.
         self.abstract: Rule | None = None
+        # Traced reverse mode only: ``forward_saving(ops, *inputs, **params) -> (output,
+        # saved)`` emits the primal output together with extra values its VJP rules then
+        # receive as ``saved=`` (a loop's per-step carries, kept from the one forward
+        # pass).  ``None``: the rules see only the declared residuals.
+        self.forward_saving: Rule | None = None
 
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""
