@@ -21,6 +21,7 @@ import pytest
 
 import tenferro_ad as ad
 from tenferro_ad import lax
+from tenferro_ad._control import _scan, _while
 from tenferro_ad.errors import ArgumentTypeError, ReverseModeError
 from tests.ad._oracle import to_np
 
@@ -298,3 +299,29 @@ def test_while_loop_that_never_runs_and_switch_index_clamped() -> None:
         _close(f(x, k), want, np.float64)
         _close(ad.jit(f, engine="host")(x, np.int64(k)), want, np.float64)
         _close(ad.jit(f, engine="xla")(x, np.int64(k)), want, np.float64)
+
+
+def test_tracing_never_runs_a_loop_kernel(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop primitives declare their output types (``Primitive.abstract``): tracing
+    does not run the body on probe values (a 10^9-step scan traces at once; a while loop
+    that never ends on probes traces too)."""
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("a loop kernel ran while tracing")
+
+    monkeypatch.setattr(_scan, "run_graph", refuse)
+    monkeypatch.setattr(_while, "run_graph", refuse)
+
+    def f(x: Any, k: Any) -> Any:
+        c, _ = lax.scan(lambda c, _: (c * 0.5, None), x, None, length=10**9)
+        return lax.while_loop(lambda v: ad.sum(v) < 10.0, lambda v: v * k, c)
+
+    graph = ad.traced.trace(f)(np.ones(2), np.ones(2))
+    assert [e.prim.name for e in graph.eqns] == ["scan", "while_loop"]
+
+
+def test_gradient_program_runs_the_loop_forward_once() -> None:
+    """Traced reverse mode: one forward scan that keeps the per-step carries, one
+    backward scan -- never a second forward loop."""
+    w, x = _inputs(np.float64)
+    graph = ad.traced.trace(ad.value_and_grad(lambda w, x: p_scan(OURS, w, x, 5, True)))(w, x)
+    assert [e.prim.name for e in graph.eqns].count("scan") == 2
