@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 import tenferro_ad as ad
+import tenferro_storage as ts
 from tenferro_ad.errors import ArgumentTypeError
 from tenferro_ad.traced import TracerError
+from tenferro_storage.errors import UseAfterMoveError
 from tests.ad._oracle import to_np
 
 
@@ -75,3 +77,19 @@ def test_python_control_flow_on_a_traced_value_names_value_line_and_construct() 
     with pytest.raises((TracerError, ArgumentTypeError),
                        match=r"return x\[k\].*lax.fori_loop or lax.scan"):
         ad.jit(_indexy)(np.ones(3), np.int64(1))
+
+
+def test_donated_positions_count_only_traced_arguments() -> None:
+    """``donate_argnums`` names positions of the call; with a static argument before it,
+    the donated one is still the argument the caller named (and a static one cannot be
+    donated)."""
+    f = ad.jit(lambda n, x: x * float(n), static_argnums=0, donate_argnums=1, engine="host")
+    x = ts.from_numpy(np.ones(3))
+    out = f(3, x)
+    np.testing.assert_allclose(to_np(out), 3.0)
+    with pytest.raises(UseAfterMoveError):  # the owner the caller donated was consumed
+        x.to_numpy()
+    del out
+    g = ad.jit(lambda n, x: x * float(n), static_argnums=0, donate_argnums=0, engine="host")
+    with pytest.raises(ArgumentTypeError, match="both static and donated"):
+        g(3, np.ones(3))

@@ -188,7 +188,8 @@ class Jitted:
         self, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]:
         """The function of the traced arguments only (the static ones bound), those
-        arguments, and the static values' cache key.  A static value must be hashable
+        arguments, and the static values' cache key (with the donated positions among the
+        traced arguments).  A static value must be hashable and cannot be donated
         (:class:`ArgumentTypeError` names it otherwise). O(arguments)."""
         nums = tuple(i % len(args) if -len(args) <= i < len(args) else i
                      for i in self.static_argnums)
@@ -210,7 +211,16 @@ class Jitted:
                     f"compile cache key), got a {type(v).__name__}; pass a tuple instead of a "
                     "list, or make it a traced argument"
                 ) from None
-        key = (tuple(sorted(static_pos.items())), tuple(sorted(static_kw.items())))
+        donated = []
+        for d in self.donate_argnums:
+            d = d % len(args) if -len(args) <= d < len(args) else d
+            if d in static_pos:
+                raise ArgumentTypeError(
+                    f"jit({_name(self.f)}): positional argument {d} is both static and donated"
+                )
+            donated.append(d - sum(1 for i in static_pos if i < d))
+        key = (tuple(sorted(static_pos.items())), tuple(sorted(static_kw.items())),
+               tuple(donated))
         dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
         dyn_kw = {k: v for k, v in kwargs.items() if k not in static_kw}
         f = self.f
@@ -269,7 +279,8 @@ class Jitted:
             t0 = time.perf_counter()
             fn = f if nargs < 0 else functools.partial(call_with_keywords, f, nargs)
             graph = trace_flat(fn, avals, tree)
-            donate = _donated_leaves(tree, self.donate_argnums, nargs)
+            donate = _donated_leaves(tree, self.donate_argnums if static is None else static[2],
+                                     nargs)
             program: rt.CompiledGraph | rt.ExecutableProgram
             if self._xla:
                 program = compile_xla(graph, self._provider, _name(self.f), donate)
