@@ -325,3 +325,23 @@ def test_gradient_program_runs_the_loop_forward_once() -> None:
     w, x = _inputs(np.float64)
     graph = ad.traced.trace(ad.value_and_grad(lambda w, x: p_scan(OURS, w, x, 5, True)))(w, x)
     assert [e.prim.name for e in graph.eqns].count("scan") == 2
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_jitted_loop_on_the_tape_nested_and_forward(name: str) -> None:
+    """A jitted construct bound on handles: its rules run recording (grad of grad of
+    jit: the handle namespace) and in eager forward mode (jvp of jit)."""
+    prog = PROGRAMS[name]
+    w, x = _inputs(np.float64)
+    jf = ad.jit(lambda w: prog(OURS, w, x, 3, False), engine="host")
+
+    def theirs(w: Any) -> Any:
+        return prog(JAX, w, x, 3, False)
+
+    if name in REVERSE:
+        got = ad.grad(lambda w: ad.sum(ad.grad(jf)(w) ** 2))(w)
+        _close(got, _oracle(jax.grad(lambda w: jnp.sum(jax.grad(theirs)(w) ** 2)), w),
+               np.float64)
+    t = np.linspace(0.5, 1.5, 3)
+    _close(ad.jvp(jf, (w,), (t,)), _oracle(lambda w, t: jax.jvp(theirs, (w,), (t,)), w, t),
+           np.float64)
