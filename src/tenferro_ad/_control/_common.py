@@ -72,28 +72,39 @@ def group_aval(out_avals: Sequence[Aval], idx: Sequence[int]) -> Aval:
 
 # -- running a sub-graph with numpy kernels
 @functools.lru_cache(maxsize=1024)
-def _plan(graph: Graph) -> tuple[Any, ...]:
-    slot = {v: i for i, v in enumerate(graph.invars)}
-    for e in graph.eqns:
-        slot[e.out] = len(slot)
-    steps = []
-    for e in graph.eqns:
-        args = tuple((True, slot[a]) if isinstance(a, Var) else (False, a.value) for a in e.inputs)
-        steps.append((e.prim.impl, args, dict(e.params), slot[e.out]))
-    outs = tuple((True, slot[a]) if isinstance(a, Var) else (False, np.asarray(a.value))
-                 for a in graph.outvars)
-    return len(slot), tuple(steps), outs
+def _runner(graph: Graph) -> Callable[..., list[Any]]:
+    """``graph`` as one generated Python function over numpy arrays: each equation one
+    call of its kernel (literals and parameters bound at generation), intermediates
+    dropped at their last use by the interpreter.  Made once per graph (cached)."""
+    name = {v: f"a{i}" for i, v in enumerate(graph.invars)}
+    ns: dict[str, Any] = {}
+    lines = [f"def run({', '.join(name[v] for v in graph.invars)}):"]
+
+    def ref(a: Any) -> str:
+        if isinstance(a, Var):
+            return name[a]
+        key = f"c{len(ns)}"
+        ns[key] = a.value if a.is_scalar else np.asarray(a.value)
+        return key
+
+    for k, e in enumerate(graph.eqns):
+        ns[f"F{k}"] = e.prim.impl
+        args = [ref(a) for a in e.inputs]
+        if e.params:
+            ns[f"P{k}"] = dict(e.params)
+            args.append(f"**P{k}")
+        name[e.out] = f"v{k}"
+        lines.append(f"    v{k} = F{k}({', '.join(args)})")
+    lines.append(f"    return [{', '.join(ref(a) for a in graph.outvars)}]")
+    exec(compile("\n".join(lines), f"<{len(graph.eqns)}-equation body>", "exec"), ns)
+    return ns["run"]  # type: ignore[no-any-return]
 
 
 def run_graph(graph: Graph, arrays: Sequence[Any]) -> list[Any]:
     """``graph``'s outputs computed by its primitives' numpy kernels, in order (an output
-    may be an input array itself). O(equations) kernel calls."""
-    n, steps, outs = _plan(graph)
-    env: list[Any] = [None] * n
-    env[: len(arrays)] = arrays
-    for impl, args, params, out in steps:
-        env[out] = impl(*[env[k] if v else k for v, k in args], **params)
-    return [env[k] if v else k for v, k in outs]
+    may be an input array itself). O(equations) kernel calls, no per-call bookkeeping
+    beyond them (the function is generated once per graph)."""
+    return _runner(graph)(*arrays)
 
 
 # -- packing the output leaves into one value per group
