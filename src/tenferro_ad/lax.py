@@ -51,11 +51,7 @@ def _leaf_types(leaves: Sequence[Any], what: str) -> list[tuple[tuple[int, ...],
     return [aval_of(x, f"{what}: leaf {i}") for i, x in enumerate(leaves)]
 
 
-def _traced(leaves: Sequence[Any]) -> bool:
-    return tracing(leaves)
-
-
-def _close(f: Callable[..., Any], args: Sequence[Any], what: str) -> tuple[Graph, list[Any], Any]:
+def _close(f: Callable[..., Any], args: Sequence[Any]) -> tuple[Graph, list[Any], Any]:
     """``f`` traced at ``args``' types with its closure converted: the graph with the
     captured values FIRST (``(*consts, *args) -> outputs``), the captured values, and the
     output structure."""
@@ -93,7 +89,7 @@ def scan(
     init_leaves, carry_tree = tree_flatten(init)
     xs_leaves, xs_tree = tree_flatten(xs)
     n = _length(xs_leaves, length)
-    if _traced([*init_leaves, *xs_leaves]):
+    if tracing([*init_leaves, *xs_leaves]):
         return _scan_traced(f, init_leaves, carry_tree, xs_leaves, xs_tree, n, bool(reverse))
     return _scan_eager(f, init, init_leaves, carry_tree, xs_leaves, xs_tree, n, bool(reverse))
 
@@ -125,7 +121,7 @@ def _body_graph(
     carry's structure and types. Returns (graph, consts, y structure)."""
     carry = tree_unflatten(carry_tree, [Spec(s, d) for s, d in carry_t])
     x = tree_unflatten(xs_tree, [Spec(s, d) for s, d in x_t])
-    graph, consts, out_tree = _close(lambda c, x_: _pair(f(c, x_), "scan"), (carry, x), "scan")
+    graph, consts, out_tree = _close(lambda c, x_: _pair(f(c, x_), "scan"), (carry, x))
     c_tree, y_tree = out_tree.children()
     if c_tree != carry_tree:
         raise ArgumentTypeError(
@@ -236,13 +232,13 @@ def _while_loop(cond_fun: Callable[[Any], Any], body_fun: Callable[[Any], Any], 
     (all when ``None``) are emitted, the others are ``None``."""
     leaves, tree = tree_flatten(init_val)
     carry_t = _leaf_types(leaves, "while_loop: init_val")
-    if _traced(leaves):
+    if tracing(leaves):
         spec = tree_unflatten(tree, [Spec(s, d) for s, d in carry_t])
-        cgraph, cc, _ = _close(cond_fun, (spec,), "while_loop")
+        cgraph, cc, _ = _close(cond_fun, (spec,))
         if len(cgraph.outvars) != 1 or cgraph.outvars[0].shape != () or \
                 cgraph.outvars[0].dtype != np.bool_:
             raise ArgumentTypeError("while_loop: cond_fun must return a boolean scalar")
-        bgraph, bc, out_tree = _close(body_fun, (spec,), "while_loop")
+        bgraph, bc, out_tree = _close(body_fun, (spec,))
         if out_tree != tree:
             raise ArgumentTypeError(
                 f"while_loop: body_fun must return the structure of 'init_val' ({tree}), got "
@@ -287,7 +283,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
         raise ArgumentTypeError("switch: argument 'branches' must be a non-empty sequence of "
                                 "callables")
     leaves = tree_flatten(operands)[0]
-    if _traced([index, *leaves]):
+    if tracing([index, *leaves]):
         return _switch_traced(index, branches, operands)
     i = int(np.clip(int(index), 0, len(branches) - 1))
     return branches[i](*operands)
@@ -299,7 +295,7 @@ def _switch_traced(
     leaves, tree = tree_flatten(operands)
     op_t = _leaf_types(leaves, "switch: operands")
     spec = tree_unflatten(tree, [Spec(s, d) for s, d in op_t])
-    closed = [_close(b, spec, "switch") for b in branches]
+    closed = [_close(b, spec) for b in branches]
     out_tree = closed[0][2]
     out_t = avals(closed[0][0].outvars)
     for k, (g, _, t) in enumerate(closed[1:], start=1):
@@ -346,7 +342,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     if not callable(true_fun) or not callable(false_fun):
         raise ArgumentTypeError("cond: arguments 'true_fun' and 'false_fun' must be callable")
     leaves = tree_flatten(operands)[0]
-    if _traced([pred, *leaves]):
+    if tracing([pred, *leaves]):
         shape = aval_of(pred, "cond: pred")[0]
         if shape != ():
             raise ArgumentTypeError(f"cond: 'pred' must be a scalar, got shape {shape}")

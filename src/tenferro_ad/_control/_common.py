@@ -24,8 +24,8 @@ import numpy as np
 from .._core._dispatch import bind
 from .._core._namespace import NUMPY_NS
 from .._core._primitive import Primitive
-from .._traced._graph import Graph, Lit, Var, flat_tree
-from .._traced._trace import TRACE_NS, Tracer
+from .._traced._graph import Graph, Var, flat_tree
+from .._traced._trace import TRACE_NS
 from ..errors import ArgumentTypeError
 from ..ops import shape as sh
 
@@ -181,11 +181,6 @@ def zeros(ops: Any, aval: Aval) -> Any:
     return z
 
 
-def is_traced(leaves: Sequence[Any]) -> bool:
-    """Whether any leaf is a tracer. O(n)."""
-    return any(type(x) is Tracer for x in leaves)
-
-
 def same_types(what: str, got: Sequence[Aval], want: Sequence[Aval], names: Sequence[str]) -> None:
     """Refuse ``got`` types that differ from ``want`` (a loop body's carry, a branch's
     outputs), naming ``what`` and the leaf. Metadata only."""
@@ -253,8 +248,3 @@ def primitives(
 
     get.__name__ = name
     return get
-
-
-def literal_value(a: Any) -> Any:
-    """A literal's value (for rules that receive an atom). O(1)."""
-    return a.value if isinstance(a, Lit) else a
