@@ -313,7 +313,12 @@ def _switch_traced(
         n = len(cs)
         all_cv = _const_vars(closed, g)
         graphs.append(regraph(g, [*g.invars[n:], *all_cv], g.outvars))
-    idx = ew.astype(index, np.int32) if not isinstance(index, bool | int) else np.int32(index)
+    if isinstance(index, bool | int | np.integer):
+        idx: Any = np.int32(index)
+    elif aval_of(index, "switch: index")[1] != np.int32:
+        idx = ew.astype(index, np.int32)
+    else:
+        idx = index
     args = [idx, *leaves, *consts]
     got = bind_outputs(None, cond_primitive(len(args)), args, {"branches": tuple(graphs)}, out_t)
     return tree_unflatten(out_tree, got)

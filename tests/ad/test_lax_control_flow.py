@@ -191,6 +191,10 @@ def test_traced_loop_is_one_equation_with_its_body_printed() -> None:
         assert len(scans) == 1 and len(graph.eqns) < 40  # never unrolled
     text = str(graph)
     assert "scan[" in text and "body = { lambda" in text and "tanh" in text
+    text = str(ad.traced.trace(lambda w, x: p_cond(OURS, w, x, 1, False))(w, x))
+    assert "branches[0] = { lambda" in text and "branches[1] = { lambda" in text
+    text = str(ad.traced.trace(lambda w, x: p_while(OURS, w, x, 1, False))(w, x))
+    assert "cond = { lambda" in text and "body = { lambda" in text
 
 
 def test_while_loop_refuses_reverse_mode_eager_and_traced() -> None:
