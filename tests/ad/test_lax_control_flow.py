@@ -349,3 +349,17 @@ def test_jitted_loop_on_the_tape_nested_and_forward(name: str) -> None:
     t = np.linspace(0.5, 1.5, 3)
     _close(ad.jvp(jf, (w,), (t,)), _oracle(lambda w, t: jax.jvp(theirs, (w,), (t,)), w, t),
            np.float64)
+
+
+@pytest.mark.parametrize("name", sorted(REVERSE))
+def test_construct_inside_a_checkpoint_region(name: str) -> None:
+    """A loop or branch (with a checkpointed body) inside a checkpointed function: the
+    region's backward recomputes the construct, eagerly and on both engines."""
+    prog = PROGRAMS[name]
+    w, x = _inputs(np.float64)
+    f = ad.checkpoint(lambda w, x: prog(OURS, w, x, 3, True))
+    want = _oracle(jax.grad(jax.checkpoint(lambda w, x: prog(JAX, w, x, 3, True)),
+                            argnums=(0, 1)), w, x)
+    g = ad.grad(f, argnums=(0, 1))
+    for fn in (g, ad.jit(g, engine="host"), ad.jit(g, engine="xla")):
+        _close(fn(w, x), want, np.float64)
