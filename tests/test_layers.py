@@ -33,7 +33,7 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tenferro_ad._custom", "tenferro_ad._custom_call", "tenferro_ad.linalg", "tenferro_ad.fft",
         "tenferro_ad.optim",
         "tenferro_ad.traced", "tenferro_ad.tree_util", "tenferro_ad.extend",
-        "tenferro_ad.scipy",
+        "tenferro_ad.scipy", "tenferro_ad._control", "tenferro_ad.lax",
     )),
     ("wiring", ("tenferro_ad._wiring", "tenferro_ad._numpy_protocol")),
     ("package", ("tenferro_ad",)),

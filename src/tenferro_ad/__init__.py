@@ -27,7 +27,7 @@ from tenferro_storage import (
     zeros,
 )
 
-from . import _wiring, errors, extend, fft, linalg, ops, optim, scipy, testing, traced
+from . import _wiring, errors, extend, fft, lax, linalg, ops, optim, scipy, testing, traced
 from ._checkpoint._region import (
     CheckpointPolicy,
     checkpoint,
@@ -345,6 +345,7 @@ __all__ = [
     "jit",
     "jvp",
     "kron",
+    "lax",
     "leaky_relu",
     "less",
     "less_equal",

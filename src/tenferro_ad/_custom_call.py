@@ -52,7 +52,7 @@ from ._traced._batch_rules import defbatch
 from ._traced._batching import vmap
 from ._traced._eval import eval_graph
 from ._traced._graph import Graph, Var
-from ._traced._lowering import deflower, lower_graph
+from ._traced._lowering import deflower, lower_outputs
 from ._traced._trace import TRACE_NS, Tracer, aval_of, trace, trace_flat
 from ._traced._transform import vjp as graph_vjp
 from .errors import ArgumentError, ArgumentTypeError
@@ -363,7 +363,7 @@ def _jvp_all(ops: Any, tangents: Sequence[Any], *inputs: Any, call: CustomCall, 
     return _pack(ops, leaves, call, group)
 
 
-def _abstract(inputs: Any, *, call: CustomCall, group: int) -> tuple[tuple[int, ...], Any]:
+def _abstract(*avals: Any, call: CustomCall, group: int) -> tuple[tuple[int, ...], Any]:
     """A group's output type, from the call (its primal graph was traced already). O(1)."""
     idx = call.groups[group]
     shape, dtype = call.out_avals[idx[0]]
@@ -375,7 +375,7 @@ def _abstract(inputs: Any, *, call: CustomCall, group: int) -> tuple[tuple[int, 
 # -- lowering and batching ---------------------------------------------------------------
 def _lower(x: Any, *args: Any, call: CustomCall, group: int) -> Any:
     """XLA lowering: the primal graph inline, this group's leaves packed. O(equations)."""
-    outs = lower_graph(call.graph, x, repr(call.fn.prim.name), list(call.graph.outvars))(*args)
+    outs = lower_outputs(call.graph, x, repr(call.fn.prim.name))(*args)
     idx = call.groups[group]
     if len(idx) == 1:
         return outs[idx[0]]

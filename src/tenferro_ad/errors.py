@@ -32,6 +32,7 @@ __all__ = [
     "LoweringError",
     "MissingRuleError",
     "NotUnique",
+    "ReverseModeError",
     "ScenarioError",
     "TapeError",
 ]
@@ -112,6 +113,12 @@ class MissingRuleError(TenferroError, NotImplementedError):
         self.primitive = primitive
         self.rule = rule
         self.argument = argument
+
+
+class ReverseModeError(TenferroError, ValueError):
+    """Reverse-mode differentiation (``grad``, ``vjp``) reached a construct it cannot run
+    backward: a ``while_loop`` (its trip count is known only when it runs), as in JAX.
+    Raised when the cotangent reaches the loop; nothing has been accumulated for it."""
 
 
 class LoweringError(TenferroError, NotImplementedError):

@@ -130,6 +130,7 @@ PINNED_AD = (
     "jit",
     "jvp",
     "kron",
+    "lax",
     "leaky_relu",
     "less",
     "less_equal",
@@ -285,6 +286,7 @@ PINNED_ERRORS = (
     "LoweringError",
     "MissingRuleError",
     "NotUnique",
+    "ReverseModeError",
     "ScenarioError",
     "TapeError",
 )

@@ -73,8 +73,19 @@ def test_every_batching_rule_is_registered_beside_its_primitive() -> None:
                   ops.dense_linalg, ops.math, ops.special, ops.scan, ops.fft, ops.manip,
                   importlib.import_module("tenferro_ad.ops._along"))
     }
+    # loops and branches: made once per arity in tenferro_ad._control, each with its rule
+    control = {
+        name: inspect.getsource(importlib.import_module(f"tenferro_ad._control.{mod}"))
+        for name, mod in (("scan", "_scan"), ("while_loop", "_while"), ("cond", "_cond"),
+                          ("while_loop_result", "_while"))
+    }
     for prim in RULES:  # (keyed by the Primitive object; its name finds its home)
         name = prim.name
+        if name in control:
+            assert f'Primitive(\n    "{name}"' in control[name] or \
+                f'Primitive("{name}"' in control[name], name
+            assert "defbatch(" in control[name], name
+            continue
         if name == "identity":
             assert 'defbatch(IDENTITY' in inspect.getsource(batching)
             continue

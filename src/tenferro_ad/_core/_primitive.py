@@ -84,8 +84,9 @@ class Primitive:
     """
 
     __slots__ = (
-        "abstract", "alias", "broadcasts", "checked", "fast", "impl", "jvp_all", "jvps", "name",
-        "nargs", "nondiff", "save_in", "save_out", "variadic", "vjps",
+        "abstract", "alias", "broadcasts", "checked", "fast", "forward_saving", "impl",
+        "jvp_all", "jvps", "name", "nargs", "nondiff", "save_in", "save_out", "variadic",
+        "vjps",
     )
 
     def __init__(
@@ -148,11 +149,17 @@ class Primitive:
         # used instead of ``jvps`` when set, for rules that must see every tangent together
         # (a user's custom_jvp rule is called once per call, as in JAX).
         self.jvp_all: Rule | None = None
-        # The output ``(shape, dtype)`` from the input atoms and the parameters, for a
-        # primitive whose parameters already know it (a custom call): the trace uses it
-        # instead of running the kernel on probes, and nothing is cached (a cache entry
-        # would keep such a parameter -- and what it holds -- alive for the process).
-        self.abstract: Callable[..., tuple[tuple[int, ...], Any]] | None = None
+        # The output type without running the kernel (``abstract(*avals, **params) ->
+        # (shape, dtype)``, each aval a ``(shape, dtype)`` pair or a scalar literal's value):
+        # for primitives whose kernel must not run on probes -- a loop whose trip count
+        # depends on the values, a custom call whose parameters already know it (nothing
+        # is cached for these).  ``None``: abstract evaluation runs ``impl`` on probes.
+        self.abstract: Rule | None = None
+        # Traced reverse mode only: ``forward_saving(ops, *inputs, **params) -> (output,
+        # saved)`` emits the primal output together with extra values its VJP rules then
+        # receive as ``saved=`` (a loop's per-step carries, kept from the one forward
+        # pass).  ``None``: the rules see only the declared residuals.
+        self.forward_saving: Rule | None = None
 
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self."""

@@ -269,9 +269,16 @@ def abstract_eval(
     stride-0 probes (cached per primitive, input types and parameters; numpy floating-point
     warnings are ignored since probe values are arbitrary).  A kernel that refuses the
     stride-0 probes runs once more on laid-out ones (one allocation per input).  A
-    primitive with an ``abstract`` rule answers from it (O(1), not cached)."""
+    primitive with an ``abstract`` rule (a loop, a custom call) answers from it without
+    running the kernel, and is not cached (a cache entry would keep its parameters -- and
+    what they hold -- alive for the process)."""
     if prim.abstract is not None:
-        return prim.abstract(inputs, **params)
+        shape, dtype = prim.abstract(
+            *[a.value if isinstance(a, Lit) and a.is_scalar else (a.shape, a.dtype)
+              for a in inputs],
+            **params,
+        )
+        return tuple(shape), np.dtype(dtype)
     try:
         key = _cache_key(prim, inputs, params)
     except TypeError:
@@ -420,6 +427,10 @@ def _lit_str(a: Lit) -> str:
 
 
 def _param_str(v: Any) -> str:
+    if isinstance(v, Graph):
+        return "{...}"  # printed below the equation (:func:`_subgraphs`)
+    if isinstance(v, tuple) and v and all(isinstance(g, Graph) for g in v):
+        return "(" + ",".join("{...}" for _ in v) + ")"
     if isinstance(v, np.ndarray):
         return f"array{list(v.shape)}" if v.size > 8 else np.array2string(v, separator=",")
     if isinstance(v, np.dtype):
@@ -437,6 +448,17 @@ def eqn_str(e: Eqn, names: Any) -> str:
     ps = " ".join(f"{k}={_param_str(v)}" for k, v in sorted(e.params.items()))
     head = f"{e.prim.name}[{ps}]" if ps else e.prim.name
     return f"{names(e.out)}:{type_str(e.out.shape, e.out.dtype)} = {head} {args}"
+
+
+def _subgraphs(e: Eqn) -> Iterator[tuple[str, Graph]]:
+    """The sub-programs an equation carries as parameters (a loop's body, a conditional's
+    branches), named by parameter (``branches[1]`` for the second of a tuple)."""
+    for k, v in sorted(e.params.items()):
+        if isinstance(v, Graph):
+            yield k, v
+        elif isinstance(v, tuple) and v and all(isinstance(g, Graph) for g in v):
+            for i, g in enumerate(v):
+                yield f"{k}[{i}]", g
 
 
 def _blocks(e: Eqn) -> tuple[tuple[Region, str], ...]:
@@ -463,7 +485,12 @@ def _body(graph: Graph, names: _Names) -> list[str]:
             r, kind = want[depth]
             lines.append("    " + "  " * depth + f"{kind}[{r}] {{")
         open_ = want
-        lines.append("    " + "  " * len(want) + eqn_str(e, names))
+        pad = "    " + "  " * len(want)
+        lines.append(pad + eqn_str(e, names))
+        for k, sub in _subgraphs(e):  # a loop body or branch, indented under its equation
+            text = pretty(sub).split("\n")
+            lines.append(f"{pad}    {k} = {text[0]}")
+            lines.extend(f"{pad}    {' ' * (len(k) + 3)}{t}" for t in text[1:])
     for depth in range(len(open_), 0, -1):
         lines.append("    " + "  " * (depth - 1) + "}")
     return lines

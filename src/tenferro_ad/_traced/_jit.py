@@ -96,6 +96,16 @@ class ExecutionFailed(TenferroError, RuntimeError):
         self.clobbered = clobbered
 
 
+@attrs.frozen
+class CacheInfo:
+    """A jitted function's compile cache: ``hits`` (calls that reused a program),
+    ``misses`` (calls that traced and compiled one), ``size`` (programs held)."""
+
+    hits: int
+    misses: int
+    size: int
+
+
 @attrs.frozen(eq=False)
 class Compiled:
     """One cache entry: the traced graph, its runtime program (a host ``CompiledGraph`` or
@@ -148,8 +158,14 @@ class Jitted:
         *,
         reuse: bool = True,
         donate_argnums: tuple[int, ...] = (),
+        static_argnums: tuple[int, ...] = (),
+        static_argnames: tuple[str, ...] = (),
     ) -> None:
         self.f = f
+        self.static_argnums = static_argnums
+        self.static_argnames = static_argnames
+        self._hits = 0
+        self._misses = 0
         self.engine = engine
         provider = lookup(engine)
         self._xla = isinstance(provider, XlaProvider)
@@ -166,12 +182,72 @@ class Jitted:
         """How many signatures have been traced and compiled. O(1)."""
         return len(self._cache)
 
+    def cache_info(self) -> CacheInfo:
+        """The compile cache's ``hits`` (calls that reused a compiled program), ``misses``
+        (calls that traced and compiled) and ``size`` (programs held). O(1)."""
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def _split_static(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any], Any]:
+        """The function of the traced arguments only (the static ones bound), those
+        arguments, and the static values' cache key (with the donated positions among the
+        traced arguments).  A static value must be hashable and cannot be donated
+        (:class:`ArgumentTypeError` names it otherwise). O(arguments)."""
+        nums = tuple(i % len(args) if -len(args) <= i < len(args) else i
+                     for i in self.static_argnums)
+        for i in nums:
+            if not 0 <= i < len(args):
+                raise ArgumentTypeError(
+                    f"jit({_name(self.f)}): static_argnums entry {i} is out of range for a "
+                    f"call with {len(args)} positional arguments"
+                )
+        static_pos = {i: args[i] for i in nums}
+        static_kw = {k: kwargs[k] for k in self.static_argnames if k in kwargs}
+        for what, v in [*((f"positional argument {i}", v) for i, v in static_pos.items()),
+                        *((f"keyword argument {k!r}", v) for k, v in static_kw.items())]:
+            try:
+                hash(v)
+            except TypeError:
+                raise ArgumentTypeError(
+                    f"jit({_name(self.f)}): static {what} must be hashable (it is part of the "
+                    f"compile cache key), got a {type(v).__name__}; pass a tuple instead of a "
+                    "list, or make it a traced argument"
+                ) from None
+        donated = []
+        for d in self.donate_argnums:
+            d = d % len(args) if -len(args) <= d < len(args) else d
+            if d in static_pos:
+                raise ArgumentTypeError(
+                    f"jit({_name(self.f)}): positional argument {d} is both static and donated"
+                )
+            donated.append(d - sum(1 for i in static_pos if i < d))
+        key = (tuple(sorted(static_pos.items())), tuple(sorted(static_kw.items())),
+               tuple(donated))
+        dyn = tuple(a for i, a in enumerate(args) if i not in static_pos)
+        dyn_kw = {k: v for k, v in kwargs.items() if k not in static_kw}
+        f = self.f
+
+        def bound(*a: Any, **kw: Any) -> Any:
+            it = iter(a)
+            full = [static_pos[i] if i in static_pos else next(it)
+                    for i in range(len(args))]
+            return f(*full, **kw, **static_kw)
+
+        functools.update_wrapper(bound, f)
+        return bound, dyn, dyn_kw, key
+
     def lower(self, *args: Any, **kwargs: Any) -> Compiled:
         """Trace and compile for the arguments' signature (cached) without running anything."""
+        f, static = self.f, None
+        if self.static_argnums or self.static_argnames:
+            f, args, kwargs, static = self._split_static(args, kwargs)
+        nargs = -1
         if kwargs:
+            nargs = len(args)
             args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
-        return self._entry(leaves, tree, len(args) - 1 if kwargs else -1)
+        return self._entry(leaves, tree, nargs, f, static)
 
     def retained(self, *args: Any, **kwargs: Any) -> list[ProgramRetainedEntry]:
         """What the compiled program for ``args``' signature keeps between its forward and
@@ -187,17 +263,27 @@ class Jitted:
     def __repr__(self) -> str:
         return f"jit({_name(self.f)}, engine={self.engine})"
 
-    def _entry(self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1) -> Compiled:
+    def _entry(
+        self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1,
+        f: Callable[..., Any] | None = None, static: Any = None,
+    ) -> Compiled:
         """The cache entry of a signature; ``nargs >= 0``: the call had keyword arguments,
-        which travel as a trailing dict after its ``nargs`` positional arguments."""
+        which travel as a trailing dict after its ``nargs`` positional arguments; ``f``
+        (default ``self.f``) is the function of the traced arguments, ``static`` the static
+        values' key (part of the cache key)."""
+        f = self.f if f is None else f
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
-        key = (tree, tuple((s, d.str) for s, d in avals), nargs)
+        key = (tree, tuple((s, d.str) for s, d in avals), nargs, static)
         hit = self._cache.get(key)
-        if hit is None:
+        if hit is not None:
+            self._hits += 1
+        else:
+            self._misses += 1
             t0 = time.perf_counter()
-            fn = self.f if nargs < 0 else functools.partial(call_with_keywords, self.f, nargs)
+            fn = f if nargs < 0 else functools.partial(call_with_keywords, f, nargs)
             graph = trace_flat(fn, avals, tree)
-            donate = _donated_leaves(tree, self.donate_argnums, nargs)
+            donate = _donated_leaves(tree, self.donate_argnums if static is None else static[2],
+                                     nargs)
             program: rt.CompiledGraph | rt.ExecutableProgram
             if self._xla:
                 program = compile_xla(graph, self._provider, _name(self.f), donate)
@@ -209,14 +295,18 @@ class Jitted:
         return hit
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        f, static = self.f, None
+        if self.static_argnums or self.static_argnames:
+            f, args, kwargs, static = self._split_static(args, kwargs)
         if self._xla and not kwargs:  # the steady state of a training loop: owners in
             leaves, tree = tree_flatten(args)
             sig = _owner_signature(leaves)
             if sig is not None:
-                key = (tree, sig)
+                key = (tree, sig, static)
                 plan = self._fast.get(key, _UNPLANNED)
                 if plan is _UNPLANNED:
-                    plan = self._fast[key] = _plan(self.engine, self._entry(leaves, tree))
+                    plan = self._fast[key] = _plan(
+                        self.engine, self._entry(leaves, tree, -1, f, static))
                 if plan is not None:
                     outs = _fast_call(plan, leaves)
                     if outs is not None:
@@ -227,8 +317,8 @@ class Jitted:
             args = (*args, kwargs)
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
-            return self.f(*args[:nargs], **kwargs) if kwargs else self.f(*args)
-        entry = self._entry(leaves, tree, nargs)
+            return f(*args[:nargs], **kwargs) if kwargs else f(*args)
+        entry = self._entry(leaves, tree, nargs, f, static)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
             if donated:
@@ -497,6 +587,8 @@ def jit(
     scratch_bytes: int = 0,
     reuse: bool = True,
     donate_argnums: int | Sequence[int] = (),
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
 ) -> Jitted:
     """Compile ``f`` per input signature and run it through the runtime on ``engine``:
     ``None``/``"auto"`` (default) the fastest available -- the XLA engine when jax is
@@ -517,21 +609,36 @@ def jit(
     ``reuse`` (default on): results are written into dead buffers of the same shape and
     dtype (fewer ``OPERATION_OUTPUT`` allocations, lower peak).  ``donate_argnums``: the
     positional arguments the call consumes and overwrites in place (see the module
-    docstring; ``DonationError`` when that cannot happen)."""
+    docstring; ``DonationError`` when that cannot happen).
+
+    ``static_argnums``/``static_argnames`` (as in JAX): those arguments are not traced but
+    passed to ``f`` as the Python values they are (a loop count, a flag, a shape), and
+    their values are part of the compile cache key -- a new value traces and compiles
+    once more.  They must be hashable (:class:`ArgumentTypeError` otherwise).
+    ``jitted.cache_info()`` reports the cache's hits, misses and size."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)
-    return Jitted(f, resolve_engine(engine), scratch_bytes, reuse=reuse, donate_argnums=argnums)
+    s_nums = _donate_argnums(static_argnums, "static_argnums")
+    names = (static_argnames,) if isinstance(static_argnames, str) else static_argnames
+    if not isinstance(names, tuple | list) or not all(isinstance(n, str) for n in names):
+        raise ArgumentTypeError(
+            f"jit: argument 'static_argnames' must be a str or a tuple of str, got "
+            f"{shown(static_argnames)}"
+        )
+    return Jitted(f, resolve_engine(engine), scratch_bytes, reuse=reuse, donate_argnums=argnums,
+                  static_argnums=s_nums, static_argnames=tuple(names))
 
 
-def _donate_argnums(given: object) -> tuple[int, ...]:
-    """``donate_argnums`` as a tuple of ints: an int, or a tuple/list/range of ints (numpy
-    integers too; never a bool).  Anything else is refused, naming the argument. O(n)."""
+def _donate_argnums(given: object, what: str = "donate_argnums") -> tuple[int, ...]:
+    """``donate_argnums`` (or ``what``) as a tuple of ints: an int, or a tuple/list/range of
+    ints (numpy integers too; never a bool).  Anything else is refused, naming the
+    argument. O(n)."""
     items = (given,) if isinstance(given, int | np.integer) else given
     if isinstance(items, tuple | list | range) and all(
         isinstance(i, int | np.integer) and not isinstance(i, bool) for i in items
     ):
         return tuple(int(i) for i in items)
     raise ArgumentTypeError(
-        f"jit: argument 'donate_argnums' must be an int or a tuple of ints, got {shown(given)}"
+        f"jit: argument '{what}' must be an int or a tuple of ints, got {shown(given)}"
     )

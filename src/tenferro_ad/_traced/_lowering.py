@@ -78,18 +78,26 @@ def _literal(x: Any, a: Lit) -> Any:
     return x.np.asarray(a.value)
 
 
-def lower_graph(
-    graph: Graph, x: Any, where: str = "jit", results: list[Atom] | None = None
-) -> Callable[..., tuple[Any, ...]]:
+def lower_graph(graph: Graph, x: Any, where: str = "jit") -> Callable[..., tuple[Any, ...]]:
     """The function ``f(*inputs) -> results`` that computes ``graph`` with ``x``'s JAX ops,
-    to be compiled as one XLA executable.  ``results`` are the values of the atoms
-    ``results`` (default: :func:`result_atoms`; a nested graph -- a custom call's primal
-    -- asks for its ``outvars``) in order.  Raises :class:`LoweringError` first if any
-    equation cannot be lowered. O(equations) per trace of the returned function."""
+    to be compiled as one XLA executable.  ``results`` are the values of
+    :func:`result_atoms` in order.  Raises :class:`LoweringError` first if any equation
+    cannot be lowered. O(equations) per trace of the returned function."""
+    return _lowered(graph, x, where, result_atoms(graph))
+
+
+def lower_outputs(graph: Graph, x: Any, where: str) -> Callable[..., tuple[Any, ...]]:
+    """Like :func:`lower_graph`, but the function returns one value per output of
+    ``graph`` (inputs and literals included): a loop body's or a branch's lowering, traced
+    by ``lax.scan``/``lax.cond`` inside the enclosing program. O(equations) per trace."""
+    return _lowered(graph, x, where, list(graph.outvars))
+
+
+def _lowered(
+    graph: Graph, x: Any, where: str, results: list[Atom]
+) -> Callable[..., tuple[Any, ...]]:
     check_lowerable(graph, where)
     rules = [LOWERINGS[e.prim] for e in graph.eqns]
-    if results is None:
-        results = result_atoms(graph)
     barrier = x.lax.optimization_barrier
 
     def run(*inputs: Any) -> tuple[Any, ...]:

@@ -14,6 +14,9 @@ all constants fold with numpy instead).  This module knows no ops.
 
 from __future__ import annotations
 
+import linecache
+import os
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -298,9 +301,9 @@ class Tracer:
 
     def _concrete(self, what: str) -> NoReturn:
         raise TracerError(
-            f"{what} needs a concrete value, but it was asked of a {self._describe()}. "
-            "Python control flow on values cannot be traced: use ad.where(cond, a, b) for "
-            "a data-dependent choice, or compute the condition outside the traced function"
+            f"{what} needs a concrete value, but it was asked of a {self._describe()}"
+            f"{_user_line()}. Python control flow on traced values cannot be traced: "
+            f"{_ADVICE.get(what.split(' ')[0], _ADVICE['using'])}"
         )
 
     def __bool__(self) -> bool:
@@ -337,6 +340,39 @@ class Tracer:
 
 
 # -- tracing a function
+_ADVICE = {
+    "bool()": (
+        "for an if/else on a value use tenferro_ad.lax.cond (or lax.switch for several "
+        "branches); for a while/for loop whose trip count depends on a value use "
+        "lax.while_loop (lax.fori_loop or lax.scan when the count is known); "
+        "ad.where(c, a, b) only selects elementwise between two computed values; or "
+        "compute the condition outside the traced function (jit static_argnums)"
+    ),
+    "using": (
+        "for a loop index use lax.fori_loop or lax.scan (the index is then a traced value "
+        "ops accept); for data-dependent selection use ad.where or take_along_axis; for "
+        "branches lax.cond/lax.switch; or make the value static (jit static_argnums)"
+    ),
+}
+_PACKAGE_DIRS = (  # tenferro_ad/ and tenferro_storage/
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(ts.__file__)) + os.sep,
+)
+
+
+def _user_line() -> str:
+    """`` at file:line (source)`` of the innermost caller outside tenferro's packages (the
+    user's line that asked for the value), or ``""``. O(stack depth)."""
+    f = sys._getframe(2)
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        if not path.startswith(_PACKAGE_DIRS):
+            src = linecache.getline(path, f.f_lineno).strip()
+            return f" at {f.f_code.co_filename}:{f.f_lineno}" + (f" (`{src}`)" if src else "")
+        f = f.f_back  # type: ignore[assignment]
+    return ""
+
+
 def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     """``(shape, dtype)`` of an argument leaf: an array, owner, view, handle, tracer, scalar or
     any object with ``shape`` and ``dtype``."""

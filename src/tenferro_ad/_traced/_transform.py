@@ -130,23 +130,37 @@ def _forward_note(e: Eqn) -> Note | None:
 
 
 def _forward(
-    graph: Graph, b: Builder, env: dict[Var, Any], active: set[Var]
+    graph: Graph, b: Builder, env: dict[Var, Any], active: set[Var],
+    saved: dict[Var, Any] | None = None,
 ) -> None:
-    """Re-emit the primal equations; grow ``active`` (values depending on ``active``)."""
+    """Re-emit the primal equations; grow ``active`` (values depending on ``active``).
+    An active equation outside checkpoint regions whose primitive has a ``forward_saving``
+    rule is emitted by that rule, which also returns what its VJP rules will read
+    (``saved[out]``, passed to them as ``saved=``): a loop keeps its per-step carries from
+    the one forward pass instead of running again in the backward program."""
     prev = swap_note(None)
     try:
         for e in graph.eqns:
             args = [_read(b, env, a) for a in e.inputs]
             swap_note(_forward_note(e))
-            env[e.out] = b.emit(e.prim, args, dict(e.params))
-            if not e.prim.nondiff and any(isinstance(a, Var) and a in active for a in e.inputs):
+            is_active = not e.prim.nondiff and any(
+                isinstance(a, Var) and a in active for a in e.inputs
+            )
+            fs = e.prim.forward_saving
+            if (fs is not None and is_active and saved is not None
+                    and (e.note is None or e.note.region is None)):
+                env[e.out], saved[e.out] = fs(TRACE_NS, *args, **e.params)
+            else:
+                env[e.out] = b.emit(e.prim, args, dict(e.params))
+            if is_active:
                 active.add(e.out)
     finally:
         swap_note(prev)
 
 
 def _backward(
-    graph: Graph, b: Builder, env: dict[Var, Any], cts: dict[Var, Any], active: set[Var]
+    graph: Graph, b: Builder, env: dict[Var, Any], cts: dict[Var, Any], active: set[Var],
+    saved: dict[Var, Any] | None = None,
 ) -> None:
     """Reverse sweep: pull ``cts`` back through the active equations (in place)."""
     resid = Residuals(graph, b, env)
@@ -154,13 +168,14 @@ def _backward(
     try:
         for e in reversed(graph.eqns):
             if e.out in active:
-                _pull(e, b, resid, cts, active)
+                _pull(e, b, resid, cts, active, saved)
     finally:
         swap_note(prev)
 
 
 def _pull(
-    e: Eqn, b: Builder, resid: Residuals, cts: dict[Var, Any], active: set[Var]
+    e: Eqn, b: Builder, resid: Residuals, cts: dict[Var, Any], active: set[Var],
+    saved: dict[Var, Any] | None = None,
 ) -> None:
     """Apply ``e``'s VJP rules to its output cotangent (if any), accumulating into ``cts``."""
     ns = TRACE_NS
@@ -183,6 +198,8 @@ def _pull(
     res = [args[i] for i in prim.save_in]
     if prim.save_out:
         res.append(out)
+    if saved is not None and e.out in saved:
+        params["saved"] = saved[e.out]
     odt = e.out.dtype
     for i, a in enumerate(e.inputs):
         if not isinstance(a, Var) or a not in active:
@@ -290,7 +307,8 @@ def _reverse(
         ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]
         env: dict[Var, Any] = dict(zip(graph.invars, ins, strict=True))
         active = {graph.invars[i] for i in wrt}
-        _forward(graph, b, env, active)
+        saved: dict[Var, Any] = {}
+        _forward(graph, b, env, active, saved)
         outs = [_read(b, env, a) for a in graph.outvars]
         cts: dict[Var, Any] = {}
         for a in graph.outvars[:1] if seed == "first" else graph.outvars:
@@ -300,7 +318,7 @@ def _reverse(
                 g = b.new_input(a.shape, a.dtype)
             if isinstance(a, Var) and a in active:
                 cts[a] = g if a not in cts else TRACE_NS.add(cts[a], g)
-        _backward(graph, b, env, cts, active)
+        _backward(graph, b, env, cts, active, saved)
         grads = []
         prev = swap_note(_BACKWARD)
         for i in wrt:
