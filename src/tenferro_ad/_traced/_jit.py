@@ -51,47 +51,21 @@ from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import TenferroError, shown
 from tenferro_storage.providers import XlaProvider
+from tenferro_storage.providers._sharded import Mesh, ShardedTensor
 from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
-from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError
+from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError, ExecutionFailed
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
+from ._sharded import ShardedJitted
 from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 from ._xla import compile_xla
 
 _SCALARS = (bool, int, float, complex)
 _borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
-
-
-class ExecutionFailed(TenferroError, RuntimeError):
-    """A jitted program failed on its engine after admission (``RetiredFailed``) or its
-    completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
-    error value.
-
-    Non-donated arguments are unchanged (numpy arguments were imported, owners and views
-    only read).  A donated owner (``donate_argnums``) that the failed program had not yet
-    written is moved back into the caller's very ``Tensor`` object: unchanged and usable.
-    One it had written holds what the program left, so it is *not* put back where a
-    retry would silently compute on it: the caller's object stays consumed, the owner is
-    handed over in ``.donated`` (argument leaf index -> owner) and ``.clobbered`` names
-    those leaves.  After ``CompletionUnproven`` nothing comes back (the engine keeps
-    every input for good) and ``.donated`` is empty.  Costs nothing beyond the failure:
-    no copy, no allocation."""
-
-    def __init__(
-        self,
-        message: str,
-        cause: Any,
-        donated: dict[int, ts.Tensor[Any, Any]] | None = None,
-        clobbered: tuple[int, ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.cause = cause
-        self.donated: dict[int, ts.Tensor[Any, Any]] = donated or {}
-        self.clobbered = clobbered
 
 
 @attrs.frozen(eq=False)
@@ -156,6 +130,7 @@ class Jitted:
         self.reuse = reuse
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
+        self._sharded: ShardedJitted | None = None
         functools.update_wrapper(self, f)
 
     @property
@@ -213,6 +188,10 @@ class Jitted:
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
             return self.f(*args[:nargs], **kwargs) if kwargs else self.f(*args)
+        if any(type(x) is ShardedTensor for x in leaves):  # over the arguments' mesh
+            if self._sharded is None:
+                self._sharded = ShardedJitted(self.f, None, None, None)
+            return self._sharded(*args[:nargs], **kwargs) if kwargs else self._sharded(*args)
         entry = self._entry(leaves, tree, nargs)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
@@ -426,7 +405,10 @@ def jit(
     scratch_bytes: int = 0,
     reuse: bool = True,
     donate_argnums: int | Sequence[int] = (),
-) -> Jitted:
+    mesh: Mesh | None = None,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+) -> Jitted | ShardedJitted:
     """Compile ``f`` per input signature and run it through the runtime on ``engine``:
     ``None``/``"auto"`` (default) the fastest available -- the XLA engine when jax is
     installed (one XLA executable per signature), else the host engine; ``"host"`` the
@@ -446,10 +428,25 @@ def jit(
     ``reuse`` (default on): results are written into dead buffers of the same shape and
     dtype (fewer ``OPERATION_OUTPUT`` allocations, lower peak).  ``donate_argnums``: the
     positional arguments the call consumes and overwrites in place (see the module
-    docstring; ``DonationError`` when that cannot happen)."""
+    docstring; ``DonationError`` when that cannot happen).
+
+    ``mesh``/``in_shardings``/``out_shardings`` (any of them given): one SPMD XLA program
+    over a ``tenferro_storage.sharding.Mesh`` (``ShardedJitted``; see ``_sharded.py``):
+    ``in_shardings`` one JAX ``PartitionSpec`` (or pytree of them) per positional
+    argument, ``None``: each ``ShardedTensor`` argument's own layout; ``out_shardings``
+    a spec for every output or a pytree of them, ``None``: replicated.  Results are
+    ``ShardedTensor`` owners (one allocation per shard).  A plain ``jit`` called with
+    ``ShardedTensor`` arguments runs the same way over their mesh."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)
+    if mesh is not None or in_shardings is not None or out_shardings is not None:
+        if argnums or engine not in (None, "auto", "xla") or scratch_bytes:
+            raise ArgumentTypeError(
+                "jit: a sharded program (mesh=, in_shardings=, out_shardings=) runs on the XLA "
+                "engines of its mesh; engine=, scratch_bytes= and donate_argnums= do not apply"
+            )
+        return ShardedJitted(f, mesh, in_shardings, out_shardings)
     return Jitted(f, resolve_engine(engine), scratch_bytes, reuse=reuse, donate_argnums=argnums)
 
 
