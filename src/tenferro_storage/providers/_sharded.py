@@ -24,7 +24,10 @@ its ledger records) only the shards it addresses.
 
 from __future__ import annotations
 
+import socket
+import sys
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -310,10 +313,13 @@ class ShardedTensor:
         (``ShardingError``) when this process does not address every part of the value,
         and inside ``ledger.forbid_copies()``. O(size)."""
         shards = self._live("gather")
-        covered = {_key(i) for i in self._indices}
-        if not self._global("gather").is_fully_addressable:
+        distinct = {_key(i): i for i in self._indices}
+        cells = sum(int(np.prod([len(range(*s.indices(n))) for s, n in zip(i, self._shape,
+                                                                           strict=True)]))
+                    for i in distinct.values())
+        if cells != int(np.prod(self._shape, dtype=np.int64)):
             raise ShardingError(
-                f"gather: this process addresses {len(covered)} distinct shard(s) of a value "
+                f"gather: this process addresses {len(distinct)} distinct shard(s) of a value "
                 f"sharded {self.spec} over {self.mesh!r}; the others live in other processes "
                 "(reshard it to be replicated first)"
             )
@@ -484,11 +490,16 @@ def initialize(
     """Join a run of ``num_processes`` processes through ``jax.distributed`` (process
     ``process_id``; process 0 hosts the coordinator at ``coordinator_address``,
     ``"host:port"``).  Call it first, before any engine is discovered or any jit runs.
-    Every process must join within ``initialization_timeout`` seconds, else
-    ``DistributedError`` (no hang); afterwards a process that stops sending heartbeats
-    for ``heartbeat_timeout`` seconds is declared dead and JAX's coordination service
-    terminates the others with a message naming it.  Blocks until every process joined
-    (network round trips)."""
+
+    Bounded, never a hang: a process other than 0 first waits at most
+    ``initialization_timeout`` seconds for the coordinator to accept connections, else
+    ``DistributedError``; once connected, JAX waits at most ``initialization_timeout``
+    seconds for every process to join and then terminates the process (it cannot be
+    caught in Python), after a ``DistributedError`` line on stderr naming the
+    coordinator, this process and the timeout.  Afterwards a process that stops sending
+    heartbeats for ``heartbeat_timeout`` seconds is declared dead and JAX's coordination
+    service terminates the others with a message naming it.  Blocks until every process
+    joined (network round trips)."""
     jax = _jax("initialize")
     for name, v in (("num_processes", num_processes), ("process_id", process_id),
                     ("initialization_timeout", initialization_timeout),
@@ -499,6 +510,18 @@ def initialize(
     if not process_id < num_processes:
         raise DistributedError(f"initialize: process_id {process_id} is not below "
                                f"num_processes {num_processes}")
+    where = (f"process {process_id} of {num_processes} with the coordinator at "
+             f"{coordinator_address!r}")
+    deadline = time.monotonic() + initialization_timeout
+    if process_id != 0:
+        _await_coordinator(coordinator_address, deadline, where, initialization_timeout)
+    watchdog = threading.Timer(
+        max(deadline - time.monotonic(), 0.0), _report_stalled,
+        (f"initialize: {where}: not every process joined within {initialization_timeout} s "
+         "(a process is missing or failed); JAX now terminates this process",),
+    )
+    watchdog.daemon = True
+    watchdog.start()
     try:
         jax.distributed.initialize(
             coordinator_address=coordinator_address, num_processes=num_processes,
@@ -509,10 +532,34 @@ def initialize(
     except Exception as exc:  # jax raises RuntimeError/XlaRuntimeError with its status
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DistributedError(
-            f"initialize: process {process_id} of {num_processes} could not start with the "
-            f"coordinator at {coordinator_address!r} within {initialization_timeout} s "
-            f"(call it before anything else uses jax): {first}"
+            f"initialize: {where} could not start (call it before anything else uses jax): "
+            f"{first}"
         ) from None
+    finally:
+        watchdog.cancel()
+
+
+def _await_coordinator(address: str, deadline: float, where: str, timeout: int) -> None:
+    """Wait until ``address`` accepts a TCP connection, until ``deadline``. O(tries)."""
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise DistributedError(f"initialize: {where}: the address must be 'host:port'")
+    while True:
+        try:
+            with socket.create_connection((host, int(port)), timeout=1.0):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise DistributedError(
+                    f"initialize: {where}: the coordinator did not accept connections within "
+                    f"{timeout} s ({exc.strerror or exc}); is process 0 running?"
+                ) from None
+            time.sleep(0.1)
+
+
+def _report_stalled(message: str) -> None:
+    sys.stderr.write(f"tenferro_storage.errors.DistributedError: {message}\n")
+    sys.stderr.flush()
 
 
 def process_index() -> int:
