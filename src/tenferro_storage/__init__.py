@@ -135,6 +135,7 @@ __all__ = [
     "random",
     "runtime",
     "save",
+    "sharding",
     "view_as_complex",
     "view_as_real",
     "zeros",

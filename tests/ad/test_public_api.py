@@ -278,6 +278,7 @@ PINNED_ERRORS = (
     "CheckpointError",
     "DonationError",
     "EngineUnavailableError",
+    "ExecutionFailed",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",

@@ -2,7 +2,8 @@
 127.0.0.1 (``port process_id num_processes mode``), 4 devices in all; mode ``train``
 trains the replicated-parameter data-parallel model for 10 steps and prints the loss of
 every step and this process's ledger of one step as a JSON line; mode ``die`` makes
-process 1 kill itself (SIGKILL) before its fourth step; ``alone``: only this process of 2 is started."""
+process 1 kill itself (SIGKILL) before its fourth step; ``alone``: only this process of
+2 is started."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ import tenferro_storage as ts
 from tenferro_storage import ledger
 from tenferro_storage import runtime as rt
 from tenferro_storage import sharding as sh
+from tenferro_storage.errors import ShardingError
 
 jax.config.update("jax_enable_x64", True)
 STEPS = 10
@@ -101,11 +102,47 @@ def sharded(kind: str, mesh: sh.Mesh, specs: list[Any], batch: Any, grad_specs: 
     return record
 
 
+def storage(mesh: sh.Mesh) -> dict[str, Any]:
+    """Upload, gather, reshard and a refused layout on 4 devices, with their ledgers."""
+    out: dict[str, Any] = {}
+    x = np.arange(48.0).reshape(8, 6)
+    with ledger.capture() as rec:
+        s = sh.shard(x, mesh, P("data"))
+    out["shard"] = [{r.value: n for r, n in rec.allocations.items()},
+                    {r.value: n for r, n in rec.copies.items()}, list(s.shard_domains)]
+    with ledger.capture() as rec:
+        host = s.gather()
+    out["gather"] = [{r.value: n for r, n in rec.copies.items()},
+                     bool(np.array_equal(host.to_numpy(), x))]
+    with ledger.capture() as rec:
+        r = s.reshard(P())
+    out["reshard"] = [{k.value: n for k, n in rec.allocations.items()},
+                      {k.value: n for k, n in rec.copies.items()}, str(r.spec)]
+    with ledger.capture() as rec:
+        host = r.gather()  # four replicas, one read
+    out["gather_replicated"] = [{k.value: n for k, n in rec.copies.items()},
+                                bool(np.array_equal(host.to_numpy(), x))]
+    f = ad.jit(lambda a: a * 2.0, mesh=mesh, in_shardings=(P("data"),), out_shardings=P("data"))
+    try:
+        f(r)
+    except ShardingError as exc:
+        out["refused"] = str(exc)
+    with ledger.capture() as rec:
+        y = f(s)
+    out["elementwise"] = [{k.value: n for k, n in rec.copies.items()},
+                          bool(np.array_equal(y.gather().to_numpy(), 2 * x))]
+    with ledger.capture() as rec:
+        del s, r, y
+    out["released"] = sum(1 for e in rec.events if e.kind.name == "RELEASE")
+    return out
+
+
 def main() -> None:
     devices = np.array(jax.devices())
     assert devices.size == 4, devices
     out: dict[str, Any] = {}
     data_mesh = sh.Mesh(devices, ("data",))
+    out["storage"] = storage(data_mesh)
     out["single_adam"] = [a.tolist() for a in single("adam")]
     out["single_sgd"] = [a.tolist() for a in single("sgd")]
     # data parallel, parameters and gradients sharded over the batch axis (ZeRO-style)

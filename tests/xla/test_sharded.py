@@ -78,3 +78,23 @@ def test_the_partitioner_inserts_the_collectives(record: dict[str, Any]) -> None
     assert record["dp_replicated"]["all_reduces"] >= 1  # the gradient sum over the batch
     assert record["dp_sharded"]["all_reduces"] >= 1
     assert record["model_parallel"]["specs"] == ["P(None, 'model')", "P('model', None)"]
+
+
+def test_upload_gather_and_reshard_record_one_event_per_shard(record: dict[str, Any]) -> None:
+    s = record["storage"]
+    domains = [f"xla-cpu:{k}" for k in range(4)]
+    assert s["shard"] == [{"transfer_destination": 4}, {"transfer": 4}, domains]
+    assert s["gather"] == [{"transfer": 4}, True]  # one TRANSFER per shard, explicit
+    assert s["reshard"] == [{"explicit_duplicate_destination": 4}, {"explicit_duplicate": 4},
+                            "P()"]
+    assert s["gather_replicated"] == [{"transfer": 1}, True]  # a replica is read once
+    assert s["elementwise"] == [{}, True]  # a resident sharded input is never copied
+    assert s["released"] == 12  # three values x four shards
+
+
+def test_a_value_in_another_layout_is_refused_not_resharded_implicitly(
+    record: dict[str, Any],
+) -> None:
+    msg = record["storage"]["refused"]
+    assert "argument leaf 0 is sharded P()" in msg and "P('data',)" in msg
+    assert "Reshard it explicitly" in msg

@@ -30,9 +30,9 @@ import attrs
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._ledger import LEDGER, AllocationReason
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import ShardingError, shown
-from tenferro_storage._ledger import LEDGER, AllocationReason
 from tenferro_storage.providers._sharded import Mesh, ShardedTensor, adopt_array, shard
 from tenferro_storage.providers._xla_support import jax_module
 

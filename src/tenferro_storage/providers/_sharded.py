@@ -218,6 +218,16 @@ class ShardedTensor:
     __slots__ = ("__weakref__", "_array", "_devices", "_dtype", "_indices", "_shape", "_shards",
                  "mesh", "sharding", "spec")
 
+    mesh: Mesh
+    sharding: Any
+    spec: Any
+    _shape: tuple[int, ...]
+    _dtype: np.dtype[Any]
+    _shards: list[Tensor[Any, Any]] | None
+    _indices: list[Any]
+    _devices: list[Any]
+    _array: Any
+
     def __init__(self) -> None:
         raise TypeError("ShardedTensor: make one with sharding.shard(value, mesh, spec)")
 
@@ -231,10 +241,10 @@ class ShardedTensor:
         self.spec = sharding.spec
         self._shape = shape
         self._dtype = dtype
-        self._shards: list[Tensor[Any, Any]] | None = shards
+        self._shards = shards
         self._indices = indices
         self._devices = devices
-        self._array: Any = None
+        self._array = None
         return self
 
     # -- metadata -------------------------------------------------------------------------
@@ -271,7 +281,7 @@ class ShardedTensor:
     @property
     def shard_domains(self) -> tuple[str, ...]:
         """The allocation domain of every addressable shard, in shard order. O(shards)."""
-        return tuple(t._storage._root.domain for t in self._live("shard_domains"))
+        return tuple(_root(t).domain for t in self._live("shard_domains"))
 
     @property
     def shard_indices(self) -> tuple[tuple[slice, ...], ...]:
@@ -291,8 +301,8 @@ class ShardedTensor:
         optimizer step).  No copy. O(1)."""
         shards = self._live("replace_shard")
         old = shards[i]
-        root, new_root = old._storage._root, owner._storage._root
-        assert root is not None
+        root = _root(old)
+        new_root = owner._storage._root if owner._storage is not None else None
         if new_root is None or new_root.domain != root.domain or tuple(owner.shape) != \
                 tuple(old.shape) or owner.dtype != old.dtype:
             raise ShardingError(
@@ -330,18 +340,18 @@ class ShardedTensor:
             if _key(index) in done:
                 continue
             done.add(_key(index))
-            root = t._storage._root
-            assert root is not None
+            root = _root(t)
             try:
                 src = t._desc.readonly()  # a CPU buffer is read in place
                 out[index] = src
             except DeviceResidentError:
-                src = np.asarray(root._allocation._handle)  # type: ignore[attr-defined]
+                src = np.asarray(root._allocation._handle)
                 out[index] = src
                 LEDGER.copy(CopyReason.MATERIALIZE, src.nbytes, f"gather place {root.domain}")
             LEDGER.copy(CopyReason.TRANSFER, src.nbytes, f"gather {root.domain} -> host")
-        return Tensor._adopt(out, _BY_NUMPY[self._dtype], AllocationReason.TRANSFER_DESTINATION,
-                             "gather")
+        host: Tensor[Any, Any] = Tensor._adopt(
+            out, _BY_NUMPY[self._dtype], AllocationReason.TRANSFER_DESTINATION, "gather")
+        return host
 
     def reshard(self, spec: Any) -> ShardedTensor:
         """A new owner of the same value laid out by ``spec`` on the same mesh: one XLA copy
@@ -366,8 +376,7 @@ class ShardedTensor:
         made = adopt_array(self.mesh, out, AllocationReason.EXPLICIT_DUPLICATE_DESTINATION,
                            "reshard")
         for t in made._live("reshard"):
-            root = t._storage._root
-            assert root is not None
+            root = _root(t)
             LEDGER.copy(CopyReason.EXPLICIT_DUPLICATE, t.nbytes,
                         f"reshard {self.spec} -> {made.spec} @{root.domain}")
         return made
@@ -386,7 +395,7 @@ class ShardedTensor:
         shards = self._live(operation)
         if self._array is None:
             jax = _jax(operation)
-            handles = [t._storage._root._allocation._handle for t in shards]  # type: ignore
+            handles = [_root(t)._allocation._handle for t in shards]
             self._array = jax.make_array_from_single_device_arrays(
                 self._shape, self.sharding, handles)
         return self._array
@@ -406,6 +415,13 @@ class ShardedTensor:
             return "ShardedTensor(<released>)"
         return (f"ShardedTensor({self._dtype.name}{list(self._shape)}, spec={self.spec}, "
                 f"{len(self._shards)} addressable shard(s) over {self.mesh!r})")
+
+
+def _root(t: Tensor[Any, Any]) -> Any:
+    """The root of a shard owner (an ``ExternalRootResource`` of its device). O(1)."""
+    storage = t._storage
+    assert storage is not None and storage._root is not None
+    return storage._root
 
 
 def _key(index: tuple[slice, ...]) -> tuple[tuple[Any, Any, Any], ...]:
@@ -454,7 +470,8 @@ def shard(value: Any, mesh: Mesh, spec: Any = None) -> ShardedTensor:
         arr.flags.writeable = False  # XLA copies a read-only array (never aliases it)
     try:
         if arr.dtype not in _BY_NUMPY:
-            raise ShardingError(f"shard: argument 'value' has dtype {arr.dtype}, not a tensor dtype")
+            raise ShardingError(
+                f"shard: argument 'value' has dtype {arr.dtype}, not a tensor dtype")
         shape = tuple(arr.shape)
         sharding = mesh.sharding(spec, shape, "shard")
         LEDGER.check_copy_allowed("shard (host -> devices)")
