@@ -10,7 +10,10 @@ The 4 host devices come from ``XLA_FLAGS=--xla_force_host_platform_device_count=
 set here before jax is imported.  Figures: median ms per step, interleaved rounds,
 and the ratio tenferro/JAX (the target is <= 1.1 at every size).
 
-    python bench/scale_out.py [--number 20] [--rounds 5]
+    python bench/scale_out.py [--number 20] [--rounds 5] [--small]
+
+``--small`` (MLP 8-16-16-2, batch 64) shows the per-call bookkeeping instead: one
+allocation event per output shard and per device's scratch, the argument checks.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from jax.sharding import PartitionSpec as P
 import tenferro_ad as ad
 from tenferro_storage import sharding as sh
 
-SIZES = (256, 512, 512, 16)
-BATCH = 2048
+SIZES = [256, 512, 512, 16]
+BATCH = [2048]
 LR = 0.01
 
 
@@ -61,8 +64,8 @@ def cases(n: int, rng: np.random.Generator) -> dict[str, Callable[[], Any]]:
     devices = np.array(jax.devices()[:n])
     ws = [(rng.normal(size=(a, b)) * 0.05).astype(np.float32)
           for a, b in itertools.pairwise(SIZES)]
-    x = rng.normal(size=(BATCH, SIZES[0])).astype(np.float32)
-    y = rng.normal(size=(BATCH, SIZES[-1])).astype(np.float32)
+    x = rng.normal(size=(BATCH[0], SIZES[0])).astype(np.float32)
+    y = rng.normal(size=(BATCH[0], SIZES[-1])).astype(np.float32)
     mesh = sh.Mesh(devices, ("data",))
     specs = [P()] * len(ws)
     ours = ad.jit(make_step(ad), mesh=mesh, in_shardings=(specs, P("data"), P("data")),
@@ -94,7 +97,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--number", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--small", action="store_true",
+                    help="MLP 8-16-16-2, batch 64: dispatch and bookkeeping dominate")
     args = ap.parse_args()
+    if args.small:
+        SIZES[:] = [8, 16, 16, 2]
+        BATCH[0] = 64
     rng = np.random.default_rng(0)
     print(f"{'devices':>8} {'tenferro ms':>12} {'jax ms':>8} {'ratio':>6}")
     for n in (1, 2, 4):

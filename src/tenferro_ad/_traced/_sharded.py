@@ -114,7 +114,7 @@ class ShardedJitted:
             if type(x) is ShardedTensor:
                 if mesh is None:
                     mesh = x.mesh
-                elif x.mesh != mesh:
+                elif x.mesh is not mesh and x.mesh != mesh:
                     raise ShardingError(
                         f"jit: argument leaf {i} is sharded over {x.mesh!r}, the program over "
                         f"{mesh!r}; reshard it onto one mesh first"
@@ -156,7 +156,7 @@ class ShardedJitted:
     def _entry(self, mesh: Mesh, leaves: Sequence[Any], tree: TreeDef, specs: list[Any],
                nargs: int) -> ShardedProgram:
         avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
-        key = (mesh, tree, tuple((s, d.str) for s, d in avals), tuple(map(str, specs)), nargs)
+        key = (mesh, tree, tuple((s, d.str) for s, d in avals), tuple(specs), nargs)
         hit = self._cache.get(key)
         if hit is None:
             t0 = time.perf_counter()
@@ -258,7 +258,8 @@ def run(program: ShardedProgram, mesh: Mesh, leaves: Sequence[Any], name: str) -
                 scratch.append((LEDGER.allocate(
                     _OUT, program.scratch_bytes, f"{name} scratch @{domain}"), domain))
         try:
-            results = program.executable(*args)
+            with jax.enable_x64(True):  # as compiled: the executable's fast path
+                results = program.executable(*args)
             jax.block_until_ready(results)
         except Exception as exc:
             raise ExecutionFailed(f"jit({name}): the sharded program failed on {mesh!r}: "

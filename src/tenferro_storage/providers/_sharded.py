@@ -69,7 +69,7 @@ class Mesh:
     this process addresses is one XLA engine (``engines``).  Construction: O(devices),
     no allocation, no copy; the engines are discovered (jax starts) on first use."""
 
-    __slots__ = ("_providers", "axis_names", "jax_mesh")
+    __slots__ = ("_domains", "_hash", "_local_devices", "_providers", "axis_names", "jax_mesh")
 
     def __init__(self, devices: Any, axis_names: str | Sequence[str]) -> None:
         jax = _jax("Mesh")
@@ -96,6 +96,9 @@ class Mesh:
         self.jax_mesh = jax.sharding.Mesh(grid, names)
         self.axis_names: tuple[str, ...] = names
         self._providers: dict[Any, tuple[EngineId, XlaProvider]] | None = None
+        self._local_devices: tuple[Any, ...] | None = None
+        self._domains: tuple[str, ...] | None = None
+        self._hash = hash(self.jax_mesh)
 
     @classmethod
     def from_jax(cls, mesh: Any) -> Mesh:
@@ -121,14 +124,18 @@ class Mesh:
     @property
     def local_devices(self) -> tuple[Any, ...]:
         """The mesh's devices this process addresses, in mesh order. O(devices)."""
-        local = self._local()
-        return tuple(d for d in self.jax_mesh.devices.flat if d in local)
+        if self._local_devices is None:
+            local = self._local()
+            self._local_devices = tuple(d for d in self.jax_mesh.devices.flat if d in local)
+        return self._local_devices
 
     @property
     def domains(self) -> tuple[str, ...]:
         """The allocation domains of :attr:`local_devices`, in mesh order. O(devices)."""
-        local = self._local()
-        return tuple(local[d][1].domain.name for d in self.local_devices)
+        if self._domains is None:
+            local = self._local()
+            self._domains = tuple(local[d][1].domain.name for d in self.local_devices)
+        return self._domains
 
     def _local(self) -> dict[Any, tuple[EngineId, XlaProvider]]:
         if self._providers is None:
@@ -196,10 +203,10 @@ class Mesh:
         return jax.sharding.NamedSharding(self.jax_mesh, spec)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mesh) and bool(self.jax_mesh == other.jax_mesh)
+        return self is other or (isinstance(other, Mesh) and bool(self.jax_mesh == other.jax_mesh))
 
     def __hash__(self) -> int:
-        return hash(self.jax_mesh)
+        return self._hash
 
     def __repr__(self) -> str:
         axes = ", ".join(f"{k}={v}" for k, v in self.shape.items())
@@ -434,7 +441,8 @@ def adopt_array(mesh: Mesh, array: Any, reason: AllocationReason,
     else owns (a program's result) -- one allocation per shard in its device's domain, no
     copy.  Its sharding must be a ``NamedSharding`` on ``mesh``. O(shards)."""
     sharding = array.sharding
-    if getattr(sharding, "mesh", None) != mesh.jax_mesh:
+    got = getattr(sharding, "mesh", None)
+    if got is not mesh.jax_mesh and got != mesh.jax_mesh:
         raise ShardingError(f"{operation}: the result is not laid out on {mesh!r}")
     shards: list[Tensor[Any, Any]] = []
     indices: list[Any] = []
