@@ -1,8 +1,8 @@
 """Run by tests/xla/test_multiprocess.py: one process of a ``jax.distributed`` run over
 127.0.0.1 (``port process_id num_processes mode``), 4 devices in all; mode ``train``
 trains the replicated-parameter data-parallel model for 10 steps and prints the loss of
-every step and this process's ledger of one step as a JSON line; mode ``die`` makes
-process 1 kill itself (SIGKILL) before its fourth step; ``alone``: only this process of
+every step and this process's ledger of one step as a JSON line; mode ``die<k>`` makes
+process k kill itself (SIGKILL) before its fourth step; ``alone``: only this process of
 2 is started."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def main() -> None:
     out: dict[str, Any] = {"process": sh.process_index(), "processes": sh.process_count(),
                            "local_shards": len(xs.shard_domains)}
     for k in range(10):
-        if mode == "die" and pid == 1 and k == 3:
+        if mode.startswith("die") and pid == int(mode[3:]) and k == 3:
             os.kill(os.getpid(), signal.SIGKILL)  # killed mid-run: no goodbye to the others
         with ledger.capture() as rec:
             value, grads = step(params, xs, ys)
@@ -70,7 +70,7 @@ def main() -> None:
         del grads, value
         sys.stderr.write(f"process {pid} step {k}\n")
         sys.stderr.flush()
-        if mode == "die":
+        if mode.startswith("die"):
             time.sleep(1.0)
     out["losses"] = losses
     sys.stdout.write(json.dumps(out) + "\n")
