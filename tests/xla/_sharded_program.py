@@ -123,10 +123,17 @@ def storage(mesh: sh.Mesh) -> dict[str, Any]:
     out["gather_replicated"] = [{k.value: n for k, n in rec.copies.items()},
                                 bool(np.array_equal(host.to_numpy(), x))]
     f = ad.jit(lambda a: a * 2.0, mesh=mesh, in_shardings=(P("data"),), out_shardings=P("data"))
-    try:
-        f(r)
-    except ShardingError as exc:
-        out["refused"] = str(exc)
+    two = ad.jit(lambda b, a: a * b, mesh=mesh, in_shardings=(P(), P("data")))
+    with ledger.capture() as rec:
+        try:
+            f(r)
+        except ShardingError as exc:
+            out["refused"] = str(exc)
+        try:  # the numpy argument before it is not uploaded either
+            two(np.ones((8, 6)), r)
+        except ShardingError as exc:
+            out["refused_two"] = str(exc)
+    out["refused_events"] = len(rec.events)
     with ledger.capture() as rec:
         y = f(s)
     out["elementwise"] = [{k.value: n for k, n in rec.copies.items()},

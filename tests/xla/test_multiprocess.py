@@ -20,6 +20,7 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+pytestmark = pytest.mark.slow  # subprocesses that start jax (and a distributed run)
 TIMEOUT = 120.0  # seconds for a whole run; a failure must surface well before it
 
 

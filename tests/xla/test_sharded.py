@@ -19,7 +19,7 @@ import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
 SRC = HERE.parents[1] / "src"
-FOUR = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+pytestmark = pytest.mark.slow  # subprocesses that start jax (and a distributed run)
 
 
 def run_program(name: str, *args: str, timeout: float = 240, devices: int = 4) -> Any:
@@ -98,3 +98,5 @@ def test_a_value_in_another_layout_is_refused_not_resharded_implicitly(
     msg = record["storage"]["refused"]
     assert "argument leaf 0 is sharded P()" in msg and "P('data',)" in msg
     assert "Reshard it explicitly" in msg
+    assert "argument leaf 1 is sharded P()" in record["storage"]["refused_two"]
+    assert record["storage"]["refused_events"] == 0  # refused before anything was uploaded

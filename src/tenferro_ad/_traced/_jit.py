@@ -41,7 +41,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import attrs
 import numpy as np
@@ -396,6 +396,34 @@ def _scoped_outputs(
             if isinstance(ref, ts.TensorView):
                 ref.release()
     return outs
+
+
+@overload
+def jit(
+    f: Callable[..., Any],
+    *,
+    engine: rt.EngineId | str | None = None,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate_argnums: int | Sequence[int] = (),
+    mesh: None = None,
+    in_shardings: None = None,
+    out_shardings: None = None,
+) -> Jitted: ...
+
+
+@overload
+def jit(
+    f: Callable[..., Any],
+    *,
+    engine: rt.EngineId | str | None = None,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate_argnums: int | Sequence[int] = (),
+    mesh: Mesh | None = None,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+) -> Jitted | ShardedJitted: ...
 
 
 def jit(

@@ -233,17 +233,18 @@ def run(program: ShardedProgram, mesh: Mesh, leaves: Sequence[Any], name: str) -
     docstring for what is recorded). O(shards) bookkeeping plus the program."""
     jax = jax_module()
     assert jax is not None
+    triples = list(zip(leaves, program.in_shardings, program.graph.invars, strict=True))
+    for i, (x, sh, v) in enumerate(triples):  # every check before anything is uploaded
+        if type(x) is ShardedTensor and not x.sharding.is_equivalent_to(sh, len(v.shape)):
+            raise ShardingError(
+                f"jit({name}): argument leaf {i} is sharded {x.spec}; the program takes "
+                f"it sharded {sh.spec}. Reshard it explicitly (x.reshard(spec), a recorded "
+                "copy) or compile for its layout"
+            )
     uploaded: list[ShardedTensor] = []
     args: list[Any] = []
-    for i, (x, sh, v) in enumerate(zip(leaves, program.in_shardings, program.graph.invars,
-                                       strict=True)):
+    for x, sh, v in triples:
         if type(x) is ShardedTensor:
-            if not x.sharding.is_equivalent_to(sh, len(v.shape)):
-                raise ShardingError(
-                    f"jit({name}): argument leaf {i} is sharded {x.spec}; the program takes "
-                    f"it sharded {sh.spec}. Reshard it explicitly (x.reshard(spec), a recorded "
-                    "copy) or compile for its layout"
-                )
             args.append(x._global(f"jit({name})"))
             continue
         if not isinstance(x, ts.Tensor | ts.TensorView | ts.TensorViewMut):
