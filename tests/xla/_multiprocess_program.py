@@ -18,6 +18,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from tenferro_storage import ledger
+from tenferro_storage import runtime as rt
 from tenferro_storage import sharding as sh
 from tenferro_storage.errors import DistributedError
 
@@ -56,7 +57,9 @@ def main() -> None:
     opt = ad.optim.SGD(0.1, momentum=0.9)
     losses: list[float] = []
     out: dict[str, Any] = {"process": sh.process_index(), "processes": sh.process_count(),
-                           "local_shards": len(xs.shard_domains)}
+                           "local_shards": len(xs.shard_domains),
+                           "xla_engines": sum(1 for e in rt.engines() if e.id.kind == "xla"),
+                           "mesh_engines": len(mesh.engines)}
     for k in range(10):
         if mode.startswith("die") and pid == int(mode[3:]) and k == 3:
             os.kill(os.getpid(), signal.SIGKILL)  # killed mid-run: no goodbye to the others

@@ -67,6 +67,7 @@ def test_two_processes_train_to_the_losses_of_one_with_their_own_shards_in_each_
     for k, (_, so, _, _) in enumerate(two):
         got = _json(so)
         assert (got["process"], got["processes"], got["local_shards"]) == (k, 2, 2)
+        assert got["xla_engines"] == got["mesh_engines"] == 2  # this process's devices only
         np.testing.assert_allclose(got["losses"], alone["losses"], rtol=1e-12)
         # one step: (loss + 2 gradients + scratch) on each of this process's 2 devices
         assert got["step_allocations"] == 4 * 2 and got["step_copies"] == {}

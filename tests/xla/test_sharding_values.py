@@ -42,12 +42,13 @@ def test_a_mesh_names_its_axes_engines_and_domains(mesh: sh.Mesh) -> None:
     ("grid", ("a", "b"), "1 dimension"),
     ("grid", (), "non-empty strings"),
     ("twice", ("a",), "names a device twice"),
+    ("ints", ("a",), "must hold jax devices"),
     ("grid", ("a", "a"), "repeats a name"),
 ])
 def test_a_malformed_mesh_is_refused_naming_the_argument(devices: str, names: Any,
                                                          match: str) -> None:
     d = jax.devices()[0]
-    grid = np.array([d]) if devices == "grid" else np.array([d, d])
+    grid = {"grid": np.array([d]), "twice": np.array([d, d]), "ints": np.array([0])}[devices]
     with pytest.raises(ShardingError, match=match):
         sh.Mesh(grid, names)
 
@@ -77,6 +78,10 @@ def test_shard_and_gather_are_one_recorded_transfer_each_way(mesh: sh.Mesh) -> N
         host = s.gather()
     assert rec.copies == {ts.CopyReason.TRANSFER: 1}
     np.testing.assert_array_equal(host.to_numpy(), x.to_numpy())
+    shard_view = s.shard_view(0)  # the shard is its own buffer, never the host's bytes
+    with ts.borrow_arrays(x) as src:
+        assert shard_view._desc.readonly().ctypes.data != src.ctypes.data
+    shard_view.release()
     with ledger.forbid_copies(), pytest.raises(CopyForbiddenError):
         s.gather()
     with ledger.forbid_copies(), pytest.raises(CopyForbiddenError):

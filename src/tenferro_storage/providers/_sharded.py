@@ -88,8 +88,7 @@ class Mesh:
                 f"name(s) {names!r} were given; one name per dimension"
             )
         flat = list(grid.flat)
-        if not flat or not all(type(d).__name__.endswith("Device") or hasattr(d, "platform")
-                               for d in flat):
+        if not flat or not all(isinstance(d, jax.Device) for d in flat):
             raise ShardingError("Mesh: argument 'devices' must hold jax devices (jax.devices())")
         if len({id(d) for d in flat}) != len(flat):
             raise ShardingError("Mesh: argument 'devices' names a device twice")
