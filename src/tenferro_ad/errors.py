@@ -25,6 +25,7 @@ __all__ = [
     "CheckpointError",
     "DonationError",
     "EngineUnavailableError",
+    "ExecutionFailed",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",
@@ -204,3 +205,31 @@ class LinAlgError(TenferroError, _np.linalg.LinAlgError):
     """A linear-algebra kernel failed on the values it was given (a singular matrix, a
     matrix that is not positive definite, no convergence).  Subclasses numpy's
     ``LinAlgError`` (so also ``ValueError``); the message names the op."""
+
+
+class ExecutionFailed(TenferroError, RuntimeError):
+    """A jitted program failed on its engine after admission (``RetiredFailed``) or its
+    completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
+    error value.
+
+    Non-donated arguments are unchanged (numpy arguments were imported, owners and views
+    only read).  A donated owner (``donate_argnums``) that the failed program had not yet
+    written is moved back into the caller's very ``Tensor`` object: unchanged and usable.
+    One it had written holds what the program left, so it is *not* put back where a
+    retry would silently compute on it: the caller's object stays consumed, the owner is
+    handed over in ``.donated`` (argument leaf index -> owner) and ``.clobbered`` names
+    those leaves.  After ``CompletionUnproven`` nothing comes back (the engine keeps
+    every input for good) and ``.donated`` is empty.  Costs nothing beyond the failure:
+    no copy, no allocation."""
+
+    def __init__(
+        self,
+        message: str,
+        cause: Any,
+        donated: dict[int, Any] | None = None,
+        clobbered: tuple[int, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.donated: dict[int, Any] = donated or {}
+        self.clobbered = clobbered

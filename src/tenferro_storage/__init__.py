@@ -7,7 +7,7 @@ prepared objects whose hot loop is numpy's; two ledgers (:mod:`tenferro_storage.
 record every allocation and every byte-preserving copy with its reason.
 """
 
-from . import errors, kernel, ledger, providers, random, runtime
+from . import errors, kernel, ledger, providers, random, runtime, sharding
 from ._access import (
     PreparedContiguousRead,
     PreparedContiguousWrite,
@@ -135,6 +135,7 @@ __all__ = [
     "random",
     "runtime",
     "save",
+    "sharding",
     "view_as_complex",
     "view_as_real",
     "zeros",

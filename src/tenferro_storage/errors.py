@@ -29,6 +29,7 @@ __all__ = [
     "DeviceResidentError",
     "DisjointCause",
     "DisjointViewError",
+    "DistributedError",
     "EngineError",
     "ExpiredBorrowError",
     "ExtractError",
@@ -45,6 +46,7 @@ __all__ = [
     "SaveError",
     "ScopedOutputExtractError",
     "ScopedSubmitRejected",
+    "ShardingError",
     "SubmitRejected",
     "TenferroError",
     "TransferError",
@@ -405,3 +407,18 @@ class BindError(TenferroError, RuntimeError):
     def into_parts(self) -> tuple[str, Any]:
         """Return ``(cause, prepared)``: why it failed and the exact prepared payload."""
         return self.cause, self.value
+
+
+class ShardingError(TenferroError, ValueError):
+    """Raised for a sharded value used where its layout does not fit: a mesh axis name the
+    mesh lacks, a dimension a mesh axis does not divide, a value whose sharding differs
+    from the one a sharded program was compiled for (reshard it explicitly), or a host
+    read of shards this process cannot address.  The message names the operation and the
+    argument.  Nothing is copied, allocated or recorded."""
+
+
+class DistributedError(TenferroError, RuntimeError):
+    """Raised when several processes cannot start together (``sharding.initialize``): a
+    coordinator that cannot be reached or processes that did not join within the
+    initialization timeout, or an initialization after the engines were discovered.  The
+    message names the coordinator address, the process id and count, and the timeout."""

@@ -279,6 +279,7 @@ PINNED_ERRORS = (
     "CheckpointError",
     "DonationError",
     "EngineUnavailableError",
+    "ExecutionFailed",
     "Extract",
     "IndexOutOfBoundsError",
     "IntoValueError",

@@ -113,6 +113,7 @@ PUBLIC_SURFACE = (
     "random",
     "runtime",
     "save",
+    "sharding",
     "view_as_complex",
     "view_as_real",
     "zeros",
@@ -267,7 +268,7 @@ def test_owner_exposes_no_mutable_projection_of_its_storage() -> None:
 
 def test_public_surface_is_sorted() -> None:
     """tenferro_storage.__all__ (and its submodules') is sorted (digit runs numerically)."""
-    for module in (ts, ts.ledger, ts.errors, ts.kernel, ts.random):
+    for module in (ts, ts.ledger, ts.errors, ts.kernel, ts.random, ts.sharding):
         names = list(module.__all__)
         assert names == sorted(names, key=_natural), module.__name__
         assert len(names) == len(set(names)), module.__name__

@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, overload
 
 import attrs
 import numpy as np
@@ -53,47 +53,21 @@ from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import TenferroError, shown
 from tenferro_storage.providers import XlaProvider
+from tenferro_storage.providers._sharded import Mesh, ShardedTensor
 from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
-from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError
+from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError, ExecutionFailed
 from ._compile import compile_graph
 from ._graph import Graph, TreeDef
 from ._retained import ProgramRetainedEntry, retained
+from ._sharded import ShardedJitted
 from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 from ._xla import compile_xla
 
 _SCALARS = (bool, int, float, complex)
 _borrow = ts.kernel.borrow_named
 _STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
-
-
-class ExecutionFailed(TenferroError, RuntimeError):
-    """A jitted program failed on its engine after admission (``RetiredFailed``) or its
-    completion could not be proven (``CompletionUnproven``).  ``.cause`` is the runtime's
-    error value.
-
-    Non-donated arguments are unchanged (numpy arguments were imported, owners and views
-    only read).  A donated owner (``donate_argnums``) that the failed program had not yet
-    written is moved back into the caller's very ``Tensor`` object: unchanged and usable.
-    One it had written holds what the program left, so it is *not* put back where a
-    retry would silently compute on it: the caller's object stays consumed, the owner is
-    handed over in ``.donated`` (argument leaf index -> owner) and ``.clobbered`` names
-    those leaves.  After ``CompletionUnproven`` nothing comes back (the engine keeps
-    every input for good) and ``.donated`` is empty.  Costs nothing beyond the failure:
-    no copy, no allocation."""
-
-    def __init__(
-        self,
-        message: str,
-        cause: Any,
-        donated: dict[int, ts.Tensor[Any, Any]] | None = None,
-        clobbered: tuple[int, ...] = (),
-    ) -> None:
-        super().__init__(message)
-        self.cause = cause
-        self.donated: dict[int, ts.Tensor[Any, Any]] = donated or {}
-        self.clobbered = clobbered
 
 
 @attrs.frozen
@@ -175,6 +149,7 @@ class Jitted:
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
         self._fast: dict[Any, _FastPlan | None] = {}  # XLA calls over whole owners
+        self._sharded: dict[Any, ShardedJitted] = {}  # over ShardedTensor arguments' mesh
         functools.update_wrapper(self, f)
 
     @property
@@ -318,6 +293,11 @@ class Jitted:
         leaves, tree = tree_flatten(args)
         if any(type(x) is Tracer for x in leaves):
             return f(*args[:nargs], **kwargs) if kwargs else f(*args)
+        if any(type(x) is ShardedTensor for x in leaves):  # over the arguments' mesh
+            sharded = self._sharded.get(static)
+            if sharded is None:  # one per static value: each has its own compile cache
+                sharded = self._sharded[static] = ShardedJitted(f, None, None, None)
+            return sharded(*args[:nargs], **kwargs) if kwargs else sharded(*args)
         entry = self._entry(leaves, tree, nargs, f, static)
         donated = entry.program.donated
         if any(isinstance(x, EagerTensor) for x in leaves):
@@ -580,6 +560,7 @@ def _scoped_outputs(
     return outs
 
 
+@overload
 def jit(
     f: Callable[..., Any],
     *,
@@ -589,7 +570,41 @@ def jit(
     donate_argnums: int | Sequence[int] = (),
     static_argnums: int | Sequence[int] = (),
     static_argnames: str | Sequence[str] = (),
-) -> Jitted:
+    mesh: None = None,
+    in_shardings: None = None,
+    out_shardings: None = None,
+) -> Jitted: ...
+
+
+@overload
+def jit(
+    f: Callable[..., Any],
+    *,
+    engine: rt.EngineId | str | None = None,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate_argnums: int | Sequence[int] = (),
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    mesh: Mesh | None = None,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+) -> Jitted | ShardedJitted: ...
+
+
+def jit(
+    f: Callable[..., Any],
+    *,
+    engine: rt.EngineId | str | None = None,
+    scratch_bytes: int = 0,
+    reuse: bool = True,
+    donate_argnums: int | Sequence[int] = (),
+    static_argnums: int | Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    mesh: Mesh | None = None,
+    in_shardings: Any = None,
+    out_shardings: Any = None,
+) -> Jitted | ShardedJitted:
     """Compile ``f`` per input signature and run it through the runtime on ``engine``:
     ``None``/``"auto"`` (default) the fastest available -- the XLA engine when jax is
     installed (one XLA executable per signature), else the host engine; ``"host"`` the
@@ -615,7 +630,15 @@ def jit(
     passed to ``f`` as the Python values they are (a loop count, a flag, a shape), and
     their values are part of the compile cache key -- a new value traces and compiles
     once more.  They must be hashable (:class:`ArgumentTypeError` otherwise).
-    ``jitted.cache_info()`` reports the cache's hits, misses and size."""
+    ``jitted.cache_info()`` reports the cache's hits, misses and size.
+
+    ``mesh``/``in_shardings``/``out_shardings`` (any of them given): one SPMD XLA program
+    over a ``tenferro_storage.sharding.Mesh`` (``ShardedJitted``; see ``_sharded.py``):
+    ``in_shardings`` one JAX ``PartitionSpec`` (or pytree of them) per positional
+    argument, ``None``: each ``ShardedTensor`` argument's own layout; ``out_shardings``
+    a spec for every output or a pytree of them, ``None``: replicated.  Results are
+    ``ShardedTensor`` owners (one allocation per shard).  A plain ``jit`` called with
+    ``ShardedTensor`` arguments runs the same way over their mesh."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)
@@ -626,6 +649,14 @@ def jit(
             f"jit: argument 'static_argnames' must be a str or a tuple of str, got "
             f"{shown(static_argnames)}"
         )
+    if mesh is not None or in_shardings is not None or out_shardings is not None:
+        if argnums or s_nums or names or engine not in (None, "auto", "xla") or scratch_bytes:
+            raise ArgumentTypeError(
+                "jit: a sharded program (mesh=, in_shardings=, out_shardings=) runs on the XLA "
+                "engines of its mesh; engine=, scratch_bytes=, donate_argnums= and "
+                "static_argnums=/static_argnames= do not apply"
+            )
+        return ShardedJitted(f, mesh, in_shardings, out_shardings)
     return Jitted(f, resolve_engine(engine), scratch_bytes, reuse=reuse, donate_argnums=argnums,
                   static_argnums=s_nums, static_argnames=tuple(names))
 

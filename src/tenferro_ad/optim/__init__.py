@@ -17,6 +17,11 @@ parameter's position (skip that parameter); it is only read, never consumed.  A
 :class:`~tenferro_ad.Gradients` bundle is not a structure of gradients: pass
 ``[bundle.grad(h) for h in handles]``.
 
+**Sharded parameters** (``tenferro_storage.sharding.ShardedTensor``, gradients of the same
+layout): each shard is updated on the host by the same rule (one state per device) between
+two recorded ``TRANSFER`` copies (down and back up into its domain), since the host never
+writes an XLA buffer; ``clip_norm`` is refused there (see ``optim/_sharded.py``).
+
 **Complex parameters.**  tenferro's gradient of a real loss with respect to a complex
 parameter follows JAX: it is the conjugate of the steepest-ascent direction
 (``grad(|z|**2)(z) == 2 * conj(z)``).  Every optimizer therefore steps along

@@ -16,6 +16,7 @@ from tenferro_storage._pytree import PyTreeDef, keystr, tree_flatten_with_path, 
 from .._core._gradients import Gradients
 from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError
+from ._sharded import is_sharded, step_sharded
 
 Schedule = Callable[[int], float]
 LearningRate = float | Schedule
@@ -210,6 +211,9 @@ class Optimizer:
         allocation events only for a new parameter's state or a larger scratch.
         """
         triples, structure = _structure(params, grads)
+        if is_sharded(triples):  # tenferro_storage.sharding values: see _sharded.py
+            step_sharded(self, triples, structure)
+            return
         checked = _check(triples)
         self._check_state(checked, structure)
         lr = self.learning_rate()  # a schedule that raises changes nothing

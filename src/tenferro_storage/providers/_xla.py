@@ -605,11 +605,12 @@ class XlaProvider(ExecutionProvider):
 
 
 def xla_providers() -> list[ExecutionProvider]:
-    """One :class:`XlaProvider` per JAX device (none without jax). Imports jax."""
+    """One :class:`XlaProvider` per JAX device this process addresses (``jax.local_devices()``;
+    none without jax).  Imports jax and starts its backends."""
     jax = jax_module()
     if jax is None:
         return []
-    return [XlaProvider(d) for d in jax.devices()]
+    return [XlaProvider(d) for d in jax.local_devices()]
 
 
 __all__ = ["ALIGNMENT", "XlaCounters", "XlaProvider", "jax_module", "xla_providers"]
