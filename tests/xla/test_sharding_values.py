@@ -123,11 +123,16 @@ def test_a_sharded_jit_takes_owners_and_numpy_and_returns_sharded_owners(mesh: s
     assert same.spec == P() and f.cache_size == 1
     plain = ad.jit(lambda a: a + 1.0)  # a plain jit runs over its sharded arguments' mesh
     assert isinstance(plain(x), sh.ShardedTensor)
+    scaled = ad.jit(lambda a, k: a * k, static_argnums=1)  # one program per static value
+    for k in (2.0, 3.0, 2.0):
+        np.testing.assert_allclose(scaled(x, k).gather().to_numpy(), k * np.linspace(0, 1, 4))
 
 
 def test_a_sharded_jit_refuses_what_it_cannot_run(mesh: sh.Mesh) -> None:
-    with pytest.raises(ArgumentTypeError, match="engine=, scratch_bytes= and donate_argnums"):
+    with pytest.raises(ArgumentTypeError, match="engine=, scratch_bytes=, donate_argnums="):
         ad.jit(ad.sin, mesh=mesh, donate_argnums=0)
+    with pytest.raises(ArgumentTypeError, match="static_argnums=/static_argnames= do not"):
+        ad.jit(ad.sin, mesh=mesh, static_argnums=0)
     with pytest.raises(ArgumentTypeError, match=r"argument 'mesh' must be a sharding\.Mesh"):
         ad.jit(ad.sin, mesh="data")  # type: ignore[arg-type]
     f = ad.jit(ad.sin, in_shardings=(P(),))
