@@ -21,9 +21,9 @@ estimate fits.  The estimate is the peak of what one contraction allocates at on
 forward and backward: the output (twice: the running sum and a new part), the accumulated
 operand gradients and the transient per-slice cotangent of every operand, two cotangents
 in flight, and every intermediate of one slice (the backward of a slice keeps all of them
-while it recomputes them).  The ledger's peak stays under it (``tests/ad/test_einsum_sliced.py``
-checks that for several bounds); a forward without a tape needs less.  It does not count the operands
-themselves (they exist before the call).
+while it recomputes them).  The ledger's peak stays under it
+(``tests/ad/test_einsum_sliced.py`` checks that for several bounds); a forward without a
+tape needs less.  It does not count the operands themselves (they exist before the call).
 """
 
 from __future__ import annotations

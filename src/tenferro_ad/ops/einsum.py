@@ -32,9 +32,9 @@ from opt_einsum.paths import PathOptimizer
 
 import tenferro_storage as ts
 
+from .._checkpoint._region import checkpoint
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
-from .._checkpoint._region import checkpoint
 from .._core._primitive import Primitive, defbilinear, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, emit, loop_fallback
 from ..errors import ArgumentTypeError

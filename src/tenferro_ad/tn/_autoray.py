@@ -77,7 +77,7 @@ def _to_numpy(x: Any) -> Any:
     """One recorded ``TRANSFER`` copy into a new numpy array (numpy input: itself)."""
     if isinstance(x, np.ndarray):
         return x
-    if isinstance(x, _VALUE_CLASSES):
+    if isinstance(x, ad.EagerTensor | ts.Tensor | ts.TensorView | ts.TensorViewMut):
         return x.to_numpy()
     return np.asarray(x)
 
