@@ -147,7 +147,8 @@ def main() -> None:
           f"unsliced estimate {whole.estimate:,} bytes")
     # between the unsliced estimate and the smallest reachable (every label sliced)
     lowest = _lowest_estimate(S, eq, shapes, tree)
-    bounds = [whole.estimate, (whole.estimate + lowest) // 2, lowest + (whole.estimate - lowest) // 8]
+    top = whole.estimate
+    bounds = [top, (top + lowest) // 2, lowest + (top - lowest) // 8]
     for bound in bounds:
         plan = S.sliced_plan(eq, shapes, False, tree, bound, 16)
         st = sliced_tree(tree, plan.labels)
@@ -170,7 +171,8 @@ def main() -> None:
             cases, rounds=args.rounds, number=args.number, clock=H.clock(cpu=True)
         )
         best = min(times.values())
-        print(f"\nbound {bound:,} bytes: sliced {dict(zip(plan.labels, plan.extents, strict=True))} "
+        sliced = dict(zip(plan.labels, plan.extents, strict=True))
+        print(f"\nbound {bound:,} bytes: sliced {sliced} "
               f"({plan.count} slices), tenferro ledger peak {rec.peak_bytes:,} bytes "
               f"({'under' if rec.peak_bytes <= bound else 'OVER'} the bound), "
               f"recomputed {rec.allocations[ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT]}")
