@@ -38,7 +38,7 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("wiring", ("tenferro_ad._wiring", "tenferro_ad._numpy_protocol")),
     ("package", ("tenferro_ad",)),
     # programs written against the public package, as a user writes them
-    ("programs", ("tenferro_ad.demo", "tenferro_ad.scenarios")),
+    ("programs", ("tenferro_ad.demo", "tenferro_ad.scenarios", "tenferro_ad.tn")),
 )
 STORAGE_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("errors", ("tenferro_storage.errors",)),

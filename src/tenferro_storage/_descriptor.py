@@ -519,7 +519,16 @@ def index(parent: CheckedDescriptor, key: object, operation: str) -> CheckedDesc
 
 
 def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -> CheckedDescriptor:
-    """Reshape a ``Contiguous`` descriptor (metadata only); anything else is refused."""
+    """Reshape a ``Contiguous`` descriptor (metadata only); anything else is refused.
+
+    One extent may be ``-1`` (numpy's convention): it is inferred from the others."""
+    if shape.count(-1) == 1:
+        rest = 1
+        for n in shape:
+            if isinstance(n, int) and n >= 0:
+                rest *= n
+        if rest and parent.size % rest == 0:
+            shape = tuple(parent.size // rest if n == -1 else n for n in shape)
     size = 1
     for n in shape:
         if not isinstance(n, int) or n < 0:

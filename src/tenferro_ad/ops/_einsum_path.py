@@ -465,7 +465,7 @@ class EinsumPlan:
     the result unchanged (an identity einsum such as ``"ij->ij"``).
     """
 
-    __slots__ = ("flops", "inputs", "out_shape", "output", "sizes", "steps")
+    __slots__ = ("flops", "inputs", "out_shape", "output", "path", "sizes", "steps")
 
     def __init__(
         self,
@@ -474,8 +474,10 @@ class EinsumPlan:
         sizes: dict[str, int],
         steps: tuple[UnaryStep | BinaryStep, ...],
         flops: int,
+        path: tuple[tuple[int, ...], ...] = (),
     ) -> None:
         self.inputs = inputs
+        self.path = path  # the pairwise order (opt_einsum's linear path form)
         self.output = output
         self.sizes = sizes
         self.steps = steps
@@ -530,6 +532,7 @@ def plan(
             work[i] = core
     # 2. pairwise path
     flops = 0
+    path: Any = ()
     if len(work) > 1:
         try:
             path, info = opt_einsum.contract_path(
@@ -560,7 +563,9 @@ def plan(
     # 3. final permutation if needed
     if work[0] != output:
         steps.append(UnaryStep(0, work[0] + "->" + output, tuple(sizes[c] for c in output)))
-    return EinsumPlan(inputs, output, sizes, tuple(steps), flops)
+    return EinsumPlan(
+        inputs, output, sizes, tuple(steps), flops, tuple(tuple(int(i) for i in q) for q in path)
+    )
 
 
 # --------------------------------------------------------------------------- numpy drivers

@@ -22,20 +22,28 @@ the real part of its cotangent, as in JAX.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from opt_einsum.paths import PathOptimizer
 
+import tenferro_storage as ts
+
+from .._checkpoint._region import checkpoint
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defbilinear, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, emit, loop_fallback
 from ..errors import ArgumentTypeError
 from . import _einsum_path as E
+from . import _einsum_slice as S
 from ._util import guarded, value_arg
 from .complex import REAL, is_complex
+from .elementwise import add
+from .shape import getitem
 
 Array = Any
 
@@ -207,7 +215,9 @@ def _optimize_arg(optimize: Any, n: int) -> str | tuple[tuple[int, ...], ...]:
     )
 
 
-def einsum(subscripts: Any, *operands: Any, optimize: Any = "auto") -> EagerTensor:
+def einsum(
+    subscripts: Any, *operands: Any, optimize: Any = "auto", memory_limit: int | None = None
+) -> EagerTensor:
     """Einstein summation with numpy's grammar, contracted pairwise along a good path.
 
     Both of numpy's call forms: ``einsum("ij,jk->ik", a, b)`` and the interleaved
@@ -221,8 +231,20 @@ def einsum(subscripts: Any, *operands: Any, optimize: Any = "auto") -> EagerTens
     a cache hit adds one dict lookup.  Differentiable to any order in both modes.
 
     ``optimize`` picks the pairwise order: an opt_einsum strategy (``"auto"``, the default,
-    ``"greedy"``, ``"optimal"``, ``"dp"``, ...), ``True`` (``"auto"``), ``False`` (left
-    to right) or an explicit path (``numpy.einsum_path``'s or ``opt_einsum``'s).
+    ``"greedy"``, ``"optimal"``, ``"dp"``, ...) or optimizer object, ``True`` (``"auto"``),
+    ``False`` (left to right), an explicit path (``numpy.einsum_path``'s or
+    ``opt_einsum``'s), or a cotengra ``ContractionTree`` (its path and its slicing) or
+    searching optimizer (``cotengra.HyperOptimizer(slicing_opts=...)``: searched once per
+    signature).  Trees are built over the subscripts' own labels.
+
+    ``memory_limit`` (bytes) bounds what the contraction allocates at once, its backward
+    included: when the plan's estimate (:mod:`~._einsum_slice`) exceeds it, contracted
+    labels are sliced -- each slice contracts the network with those labels fixed and the
+    slices are summed.  Under a tape each slice is a checkpoint region: backward keeps no
+    slice's intermediates and recomputes them, slice by slice, as
+    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward).  Sliced plans
+    are cached per (subscripts, shapes, optimize, memory_limit, dtype size).  A limit no
+    slicing meets raises ``EinsumError`` naming ``'memory_limit'``.
 
     Raises ``tenferro_ad.ops._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
     (``'subscripts'`` and ``'operands'[i]``; by position in the interleaved form) when the
@@ -239,21 +261,46 @@ def einsum(subscripts: Any, *operands: Any, optimize: Any = "auto") -> EagerTens
                 f"must be a sublist), got {type(subscripts).__name__}"
             )
         subscripts, operands, letters = _interleaved((subscripts, *operands))
-        shapes = tuple(
-            value_arg("einsum", 2 * i, o, imported=True)[0] for i, o in enumerate(operands)
-        )
+        metas = [value_arg("einsum", 2 * i, o, imported=True) for i, o in enumerate(operands)]
     else:
-        shapes = tuple(
-            value_arg("einsum", "operands", o, i, imported=True)[0]
-            for i, o in enumerate(operands)
-        )
+        metas = [
+            value_arg("einsum", "operands", o, i, imported=True) for i, o in enumerate(operands)
+        ]
+    shapes = tuple(m[0] for m in metas)
     try:
+        if memory_limit is not None or S.is_cotengra_like(optimize):
+            sp = S.sliced_plan(
+                subscripts, shapes, interleaved, optimize, _limit(memory_limit),
+                max(np.result_type(*(m[1] for m in metas)).itemsize, 1) if metas else 8,
+            )
+            return _sliced(sp, subscripts, operands, shapes, interleaved)
         how = _optimize_arg(optimize, len(operands))
         p = E.plan(subscripts, shapes, "einsum", interleaved, how)
     except E.EinsumError as e:
         if not interleaved:
             raise
         raise E.EinsumError(_user_labels(str(e), letters)) from None
+    return _contract(p, operands, shapes)
+
+
+def _limit(memory_limit: Any) -> int | None:
+    if memory_limit is None:
+        return None
+    if isinstance(memory_limit, bool) or not isinstance(memory_limit, int | np.integer):
+        raise ArgumentTypeError(
+            f"einsum: argument 'memory_limit' must be a number of bytes (an int) or None, "
+            f"got {type(memory_limit).__name__}"
+        )
+    if memory_limit <= 0:
+        raise E.EinsumError(
+            f"einsum: argument 'memory_limit' must be a positive number of bytes, got "
+            f"{int(memory_limit)}"
+        )
+    return int(memory_limit)
+
+
+def _contract(p: E.EinsumPlan, operands: Sequence[Any], shapes: Sequence[Any]) -> EagerTensor:
+    """Run the plan ``p``: one primitive per step (the intermediates die as consumed)."""
     if not p.steps:  # identity, e.g. "ij->ij": still a fresh output
         (x,) = operands
         return bind(
@@ -277,6 +324,42 @@ def einsum(subscripts: Any, *operands: Any, optimize: Any = "auto") -> EagerTens
             work.append(bind(EINSUM_BINARY, a, b, subscripts=s.subscripts))
             del a, b  # the consumed intermediates die here (released unless saved)
     res: EagerTensor = work[0]
+    return res
+
+
+def _sliced(
+    sp: S.SlicedPlan,
+    subscripts: str,
+    operands: Sequence[Any],
+    shapes: tuple[tuple[int, ...], ...],
+    interleaved: bool,
+) -> EagerTensor:
+    """Run a sliced plan: each slice a checkpoint region, the parts summed in turn."""
+    inner = E.plan(sp.subscripts, sp.shapes, "einsum", interleaved, sp.path)
+    if not sp.labels:
+        return _contract(inner, operands, sp.shapes)
+    ops_ = [ts.from_numpy(o) if isinstance(o, np.ndarray) else o for o in operands]
+
+    def part(values: tuple[int, ...]) -> Any:
+        def run(*xs: Any) -> Any:
+            cut = []
+            for x, key, shp in zip(xs, sp.keys, shapes, strict=True):
+                if key:
+                    idx: list[Any] = [slice(None)] * len(shp)
+                    for ax, li in key:
+                        idx[ax] = values[li]
+                    x = getitem(x, tuple(idx))
+                cut.append(x)
+            return _contract(inner, cut, sp.shapes)
+
+        return run
+
+    total: Any = None
+    for values in itertools.product(*(range(n) for n in sp.extents)):
+        piece = checkpoint(part(values))(*ops_)
+        total = piece if total is None else add(total, piece)
+        del piece
+    res: EagerTensor = total
     return res
 
 

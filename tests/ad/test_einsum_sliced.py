@@ -1,0 +1,148 @@
+"""``einsum(..., optimize=, memory_limit=)``: explicit paths and cotengra trees/optimizers,
+sliced contraction whose value and gradients equal the unsliced ones (and JAX's), whose
+ledger peak stays under the bound with the recomputation recorded as
+``CHECKPOINT_RECOMPUTE_OUTPUT``, and whose plan is cached per signature."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+import tenferro_ad as ad
+import tenferro_storage as ts
+from tenferro_ad import testing as tt
+from tenferro_ad.ops import _einsum_slice as S
+from tenferro_ad.ops._einsum_path import EinsumError
+from tenferro_storage import ledger
+
+RING = "ab,bc,cd,da->"
+N = 12
+
+
+def _ring(seed: int = 0, n: int = N) -> list[np.ndarray[Any, Any]]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((n, n)) for _ in range(4)]
+
+
+def _vg(eq: str, arrs: list[Any], **kw: Any) -> tuple[Any, list[np.ndarray[Any, Any]], Any]:
+    xs = [ts.from_numpy(a) for a in arrs]
+    with ledger.capture() as rec:
+        v, g = ad.value_and_grad(
+            lambda *x: ad.einsum(eq, *x, **kw), argnums=tuple(range(len(xs)))
+        )(*xs)
+    return float(v), [gi.to_numpy() for gi in g], rec
+
+
+@pytest.mark.parametrize("limit", [None, 12_000, 9_500])
+def test_sliced_value_and_gradient_equal_jax(limit: int | None) -> None:
+    """Sliced or not, the value and every operand's gradient equal JAX's."""
+    arrs = _ring()
+    v, g, _ = _vg(RING, arrs, memory_limit=limit)
+    jv, jg = jax.value_and_grad(lambda *x: jnp.einsum(RING, *x), argnums=(0, 1, 2, 3))(*arrs)
+    assert abs(v - float(jv)) <= 1e-10 * max(1.0, abs(float(jv)))
+    for a, b in zip(g, jg, strict=True):
+        np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("limit", [12_000, 9_500])
+def test_ledger_peak_stays_under_the_bound(limit: int) -> None:
+    """The captured peak of value-and-gradient is at most ``memory_limit``, the plan slices,
+    and backward recomputes each slice as CHECKPOINT_RECOMPUTE_OUTPUT allocations."""
+    plan = S.sliced_plan(RING, ((N, N),) * 4, False, "auto", limit, 8)
+    assert plan.count > 1 and plan.estimate <= limit
+    _, _, rec = _vg(RING, _ring(), memory_limit=limit)
+    assert rec.peak_bytes <= limit
+    assert rec.allocations[ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT] > 0
+    assert rec.copies.total() == 0
+
+
+def test_tighter_bounds_slice_more() -> None:
+    """A smaller bound never gives fewer slices, and slicing lowers the measured peak."""
+    counts = [S.sliced_plan(RING, ((N, N),) * 4, False, "auto", lim, 8).count
+              for lim in (10**6, 12_000, 9_500)]
+    assert counts == sorted(counts) and counts[0] == 1 and counts[-1] > 1
+    _, _, whole = _vg(RING, _ring())
+    _, _, sliced = _vg(RING, _ring(), memory_limit=9_500)
+    assert sliced.peak_bytes < whole.peak_bytes
+
+
+def test_memory_limit_too_small_names_the_argument() -> None:
+    """A bound no slicing meets is refused naming 'memory_limit', before anything runs."""
+    xs = [ts.from_numpy(a) for a in _ring()]
+    with ledger.capture() as rec, pytest.raises(EinsumError, match="'memory_limit'"):
+        ad.einsum(RING, *xs, memory_limit=100)
+    assert rec.allocations.total() == 0
+    with pytest.raises(ad.errors.ArgumentTypeError, match="'memory_limit'"):
+        ad.einsum(RING, *xs, memory_limit=1.5)
+
+
+def test_cotengra_tree_with_its_slicing() -> None:
+    """A cotengra ContractionTree (sliced by cotengra) is followed: path and slices."""
+    ctg = pytest.importorskip("cotengra")
+    arrs = _ring()
+    tree = ctg.array_contract_tree([tuple(t) for t in ("ab", "bc", "cd", "da")], (),
+                                   dict.fromkeys("abcd", N))
+    sliced = tree.slice(target_size=N)
+    assert sliced.sliced_inds
+    plan = S.sliced_plan(RING, ((N, N),) * 4, False, sliced, None, 8)
+    assert set(plan.labels) == set(sliced.sliced_inds) and plan.path == tuple(
+        tuple(p) for p in sliced.get_path())
+    v, g, rec = _vg(RING, arrs, optimize=sliced)
+    v0, g0, _ = _vg(RING, arrs)
+    assert abs(v - v0) <= 1e-10
+    for a, b in zip(g, g0, strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    assert rec.allocations[ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT] > 0
+
+
+@pytest.mark.filterwarnings("ignore:Couldn't import `kahypar`:UserWarning")
+def test_cotengra_optimizer_searched_once_per_signature() -> None:
+    """A searching cotengra optimizer is asked once per (subscripts, shapes)."""
+    ctg = pytest.importorskip("cotengra")
+    opt = ctg.HyperOptimizer(max_repeats=4, parallel=False, progbar=False,
+                             slicing_opts={"target_size": N})
+    calls = []
+    search = opt.search
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append(1)
+        return search(*a, **k)
+
+    opt.search = counted  # type: ignore[method-assign]
+    xs = [ts.from_numpy(a) for a in _ring()]
+    r1 = ad.einsum(RING, *xs, optimize=opt)
+    r2 = ad.einsum(RING, *xs, optimize=opt)
+    assert len(calls) == 1
+    tt.assert_allclose(r1, np.einsum(RING, *_ring()), rtol=1e-12)
+    tt.assert_allclose(r2, r1)
+
+
+def test_tree_over_other_labels_is_refused() -> None:
+    """A tree built for other subscripts is refused naming 'optimize'."""
+    ctg = pytest.importorskip("cotengra")
+    tree = ctg.array_contract_tree([("x", "y"), ("y", "x")], (), {"x": 2, "y": 2})
+    a = ts.from_numpy(np.ones((2, 2)))
+    with pytest.raises(EinsumError, match="'optimize'"):
+        ad.einsum("ij,ji->", a, a, optimize=tree)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(0, 2**16), st.sampled_from([None, 6_400, 6_000]))
+@example(0, 6_000)
+def test_sliced_matches_numpy_property(seed: int, limit: int | None) -> None:
+    """A batched chain with a shared output label, sliced under random bounds, equals
+    numpy's einsum; the output label is never sliced."""
+    rng = np.random.default_rng(seed)
+    eq = "xab,bc,xcd->xad"
+    arrs = [rng.standard_normal(s) for s in ((2, 6, 7), (7, 8), (2, 8, 5))]
+    xs = [ts.from_numpy(a) for a in arrs]
+    r = ad.einsum(eq, *xs, memory_limit=limit)
+    tt.assert_allclose(r, np.einsum(eq, *arrs), rtol=1e-10, atol=1e-12)
+    plan = S.sliced_plan(eq, tuple(a.shape for a in arrs), False, "auto", limit, 8)
+    assert not set(plan.labels) & set("xad")
