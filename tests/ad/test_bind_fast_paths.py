@@ -255,3 +255,25 @@ def test_mixed_dtypes_keep_the_cotangent_targets_bind_keeps(
     agree in value and dtype."""
     shapes = [(2, 2), (2, 2)]
     _same(_run(bind2, prim, kinds, dtypes, shapes), _run(bind, prim, kinds, dtypes, shapes))
+
+
+def _sum_to(a: np.ndarray[Any, Any], shape: tuple[int, ...]) -> np.ndarray[Any, Any]:
+    lead = a.ndim - len(shape)
+    a = a.sum(axis=tuple(range(lead)))
+    return a.sum(axis=tuple(i for i, n in enumerate(shape) if n == 1), keepdims=True)
+
+
+@pytest.mark.parametrize("xs, ys", [((1,), (1, 4)), ((3, 1), (1, 4)), ((4,), (3, 4))])
+def test_a_broadcast_argument_of_the_same_dtype_gets_its_gradient_summed_to_its_shape(
+    xs: tuple[int, ...], ys: tuple[int, ...]
+) -> None:
+    """``x * y`` with ``x`` broadcast against ``y`` (one dtype object for both, so only the
+    shape tells the node it needs cotangent targets): each gradient is the other factor
+    summed to the argument's shape (issue 28's ``(1,)`` times ``(1, 4)``).  Mutant:
+    ``_arg_shapes``' first ``v.shape != osh`` turned into ``is`` (no targets recorded)."""
+    x = np.arange(1.0, 1.0 + np.prod(xs)).reshape(xs)
+    y = np.arange(2.0, 2.0 + np.prod(ys)).reshape(ys)
+    gx, gy = ad.grad(lambda a, b: ad.sum(a * b), argnums=(0, 1))(x, y)
+    shape = np.broadcast_shapes(xs, ys)
+    np.testing.assert_array_equal(gx.to_numpy(), _sum_to(np.broadcast_to(y, shape), xs))
+    np.testing.assert_array_equal(gy.to_numpy(), _sum_to(np.broadcast_to(x, shape), ys))

@@ -180,3 +180,12 @@ def test_einsum_optimize_refusals_name_the_argument(bad: object) -> None:
     """An unknown strategy, a wrong path or a wrong type is refused naming 'optimize'."""
     with pytest.raises((ValueError, TypeError), match="argument 'optimize'"):
         ad.einsum("ij,jk,kl->il", _A, _B, _C, optimize=bad)
+
+
+def test_an_einsum_path_step_naming_one_operand_is_not_a_contraction_path() -> None:
+    """Every step of an explicit path names two operand positions: ``[(0,), (0, 1)]`` is
+    refused up front as not a contraction path (not by a later failure inside the
+    planner).  Mutant: ``len(pair) == 2`` turned into ``<=``."""
+    with pytest.raises(ValueError, match=r"argument 'optimize' .* is not a contraction path "
+                                         r"for 3 operands \(it needs 2 pairs"):
+        ad.einsum("ij,jk,kl->il", _A, _B, _C, optimize=[(0,), (0, 1)])

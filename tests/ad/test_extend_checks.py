@@ -47,6 +47,23 @@ def test_a_rule_returning_an_integer_cotangent_is_refused(
         ad.grad(lambda v: ad.sum(extend.bind(bad, v)))(ts.from_numpy(np.ones(3)))
 
 
+@pytest.mark.parametrize(
+    "dtype, arg", [(np.float32, np.float64), (np.complex64, np.complex128)],
+    ids=["float32-for-float64", "complex64-for-complex128"],
+)
+def test_a_rule_returning_another_precision_is_refused(
+    sin_with: Callable[[Any, str], Any], dtype: Any, arg: Any
+) -> None:
+    """A cotangent of the argument's kind but another precision is a silent precision
+    loss: refused naming the primitive and both dtypes.  Mutant: ``check_rule_output``'s
+    ``dt.kind == want_dt.kind`` turned into ``!=`` (float32 passes for float64)."""
+    bad = sin_with(lambda ops, g, x: np.ones(3, dtype), "test_bad_precision_rule")
+    x = ts.from_numpy(np.ones(3, arg))
+    want = rf"test_bad_precision_rule: .*argument 0 returned a {np.dtype(dtype)} cotangent"
+    with pytest.raises(ad.errors.ArgumentTypeError, match=want):
+        ad.grad(lambda v: ad.sum(ad.real(extend.bind(bad, v))))(x)
+
+
 def test_a_correct_rule_passes_the_check(sin_with: Callable[[Any, str], Any]) -> None:
     good = sin_with(lambda ops, g, x: ops.mul(g, ops.cos(x)), "test_good_rule")
     g = ad.grad(lambda v: ad.sum(extend.bind(good, v)))(ts.from_numpy(np.ones(3)))

@@ -266,3 +266,29 @@ def test_errors_name_the_op() -> None:
         la.cholesky(-np.eye(2))
     with pytest.raises(ValueError, match="trans must be"):
         la.solve_triangular(np.eye(2), np.ones(2), trans=3)
+
+
+def test_solve_triangular_reads_the_upper_triangle_by_default() -> None:
+    """Without ``lower=``, only the upper triangle is read (JAX's and scipy's default):
+    garbage below the diagonal changes nothing.  Mutant: the default turned into True."""
+    rng = np.random.default_rng(3)
+    a = np.triu(rng.normal(size=(4, 4))) + 4.0 * np.eye(4)
+    noisy = a + np.tril(rng.normal(size=(4, 4)), -1)
+    b = rng.normal(size=(4, 2))
+    got = to_np(la.solve_triangular(noisy, b))
+    np.testing.assert_allclose(got, np.asarray(jsolve_triangular(noisy, b)), rtol=1e-12)
+    np.testing.assert_allclose(a @ got, b, rtol=1e-10, atol=1e-12)
+
+
+def test_solve_triangular_takes_a_batch_of_vectors() -> None:
+    """``b`` of shape ``(batch, n)`` against ``a`` of ``(batch, n, n)`` (JAX's vector rule:
+    ``b.ndim == a.ndim - 1``) solves each vector.  Mutant: the vector length compared
+    with ``a``'s first axis (``sa[-0]``) instead of its last."""
+    rng = np.random.default_rng(4)
+    a = np.tril(rng.normal(size=(2, 3, 3))) + 3.0 * np.eye(3)
+    b = rng.normal(size=(2, 3))
+    got = to_np(la.solve_triangular(a, b, lower=True))
+    want = np.linalg.solve(a, b[..., None])[..., 0]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    with pytest.raises(ad.errors.ArgumentError, match=r"solve_triangular: right-hand side"):
+        la.solve_triangular(a, rng.normal(size=(2, 4)), lower=True)

@@ -69,3 +69,13 @@ def test_tensordot_axes_out_of_range_names_the_argument() -> None:
     """A tensordot axis outside the rank is refused (numpy would raise too)."""
     with pytest.raises(ValueError, match="tensordot: axis 3"):
         ad.tensordot(ts.from_numpy(np.ones((2, 3))), ts.from_numpy(np.ones((3, 2))), axes=[3, 0])
+
+
+@pytest.mark.parametrize("sa, sb", [((4,), (3,)), ((3,), (4,)), ((4,), (4,))])
+def test_cross_refuses_a_vector_of_any_other_length_than_2_or_3(
+    sa: tuple[int, ...], sb: tuple[int, ...]
+) -> None:
+    """One operand of length 4 is enough to be refused, naming both dimensions.  Mutant:
+    ``na not in (2, 3) or nb not in (2, 3)`` turned into ``and``."""
+    with pytest.raises(ad.errors.ArgumentError, match=rf"cross: .*got {sa[0]} and {sb[0]}"):
+        ad.cross(np.ones(sa), np.ones(sb))

@@ -3,6 +3,8 @@ JVP in float32/float64 (complex where JAX supports it) and reverse-over-reverse.
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import jax.scipy.special as jss
@@ -102,3 +104,14 @@ def test_norm_rejects_bad_ord() -> None:
     """An ord that is not a norm raises a ValueError naming norm."""
     with pytest.raises(ValueError, match="norm: ord"):
         ad.norm(ts.from_numpy(np.ones((2, 3))), ord="bogus", axis=(0, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128, np.float32])
+def test_nanmean_keeps_the_precision_of_its_input(dtype: Any) -> None:
+    """``nanmean`` of complex64 is complex64 (its NaN count is float32), as in JAX.
+    Mutant: ``_real_dtype``'s ``dt.kind == "c"`` turned into ``<`` (a float64 count)."""
+    x = np.array([[1.0, np.nan, 3.0], [2.0, 2.0, 5.0]]).astype(dtype)
+    got = ad.nanmean(ts.from_numpy(x), axis=1).to_numpy()
+    want = np.asarray(jnp.nanmean(x, axis=1))
+    assert got.dtype == want.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6)

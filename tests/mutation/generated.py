@@ -51,14 +51,15 @@ IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".ruff_ca
 INDEX_ROW = re.compile(r"^\| `(src/[^`]+\.py)` \| (.*) \|$")
 
 # the areas of issue 28: the ownership kernel, the runtime and providers, the AD core,
-# the traced compiler, the op rules (paths relative to the repository root)
+# the traced compiler, the op rules (paths relative to the repository root); the XLA
+# engine's provider, lowering and per-op lowering rules are in runtime, traced and ops
 AREAS: dict[str, tuple[str, ...]] = {
     "storage": ("src/tenferro_storage/_*.py", "src/tenferro_storage/kernel.py"),
     "runtime": ("src/tenferro_storage/runtime/_*.py", "src/tenferro_storage/providers/_*.py"),
     "ad-core": ("src/tenferro_ad/_core/_*.py", "src/tenferro_ad/_checkpoint/_*.py",
                 "src/tenferro_ad/_functional.py"),
     "traced": ("src/tenferro_ad/_traced/_*.py",),
-    "ops": ("src/tenferro_ad/ops/*.py",),
+    "ops": ("src/tenferro_ad/ops/*.py", "src/tenferro_ad/ops/_lowering/*.py"),
 }
 EXCLUDED = {"__init__.py"}
 
