@@ -1,0 +1,126 @@
+"""Sphinx extension: the generated pages -- each tutorial with its output, and the API pages.
+
+At ``builder-inited`` every ``tutorials/NN_name.py`` is run in this process (``runpy``,
+stdout captured) and written as ``docs/tutorials/NN_name.md``: the module docstring as the
+introduction, each ``# %%`` cell's comment as prose, its code as a block, then everything
+the tutorial printed.  A tutorial that raises fails the build.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import io
+import runpy
+import types
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cells(source: str) -> tuple[str, list[tuple[str, str]]]:
+    """The module docstring and the ``(prose, code)`` cells of a tutorial's source."""
+    body = source
+    doc = ""
+    if body.startswith('"""'):
+        end = body.index('"""', 3)
+        doc, body = body[3:end].strip(), body[end + 3 :]
+    out: list[tuple[str, str]] = []
+    prose: list[str] = []
+    code: list[str] = []
+    for line in body.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("# %%"):
+            if code and "".join(code).strip():
+                out.append(("\n".join(prose), "\n".join(code).strip("\n")))
+                prose, code = [], []
+            prose.append(stripped[4:].strip())
+        elif stripped.startswith("#") and prose and not "".join(code).strip():
+            prose.append(stripped.lstrip("#").strip())
+        else:
+            code.append(line)
+    if "".join(code).strip():
+        out.append(("\n".join(prose), "\n".join(code).strip("\n")))
+    return doc, out
+
+
+def render(path: Path) -> str:
+    """The Markdown page of one tutorial, with the output of running it."""
+    source = path.read_text()
+    doc, parts = cells(source)
+    title, _, rest = doc.partition("\n")
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        runpy.run_path(str(path), run_name="__main__")
+    lines = [f"# {title.strip()}", "", rest.strip(), ""]
+    for prose, code in parts:
+        if prose.strip():
+            lines += [" ".join(prose.split()), ""]
+        lines += ["```python", code, "```", ""]
+    lines += ["## Output", "", "```text", buf.getvalue().rstrip(), "```", ""]
+    return "\n".join(lines)
+
+
+def generate(app: Any) -> None:
+    """Write one page per tutorial into ``docs/tutorials/`` (generated, not committed)."""
+    outdir = Path(app.srcdir) / "tutorials"
+    outdir.mkdir(exist_ok=True)
+    for path in sorted((ROOT / "tutorials").glob("[0-9]*.py")):
+        page = outdir / f"{path.stem}.md"
+        write_if_changed(page, render(path))
+
+
+#: public modules that are not in a package's ``__all__`` but are documented API
+EXTRA_MODULES = ("tenferro_ad.tree_util",)
+
+
+def api_modules() -> list[str]:
+    """Both packages and every module in their live ``__all__`` (so names other engineers
+    add appear without editing the docs), then :data:`EXTRA_MODULES`."""
+    mods: list[str] = []
+    for top in ("tenferro_storage", "tenferro_ad"):
+        pkg = importlib.import_module(top)
+        mods.append(top)
+        for name in pkg.__all__:
+            value = getattr(pkg, name)
+            if isinstance(value, types.ModuleType) and value.__name__ not in mods:
+                mods.append(value.__name__)
+    return mods + [m for m in EXTRA_MODULES if m not in mods]
+
+
+def write_if_changed(page: Path, text: str) -> None:
+    """Write ``text`` to ``page`` unless it already holds it (keeps Sphinx's cache warm)."""
+    if not page.exists() or page.read_text() != text:
+        page.write_text(text)
+
+
+def generate_api(app: Any) -> None:
+    """One page per public module (``automodule`` over its ``__all__``) and an index."""
+    outdir = Path(app.srcdir) / "api"
+    outdir.mkdir(exist_ok=True)
+    mods = api_modules()
+    index = [
+        "# API reference",
+        "",
+        "Generated from the docstrings of each package's public surface (its `__all__`).",
+        "Every function states its cost on a `Cost:` line and its errors under `Raises:`",
+        "(the convention: [docstrings](../contributing.md#docstrings)).",
+        "",
+        "```{toctree}",
+        ":maxdepth: 1",
+        "",
+        *mods,
+        "```",
+        "",
+    ]
+    write_if_changed(outdir / "index.md", "\n".join(index))
+    for mod in mods:
+        text = f"# `{mod}`\n\n```{{eval-rst}}\n.. automodule:: {mod}\n   :members:\n```\n"
+        write_if_changed(outdir / f"{mod}.md", text)
+
+
+def setup(app: Any) -> dict[str, Any]:
+    app.connect("builder-inited", generate)
+    app.connect("builder-inited", generate_api)
+    return {"parallel_read_safe": True, "version": "1"}
