@@ -1,18 +1,19 @@
 """Sphinx extension: the generated pages -- each tutorial with its output, and the API pages.
 
-At ``builder-inited`` every ``tutorials/NN_name.py`` is run in this process (``runpy``,
-stdout captured) and written as ``docs/tutorials/NN_name.md``: the module docstring as the
+At ``builder-inited`` every ``tutorials/NN_name.py`` is run as a user runs it (``python
+tutorials/NN_name.py``, its own process, two at a time) and written as ``docs/tutorials/NN_name.md``: the module docstring as the
 introduction, each ``# %%`` cell's comment as prose, its code as a block, then everything
 the tutorial printed.  A tutorial that raises fails the build.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import io
-import runpy
+import os
+import subprocess
+import sys
 import types
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -45,20 +46,29 @@ def cells(source: str) -> tuple[str, list[tuple[str, str]]]:
     return doc, out
 
 
-def render(path: Path) -> str:
-    """The Markdown page of one tutorial, with the output of running it."""
+def run(path: Path) -> str:
+    """What the tutorial prints when run as ``python tutorials/NN_name.py``; a failure
+    fails the build with its stderr."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run(
+        [sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"tutorial {path.name} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def render(path: Path, output: str) -> str:
+    """The Markdown page of one tutorial, with its ``output``."""
     source = path.read_text()
     doc, parts = cells(source)
     title, _, rest = doc.partition("\n")
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        runpy.run_path(str(path), run_name="__main__")
     lines = [f"# {title.strip()}", "", rest.strip(), ""]
     for prose, code in parts:
         if prose.strip():
             lines += [" ".join(prose.split()), ""]
         lines += ["```python", code, "```", ""]
-    lines += ["## Output", "", "```text", buf.getvalue().rstrip(), "```", ""]
+    lines += ["## Output", "", "```text", output.rstrip(), "```", ""]
     return "\n".join(lines)
 
 
@@ -66,9 +76,15 @@ def generate(app: Any) -> None:
     """Write one page per tutorial into ``docs/tutorials/`` (generated, not committed)."""
     outdir = Path(app.srcdir) / "tutorials"
     outdir.mkdir(exist_ok=True)
-    for path in sorted((ROOT / "tutorials").glob("[0-9]*.py")):
-        page = outdir / f"{path.stem}.md"
-        write_if_changed(page, render(path))
+    paths = sorted((ROOT / "tutorials").glob("[0-9]*.py"))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        outputs = list(pool.map(run, paths))
+    for path, output in zip(paths, outputs, strict=True):
+        write_if_changed(outdir / f"{path.stem}.md", render(path, output))
+    index = ["# Tutorials", "", "Each tutorial is a script under `tutorials/`, shown with what it",
+             "prints; the test suite runs every one.", "", "```{toctree}", ":maxdepth: 1", "",
+             *[p.stem for p in paths], "```", ""]
+    write_if_changed(outdir / "index.md", "\n".join(index))
 
 
 #: public modules that are not in a package's ``__all__`` but are documented API

@@ -371,7 +371,8 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            work.results = program.executable(*work.inputs)
+            with self._jax.enable_x64(True):  # else jax narrows float64 host inputs to f32
+                work.results = program.executable(*work.inputs)
             self.counters.executions += 1
         except Exception as exc:
             work.results = exc
@@ -404,7 +405,8 @@ class XlaProvider(ExecutionProvider):
                     AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
                     f"{operation} scratch @{self.domain.name}",
                 )
-            results = program.executable(*handles)
+            with self._jax.enable_x64(True):  # else jax narrows float64 host inputs to f32
+                results = program.executable(*handles)
             counters.executions += 1
             self._jax.block_until_ready(results)
         except Exception as exc:
