@@ -131,9 +131,37 @@ def generate_api(app: Any) -> None:
         "",
     ]
     write_if_changed(outdir / "index.md", "\n".join(index))
+    seen: dict[int, str] = {}
     for mod in mods:
-        text = f"# `{mod}`\n\n```{{eval-rst}}\n.. automodule:: {mod}\n   :members:\n```\n"
-        write_if_changed(outdir / f"{mod}.md", text)
+        write_if_changed(outdir / f"{mod}.md", module_page(mod, seen))
+
+
+def module_page(modname: str, seen: dict[int, str]) -> str:
+    """The page of one public module: its docstring, then one autodoc entry per name of its
+    ``__all__``; a name already documented under another module links there instead (one
+    description per object)."""
+    mod = importlib.import_module(modname)
+    lines = [f"# `{modname}`", "", "```{eval-rst}", f".. automodule:: {modname}", ""]
+    again: list[str] = []
+    for name in getattr(mod, "__all__", ()):
+        value = getattr(mod, name)
+        if isinstance(value, types.ModuleType):
+            continue
+        key = id(value)
+        if key in seen and seen[key] != f"{modname}.{name}":
+            again.append(f"* ``{name}``: see :py:obj:`{seen[key]}`")
+            continue
+        seen[key] = f"{modname}.{name}"
+        if isinstance(value, type):
+            lines += [f".. autoclass:: {modname}.{name}", "   :members:", ""]
+        elif callable(value):
+            lines += [f".. autofunction:: {modname}.{name}", ""]
+        else:
+            lines += [f".. autodata:: {modname}.{name}", "   :no-value:", ""]
+    lines += ["```", ""]
+    if again:
+        lines += ["## Also exported here", "", "```{eval-rst}", *again, "```", ""]
+    return "\n".join(lines)
 
 
 def setup(app: Any) -> dict[str, Any]:

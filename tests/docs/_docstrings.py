@@ -18,8 +18,9 @@ work           how its work grows                         ``O(...)`` (``O(1)``, 
 =============  =========================================  =================================
 
 ``Raises:`` either a Google-style section (``Raises:`` alone on its line, then one indented
-``ErrorName: when`` line per error) or the single line ``Raises: nothing.``  Every error named
-must be an exception class of Python or of the project.
+``ErrorName: when`` line per error), or one line listing the classes
+(``Raises: ArgumentError, ArgumentTypeError.``), or the line ``Raises: nothing.``  Every error
+named must be an exception class of Python or of the project.
 
 ``Args:`` when present (Google style, ``name: text`` or ``name (type): text``), every name
 documented there must be a parameter of the callable's signature (``*args``/``**kwargs``
@@ -46,7 +47,9 @@ FACETS: dict[str, tuple[str, ...]] = {
     "work": ("O(",),
 }
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Cost|Examples?|Note|Notes|Attributes):\s*$")
+_SECTION = re.compile(
+    r"^(Args|Arguments|Parameters|Returns|Yields|Raises|Cost|Examples?|Notes?|Attributes):\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -60,11 +63,14 @@ class Problem:
         return f"{self.name}: {self.what}"
 
 
+_INLINE = re.compile(r"^(Args|Returns|Raises|Cost|Examples?|Notes?):")
+
+
 def _paragraph(lines: list[str], start: int) -> str:
-    """The text from ``lines[start]`` up to the next blank line or section header."""
+    """The text from ``lines[start]`` up to the next blank line or section line."""
     out = [lines[start]]
     for line in lines[start + 1 :]:
-        if not line.strip() or _SECTION.match(line.strip()):
+        if not line.strip() or _SECTION.match(line.strip()) or _INLINE.match(line.strip()):
             break
         out.append(line)
     return " ".join(s.strip() for s in out)
@@ -131,11 +137,14 @@ def check_docstring(
                     Problem(name, f"'Cost:' states no {facet} fact (one of: {', '.join(keys)})")
                 )
     raises = _section(lines, "Raises")
-    inline = any(re.match(r"^Raises:\s*nothing\.?\s*$", line.strip()) for line in lines)
+    inline = [m.group(1) for line in lines if (m := re.match(r"^Raises:\s*(\S.*)$", line.strip()))]
     if raises is None and not inline:
         problems.append(Problem(name, "no 'Raises:' section (or the line 'Raises: nothing.')"))
-    elif raises is not None:
-        listed = _entries(raises)
+    else:
+        listed = _entries(raises) if raises is not None else []
+        for text in inline:
+            if text.rstrip(".").strip() != "nothing":
+                listed += [n.split("(", 1)[0].strip().rstrip(".") for n in text.split(",")]
         if not listed:
             problems.append(Problem(name, "'Raises:' section lists no error"))
         for err in listed:

@@ -85,8 +85,28 @@ def _bad_cost_and_args(x: Any) -> Any:
     return x
 
 
+def _good_compact(x: Any) -> Any:
+    """Negate.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
+    return x
+
+
+def _bad_compact(x: Any) -> Any:
+    """Negate.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, Nonsense."""
+    return x
+
+
 def test_checker_accepts_a_docstring_that_follows_the_convention() -> None:
     assert check_docstring("good", _good, _exceptions()) == []
+    assert check_docstring("compact", _good_compact, _exceptions()) == []
+    assert [str(p) for p in check_docstring("bad", _bad_compact, _exceptions())] == [
+        "bad: 'Raises:' names 'Nonsense', not an exception class"
+    ]
 
 
 def test_checker_names_what_a_bare_docstring_misses() -> None:
