@@ -93,7 +93,7 @@ def matrix_power(a: Any, n: int) -> Any:
     """``a`` to the integer power ``n`` by repeated squaring, batched (``numpy``'s semantics).
 
     ``n = 0``: the identity (broadcast over the batch); ``n < 0``: powers of ``inv(a)``.
-    O(log |n|) matrix products, each O(k^3).
+    ``O(log |n|)`` matrix products, each O(k^3).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
     Raises: ArgumentError, ArgumentTypeError."""

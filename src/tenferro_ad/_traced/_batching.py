@@ -122,7 +122,11 @@ def vmap(
     primitives without one) and evaluated like
     ``traced.eval_graph``: owners in, fresh owners out (borrowed, not consumed); handles in,
     handles out (recorded on the current tape, so ``grad(vmap(f))`` works); tracers in,
-    equations out (so ``trace(vmap(f))`` works)."""
+    equations out (so ``trace(vmap(f))`` works).
+
+    Cost: allocates the batched results; no copy; no sync; no dispatch (traces one batched graph);
+    O(batch size x the cost of ``f``).
+    Raises: ArgumentError, ArgumentTypeError, DTypeError."""
 
     if not callable(f):
         raise ArgumentTypeError(f"vmap: argument 'f' must be callable, got {type(f).__name__}")

@@ -446,7 +446,12 @@ def jit(
     ``reuse`` (default on): results are written into dead buffers of the same shape and
     dtype (fewer ``OPERATION_OUTPUT`` allocations, lower peak).  ``donate_argnums``: the
     positional arguments the call consumes and overwrites in place (see the module
-    docstring; ``DonationError`` when that cannot happen)."""
+    docstring; ``DonationError`` when that cannot happen).
+
+    Cost: tracing and compiling once per input signature, then allocates the results; no copy (an
+    unaligned or foreign input is one recorded TRANSFER); synchronizes on the results; dispatches
+    through the chosen engine; O(the program's work).
+    Raises: ArgumentTypeError, DonationError, EngineUnavailableError, LoweringError."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)

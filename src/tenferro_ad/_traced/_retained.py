@@ -35,7 +35,9 @@ class ProgramRetainedEntry:
     ``dtype``.  ``var`` is the value's name in ``str(graph)``; ``slot`` its value slot in
     the compiled program (the execution's descriptor), ``None`` for a bare graph;
     ``checkpoints`` the labels of the (outermost) regions it is a boundary of.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     producer: str
     needed_by: tuple[str, ...]
@@ -146,7 +148,10 @@ class Halves:
     ``placement[i]`` says where the original graph's output ``i`` went: ``("forward", k)``
     or ``("backward", k)``.  Run both on one group (the forward execution's, resubmitted
     with the residual slots as the backward's bindings) and the residuals are never
-    anything but descriptors of that group."""
+    anything but descriptors of that group.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     forward: Graph
     backward: Graph

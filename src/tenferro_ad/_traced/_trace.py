@@ -252,7 +252,9 @@ class Tracer:
     Has ``shape``, ``dtype`` (a numpy dtype), ``ndim``, ``size``, ``T`` and the Python
     operators of ``EagerTensor``; ops on it record equations (O(1) each plus one cached
     abstract evaluation).  It has no value: see :class:`TracerError`.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("__weakref__", "_atom", "_b")
     __array_ufunc__ = None  # numpy defers to our reflected operators

@@ -452,7 +452,10 @@ def download(value: _Value) -> Tensor[Any, Any]:
     (``CopyForbiddenError``), for a value already on the host (``TransferError``: read it
     with ``to_numpy()``/``prepare_host()``), for a borrowed or consumed value
     (``BorrowError``/``UseAfterMoveError``). O(size).
-    """
+
+    Cost: allocates one host owner; transfers the bytes once (a recorded TRANSFER); synchronizes
+    with the device; dispatches through the value's provider; O(size).
+    Raises: TransferError, CopyForbiddenError."""
     view = _shared_view(value, "download")
     try:
         desc = view._desc
@@ -487,7 +490,10 @@ def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
     C-contiguous.  Refused before anything happens inside ``ledger.forbid_copies()``
     (``CopyForbiddenError``) and for a value that is not on the host (``TransferError``:
     download it first). O(size).
-    """
+
+    Cost: allocates one device owner; transfers the bytes once (a recorded TRANSFER); no sync;
+    dispatches through the engine's provider; O(size).
+    Raises: EngineError, TransferError, CopyForbiddenError."""
     if not isinstance(domain, DeviceDomain):
         raise TransferError(f"upload: expected a DeviceDomain, got {type(domain).__name__}")
     view = _shared_view(value, "upload")

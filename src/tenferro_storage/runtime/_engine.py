@@ -188,7 +188,9 @@ def register_engine(provider: ExecutionProvider) -> EngineId:
     """Register ``provider`` as a new engine and return its id (the next index of its kind).
 
     A provider object may be registered once.  O(1).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: TypeError, ValueError."""
     if not isinstance(provider, ExecutionProvider):
         raise TypeError(
             f"register_engine: expected an ExecutionProvider, got {type(provider).__name__}"
@@ -204,7 +206,10 @@ def register_engine(provider: ExecutionProvider) -> EngineId:
 
 def unregister_engine(engine: EngineId) -> None:
     """Remove ``engine`` from discovery; its id is never reused.  Work already admitted
-    keeps running to its terminal outcome.  ``EngineError`` if it is not registered."""
+    keeps running to its terminal outcome.  ``EngineError`` if it is not registered.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: EngineError."""
     with _LOCK:
         if _ENGINES.pop(engine, None) is None:
             raise EngineError(f"unregister_engine: no engine {engine} is registered")
@@ -216,7 +221,9 @@ def engines() -> tuple[EngineInfo, ...]:
     The host engine and one simulated asynchronous engine are always registered; a
     program should still select the engine it wants by id (or by ``synchronous``,
     ``endpoint`` and ``domains``) rather than by position.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(number of engines).
+    Raises: nothing."""
     _ensure_defaults()
     with _LOCK:
         items = sorted(_ENGINES.items())
@@ -226,7 +233,10 @@ def engines() -> tuple[EngineInfo, ...]:
 
 
 def engine_info(engine: EngineId) -> EngineInfo:
-    """Discovery data of one engine; ``EngineError`` if it is not registered. O(1)."""
+    """Discovery data of one engine; ``EngineError`` if it is not registered. O(1).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: EngineError."""
     provider = lookup(engine)
     if provider is None:
         raise EngineError(f"engine_info: no engine {engine} is registered; see runtime.engines()")

@@ -867,7 +867,10 @@ def execute_scoped_read_only(
     this exact package before anything is admitted.  Returns ``Completed`` (a
     :class:`ScopedExecutionBundle`) or ``RetiredFailed`` (this package back); either
     way, all work has retired before the return.  No input is copied.
-    """
+
+    Cost: allocates the program's fresh outputs; no copy; synchronizes (retires before returning);
+    dispatches through ``engine``'s provider; O(the program's work).
+    Raises: ScopedSubmitRejected."""
     if not isinstance(inputs, ScopedReadInputs):
         raise TypeError(f"{_SCOPED}: expected ScopedReadInputs, got {type(inputs).__name__}")
     provider = lookup(engine)
