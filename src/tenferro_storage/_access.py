@@ -374,7 +374,10 @@ PreparedHostWrite = PreparedContiguousWrite[Any, Any] | PreparedStridedWrite[Any
 
 
 class AccessTarget(enum.Enum):
-    """Where a prepared access is for: the host (numpy arrays) or a device (bindings)."""
+    """Where a prepared access is for: the host (numpy arrays) or a device (bindings).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) (an enum member look-up).
+    Raises: ValueError."""
 
     HOST = "host"
     DEVICE = "device"

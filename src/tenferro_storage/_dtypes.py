@@ -14,7 +14,9 @@ class DType:
 
     ``itemsize`` and ``alignment`` are in bytes.  ``partner`` is the sealed
     reinterpretation partner (complex64<->float32, complex128<->float64) or ``None``.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("alignment", "itemsize", "kind", "name", "numpy")
 

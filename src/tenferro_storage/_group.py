@@ -57,7 +57,9 @@ class DescriptorSlot:
     only when passed to a method of the group that issued it.  Using it with another
     group, or after its record was removed or extracted, raises ``GroupError``.
     Slots compare equal when they name the same record of the same group.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("_group", "_index")
 

@@ -397,7 +397,10 @@ def capture(*, source_lines: bool = False) -> Iterator[LedgerRecord]:
     stays readable after the block (its live bytes keep falling as its allocations
     are released, even after the block).  Cost: one list append per event per
     active capture.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch of its own (events are appended to a list);
+    O(1) per event.
+    Raises: nothing."""
     rec = LedgerRecord(source_lines)
     with LEDGER.lock:
         LEDGER.captures.append(rec)

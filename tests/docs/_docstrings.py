@@ -145,7 +145,8 @@ def check_docstring(
         for text in inline:
             if text.rstrip(".").strip() != "nothing":
                 listed += [n.split("(", 1)[0].strip().rstrip(".") for n in text.split(",")]
-        if not listed:
+        says_nothing = any(t.rstrip(".").strip() == "nothing" for t in inline)
+        if not listed and not says_nothing:
             problems.append(Problem(name, "'Raises:' section lists no error"))
         for err in listed:
             if not _known_exception(err, exceptions):

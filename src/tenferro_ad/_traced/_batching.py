@@ -57,7 +57,11 @@ def vmap_graph(
     that argument, a pytree prefix of it to each of its subtrees) and every output has it
     at ``out_axes`` (likewise a prefix of the output; ``None``: that output must not
     depend on the batch).  Same structure as ``graph``.  Cost: one rule per batched
-    equation (the loop fallback: ``size`` equations plus a concatenate)."""
+    equation (the loop fallback: ``size`` equations plus a concatenate).
+
+    Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
+    O(equations).
+    Raises: TypeError."""
     leaf_axes = leaf_in_axes(graph.in_tree, in_axes)
     b = Builder()
     with b.active():

@@ -296,7 +296,10 @@ def check_graph(graph: Graph) -> None:
     """Type-check ``graph``: each variable defined once before use, each equation's output
     type equal to its abstract evaluation, the trees matching the leaves.  Raises
     :class:`~tenferro_ad.errors.GraphTypeError` showing the equations around the failure.
-    Cost: one (cached) abstract evaluation per equation; no storage."""
+    Cost: one (cached) abstract evaluation per equation; no storage.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(equations).
+    Raises: TypeError."""
     names = _Names.of(graph)
     defined: set[Var] = set()
     for v in graph.invars:

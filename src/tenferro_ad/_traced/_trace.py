@@ -422,7 +422,11 @@ def trace(f: Callable[..., Any]) -> Callable[..., Graph]:
     ``args`` are pytrees (tuples, lists, dicts) of arrays, owners, handles or scalars; only
     their shapes and dtypes are used (nothing is read, borrowed or consumed).  Python
     control flow is unrolled.  Cost: one equation and one (cached) abstract evaluation per
-    op; no storage allocation."""
+    op; no storage allocation.
+
+    Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
+    O(equations).
+    Raises: TypeError."""
 
     def traced(*args: Any) -> Graph:
         leaves, in_tree = tree_flatten(args)

@@ -221,7 +221,11 @@ def jvp(graph: Graph) -> Graph:
 
     Tangents have the arguments' structure and types.  Output tangents that are symbolic
     zeros become broadcast zero literals.  Cost: one pass; the rules' equations are
-    emitted only where a tangent flows."""
+    emitted only where a tangent flows.
+
+    Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
+    O(equations).
+    Raises: TypeError."""
     b = Builder()
     with b.active():
         ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]

@@ -79,7 +79,10 @@ from ._retirement import ProviderEvent, RetirementRecord
 
 
 class Fault(enum.Enum):
-    """A fault the simulated provider injects into one submission."""
+    """A fault the simulated provider injects into one submission.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     REJECT_BEFORE_ADMISSION = "reject before admission"
     BIND_FAILURE = "binding fails before enqueue"
