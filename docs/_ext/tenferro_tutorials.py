@@ -32,15 +32,15 @@ def cells(source: str) -> tuple[str, list[tuple[str, str]]]:
     code: list[str] = []
     for line in body.splitlines():
         stripped = line.strip()
-        if stripped.startswith("# %%"):
+        if line.startswith("# %%"):  # a cell at top level (an indented one stays a comment)
             if code and "".join(code).strip():
                 out.append(("\n".join(prose), "\n".join(code).strip("\n")))
                 prose, code = [], []
             prose.append(stripped[4:].strip())
-        elif stripped.startswith("#") and prose and not "".join(code).strip():
+        elif line.startswith("#") and prose and not "".join(code).strip():
             prose.append(stripped.lstrip("#").strip())
         else:
-            code.append(line)
+            code.append(line.replace("# %% ", "# ", 1) if stripped.startswith("# %%") else line)
     if "".join(code).strip():
         out.append(("\n".join(prose), "\n".join(code).strip("\n")))
     return doc, out
