@@ -268,7 +268,10 @@ def allocate_storage(
 
     Build tensors over it (or over pieces of it, after ``split``) with
     :meth:`Tensor.from_storage`.
-    """
+
+    Cost: allocates ``nbytes`` (one allocation event); no copy; no sync; no dispatch; O(1)
+    (uninitialized memory).
+    Raises: AllocationFailedError, ValueError."""
     if not isinstance(nbytes, int) or isinstance(nbytes, bool) or not 0 <= nbytes <= INTP_MAX:
         raise LayoutError(
             "allocate_storage", f"argument 'nbytes' must be a non-negative int, got {shown(nbytes)}"

@@ -104,7 +104,9 @@ def dtype(spec: object) -> DType:
     """Resolve a dtype name (``"float64"``), a :class:`DType`, or a numpy dtype/type. O(1).
 
     Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: DTypeError."""
     return resolve(spec, "dtype")
 
 

@@ -146,7 +146,10 @@ class AllocationGroup(Lender):
 
     Every refused operation leaves the group unchanged.  Each operation is O(1) in
     element count (``split_mut`` is O(N log N) in the number of requested slots).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (an empty group);
+    ``insert`` moves owners in.
+    Raises: nothing."""
 
     __slots__ = ("_allocations", "_descs", "_gid", "_next", "_rec_alloc", "_refs")
 

@@ -60,7 +60,9 @@ class HostProvider:
 
     ``placement`` is ``"host"``; ``counters`` are the work counters; the set of live
     allocation ids lets tests prove every root is released exactly once.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct.
+    Raises: nothing."""
 
     placement: Final = "host"
 

@@ -91,7 +91,10 @@ class Generator:
     ``OPERATION_OUTPUT`` allocation named ``random.<method>``) except :meth:`shuffle`,
     which permutes an owner in place.  Costs are O(size) with no copy events.  Not
     thread-safe: give each thread its own (:meth:`spawn`).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct; each draw allocates one
+    owner.
+    Raises: nothing."""
 
     __slots__ = ("_rng",)
 

@@ -3,16 +3,10 @@ from the live public surface; the checker fails on bad examples."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from tests.docs._docstrings import check_all, check_docstring
 from tests.docs._surface import public_modules, public_names
-
-#: callables whose docstrings are not yet brought up to the convention, one qualified name a
-#: line.  The test fails for any other callable that misses it, and for a listed one that
-#: now follows it (remove it), so this list only shrinks.
-PENDING = Path(__file__).with_name("docstrings_pending.txt")
 
 
 def _exceptions() -> dict[str, type[BaseException]]:
@@ -24,29 +18,11 @@ def _exceptions() -> dict[str, type[BaseException]]:
     return out
 
 
-def _pending() -> set[str]:
-    if not PENDING.exists():
-        return set()
-    return {
-        line.strip()
-        for line in PENDING.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    }
-
-
 def test_every_public_callable_states_cost_and_raises() -> None:
     problems = check_all(public_names(), _exceptions())
-    pending = _pending()
-    new = [p for p in problems if p.name not in pending]
-    assert not new, (
-        f"{len(new)} docstring problem(s) (convention: docs/contributing.md#docstrings):\n"
-        + "\n".join(map(str, new))
-    )
-    failing = {p.name for p in problems}
-    fixed = sorted(pending - failing)
-    assert not fixed, (
-        "these now follow the convention: remove them from tests/docs/docstrings_pending.txt:\n"
-        + "\n".join(fixed)
+    assert not problems, (
+        f"{len(problems)} docstring problem(s) (convention: docs/contributing.md#docstrings):\n"
+        + "\n".join(map(str, problems))
     )
 
 

@@ -112,7 +112,10 @@ def _view_arrays(inputs: ScopedReadInputs) -> list[np.ndarray[Any, Any]]:
 
 
 class HostExecutionProvider(ExecutionProvider):
-    """Synchronous host engine: executes in the calling thread and retires before returning."""
+    """Synchronous host engine: executes in the calling thread and retires before returning.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct.
+    Raises: nothing."""
 
     kind: ClassVar[str] = "host"
     synchronous: ClassVar[bool] = True

@@ -90,7 +90,9 @@ class RetirementRecord:
     event, root and context references exactly once; a second call raises.  A record whose
     completion cannot be proven is never released: it moves into the context's permanent
     list.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): takes over the bindings and the event.
+    Raises: nothing."""
 
     __slots__ = ("bindings", "context", "event", "extra", "roots", "state")
 

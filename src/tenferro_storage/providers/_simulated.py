@@ -154,7 +154,9 @@ class SimulatedAsyncProvider(ExecutionProvider):
     ``completion_timeout`` (seconds) bounds how long the reaper waits for an event before
     declaring completion unproven.  Use as a context manager to register it as an engine
     for a block (``with SimulatedAsyncProvider() as p: p.engine``) and close it after.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch until work is submitted; O(1) to construct.
+    Raises: ValueError."""
 
     kind: ClassVar[str] = "sim-async"
     synchronous: ClassVar[bool] = False

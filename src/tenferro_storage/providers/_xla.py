@@ -103,7 +103,11 @@ _DOMAINS: Final = itertools.count()
 class XlaProvider(ExecutionProvider):
     """One JAX device as an asynchronous engine running XLA executables (see the module
     docstring).  ``device`` is a ``jax.Device``; ``namespace`` is what lowering rules
-    receive; :meth:`compile` makes this engine's programs."""
+    receive; :meth:`compile` makes this engine's programs.
+
+    Cost: no allocation; no copy; no sync; no dispatch until a program is compiled or run; O(1) to
+    construct.
+    Raises: nothing."""
 
     kind: ClassVar[str] = "xla"
     synchronous: ClassVar[bool] = False
@@ -520,7 +524,10 @@ class XlaProvider(ExecutionProvider):
 
 
 def xla_providers() -> list[ExecutionProvider]:
-    """One :class:`XlaProvider` per JAX device (none without jax). Imports jax."""
+    """One :class:`XlaProvider` per JAX device (none without jax). Imports jax.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(JAX devices); imports jax.
+    Raises: nothing."""
     jax = jax_module()
     if jax is None:
         return []

@@ -245,7 +245,9 @@ class CompiledGraph:
     (``ProgramError``): definitions before uses, output kinds consistent with their
     values, every intermediate released exactly once at its last use.  Immutable and
     shareable between threads; submitting it never re-validates it.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(instructions): validated once, here.
+    Raises: ProgramError."""
 
     n_inputs: int
     n_values: int
@@ -330,7 +332,10 @@ class ProgramBuilder:
 
     ``apply`` appends one instruction; ``build`` computes the output kinds and the
     release-after-last-use lists and validates the result.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct; ``build`` validates the
+    program once.
+    Raises: ProgramError."""
 
     def __init__(self, n_inputs: int, *, name: str = "") -> None:
         self._n_inputs = n_inputs
