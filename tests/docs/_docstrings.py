@@ -127,14 +127,15 @@ def check_docstring(
     if not cost_at:
         problems.append(
             Problem(name, "no 'Cost:' line (state: " + "; ".join(
-                "/".join(k) for k in FACETS.values()) + ")")
+                "/".join(k).replace("O(", "O(...)") for k in FACETS.values()) + ")")
         )
     else:
         text = " ".join(_paragraph(lines, i) for i in cost_at)
         for facet, keys in FACETS.items():
             if not any(k in text for k in keys):
                 problems.append(
-                    Problem(name, f"'Cost:' states no {facet} fact (one of: {', '.join(keys)})")
+                    Problem(name, f"'Cost:' states no {facet} fact (one of: "
+                            f"{', '.join('O(...)' if k == 'O(' else k for k in keys)})")
                 )
     raises = _section(lines, "Raises")
     inline = [m.group(1) for line in lines if (m := re.match(r"^Raises:\s*(\S.*)$", line.strip()))]
