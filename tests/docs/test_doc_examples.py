@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tenferro_ad.scenarios import load_files, run_scenarios
 from tests.docs._stale import ROOT, doc_files
 
 PAGES = [p for p in doc_files() if p.name != "README.md"]
@@ -36,3 +37,24 @@ def test_examples_check_fails_on_a_block_that_does_not_run() -> None:
     (block,) = blocks(page)
     with pytest.raises(AttributeError, match="no_such_function"):
         exec(compile(block, "bad.md", "exec"), {})
+
+
+def _scenario_blocks() -> list[tuple[Path, str]]:
+    """Every ``toml`` block of the docs that defines a ledger scenario."""
+    return [
+        (page, block)
+        for page in PAGES
+        for block in re.findall(r"^```toml\n(.*?)^```", page.read_text(), re.S | re.M)
+        if "[[scenario]]" in block
+    ]
+
+
+def test_doc_scenarios_pass(tmp_path: Path) -> None:
+    """The scenarios the docs show load and meet their own expectations."""
+    blocks_found = _scenario_blocks()
+    assert blocks_found  # the ledgers page teaches by one
+    for i, (page, block) in enumerate(blocks_found):
+        path = tmp_path / f"doc_{i}.toml"
+        path.write_text(block)
+        for result in run_scenarios(load_files([path])):
+            assert result.passed, f"{page.relative_to(ROOT)}: {result.scenario.name}: {result.mismatches}"
