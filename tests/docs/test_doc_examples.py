@@ -57,4 +57,5 @@ def test_doc_scenarios_pass(tmp_path: Path) -> None:
         path = tmp_path / f"doc_{i}.toml"
         path.write_text(block)
         for result in run_scenarios(load_files([path])):
-            assert result.passed, f"{page.relative_to(ROOT)}: {result.scenario.name}: {result.mismatches}"
+            where = f"{page.relative_to(ROOT)}: {result.scenario.name}"
+            assert result.passed, f"{where}: {result.mismatches}"
