@@ -7,8 +7,8 @@ A code span (Markdown backticks) is checked when it names something, recognized 
   attribute by attribute;
 - a dotted name on a value (``grads.take_grad``, ``x.to_numpy()``) names an attribute some
   public class has;
-- a bare ``CamelCase`` name (a class) or ``call()`` is a public name, a public class's
-  attribute, or a builtin;
+- a bare ``CamelCase`` name (a class), an ``UPPER_CASE`` name (an enum member) or ``call()``
+  is a public name, a public class's attribute, or a builtin;
 - a repository path (``docs/guides/x.md``, ``tests/docs/``) exists;
 - ``python -m module`` names an importable module, and ``--flag`` is a flag one of the CLIs
   defines (a ``"--flag"`` literal in ``scripts/`` or a ``__main__``/``demo`` module).
@@ -57,6 +57,7 @@ _CALL = re.compile(rf"^({_IDENT})\(.*\)$")
 _CAMEL = re.compile(r"^_?[A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*$|^[A-Z][a-z]+Error$")
 _PATH = re.compile(r"^(src|tests|docs|scripts|tutorials|bench|\.ci)/[\w./-]*$")
 _FLAG = re.compile(r"^--[a-z][a-z0-9-]*")
+_MEMBER = re.compile(r"^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$")  # an enum member, env var, error code
 _PYM = re.compile(rf"^python3? -m ({_IDENT}(?:\.{_IDENT})*)")
 
 
@@ -87,6 +88,17 @@ class Surface:
                    *ROOT.glob("src/**/scenarios/__init__.py")]
         for src in sources:
             self.flags.update(re.findall(r"[\"'](--[a-z][a-z0-9-]*)[\"']", src.read_text()))
+
+    def in_code(self, word: str) -> bool:
+        """Whether ``word`` occurs in ``src/``, ``scripts/`` or the test harness (not
+        ``tests/docs/``): an environment variable the code reads, a code a checker prints."""
+        if not hasattr(self, "_code_words"):
+            tests = [p for p in ROOT.glob("tests/**/*.py") if "docs" not in p.parts]
+            files = [*ROOT.glob("src/**/*.py"), *ROOT.glob("scripts/**/*.py"), *tests]
+            self._code_words = set(
+                re.findall(r"[A-Z][A-Z0-9_]+", "\n".join(p.read_text() for p in files))
+            )
+        return word in self._code_words
 
     def defined_in_src(self, name: str) -> bool:
         """Whether ``name`` is defined (a class or a module-level assignment) anywhere under
@@ -160,6 +172,9 @@ def problem(
         ok = name in surface.names or name in surface.attributes or hasattr(builtins, name)
         ok = ok or (internals and surface.defined_in_src(name))
         return None if ok else f"`{span}`: no public function {name!r}"
+    if _MEMBER.match(span):
+        ok = span in surface.attributes or span in surface.names or surface.in_code(span)
+        return None if ok else f"`{span}`: no enum member, variable or code {span!r} exists"
     if _CAMEL.match(span):
         if span in FOREIGN_NAMES or span in local:
             return None

@@ -26,10 +26,11 @@ def test_stale_check_fails_on_names_the_code_does_not_have(surface: Surface) -> 
     bad = (
         "Call `ad.grad_everything(f)`, read `grads.take_gradient(x)`, build with "
         "`NoSuchBuilder`, see `docs/guides/missing.md`, run "
-        "`python -m tenferro_ad.nothing` with `--no-such-flag`, or `ts.Tensor.nope`."
+        "`python -m tenferro_ad.nothing` with `--no-such-flag`, or `ts.Tensor.nope`, "
+        "recorded as `TO_NUMPY`."
     )
     problems = check_text(bad, surface)
-    assert len(problems) == 7, problems
+    assert len(problems) == 8, problems
     assert "`ad.grad_everything(f)`: ad.grad_everything does not exist" in problems
 
 
@@ -37,6 +38,6 @@ def test_stale_check_accepts_names_that_exist(surface: Surface) -> None:
     good = (
         "`ad.grad(f)`, `grads.take_grad(x)`, `Gradients`, `tenferro_storage.runtime.download`, "
         "`docs/guides/for-jax-users.md`, `python -m tenferro_ad.scenarios run`, `--trace`, "
-        "`np.asarray(x)`, `BorrowError`, `ts.Tensor.duplicate`"
+        "`np.asarray(x)`, `BorrowError`, `ts.Tensor.duplicate`, `CHECKPOINT_RECOMPUTE_OUTPUT`"
     )
     assert check_text(good, surface) == []
