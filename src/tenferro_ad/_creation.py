@@ -29,7 +29,10 @@ def asarray(x: Any, dtype: Any = None) -> Any:
     through ``from_numpy``, a JAX array or torch tensor through ``from_dlpack``.  Hoist an
     ``asarray`` of a constant out of a loop or a jitted function: passing the numpy array
     itself imports it again on every call.  O(1) for a tenferro value, O(size) otherwise.
-    """
+
+    Cost: allocates a new owner unless ``x`` already is one (returned as is); copies a foreign array
+    once (a recorded TRANSFER); no sync; no dispatch; O(n).
+    Raises: DTypeError, TypeError."""
     if dtype is not None:
         try:
             dtype = ts.dtype(dtype)

@@ -247,7 +247,11 @@ def _to_ns(ops: Any, ct: Any, like: np.ndarray[Any, Any]) -> Any:
 
 
 class custom_vjp:
-    """Decorator: give ``fun`` a user-defined VJP (see the module docstring)."""
+    """Decorator: give ``fun`` a user-defined VJP (see the module docstring).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to wrap; a call costs ``fun``'s forward
+    rule.
+    Raises: ArgumentTypeError."""
 
     def __init__(self, fun: Callable[..., Any]) -> None:
         if not callable(fun):
@@ -345,7 +349,11 @@ def _tracked(args: tuple[Any, ...], key: Any) -> bool:
 
 
 class custom_jvp:
-    """Decorator: give ``fun`` a user-defined JVP (see the module docstring)."""
+    """Decorator: give ``fun`` a user-defined JVP (see the module docstring).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to wrap; a call costs ``fun``'s forward
+    rule.
+    Raises: ArgumentTypeError."""
 
     def __init__(self, fun: Callable[..., Any]) -> None:
         if not callable(fun):

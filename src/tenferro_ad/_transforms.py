@@ -159,7 +159,11 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
     """The Jacobian of ``f`` by reverse mode, in JAX's structure: ``f``'s output pytree
     outside, each differentiated argument's pytree inside (a tuple of them for a tuple
     ``argnums``); each block has shape ``out_leaf.shape + arg_leaf.shape``.  One reverse
-    sweep per output element."""
+    sweep per output element.
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "jacrev")
 
     def jac(*args: Any) -> Any:
@@ -207,7 +211,11 @@ jacobian = jacrev
 def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
     """The Jacobian of ``f`` by forward mode, in JAX's structure (see :func:`jacrev`).
     One forward-mode pass per input element (plus one when an input leaf is empty, for
-    the output's structure)."""
+    the output's structure).
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "jacfwd")
 
     def jac(*args: Any) -> Any:
@@ -278,7 +286,11 @@ def _first_outputs(cols: list[list[list[list[Any]]]]) -> list[Any]:
 
 
 def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callable[..., Any]:
-    """The Hessian of scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse)."""
+    """The Hessian of scalar ``f``: ``jacfwd(jacrev(f))`` (forward over reverse).
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "hessian")
     return jacfwd(jacrev(f, argnums), argnums)
 
@@ -286,7 +298,11 @@ def hessian(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callab
 def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
     """The Hessian-vector product ``H(primals) @ tangents`` of scalar ``f``, by
     forward-over-reverse (``jvp`` of ``grad``): one gradient evaluation pushed through
-    forward mode, never the full Hessian."""
+    forward mode, never the full Hessian.
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "hvp")
     for name, given in (("primals", primals), ("tangents", tangents)):
         if not isinstance(given, tuple | list):
@@ -302,7 +318,11 @@ def hvp(f: Callable[..., Any], primals: Any, tangents: Any) -> Any:
 
 def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     """autograd's ``elementwise_grad``: the VJP of ``f`` with a cotangent of ones — the
-    derivative of each output element for elementwise ``f`` (its diagonal Jacobian)."""
+    derivative of each output element for elementwise ``f`` (its diagonal Jacobian).
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "elementwise_grad")
 
     def eg(*args: Any) -> Any:
@@ -332,7 +352,11 @@ def elementwise_grad(f: Callable[..., Any], argnums: int = 0) -> Callable[..., A
 def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., Any]]:
     """``(f(*primals), f_jvp)``: ``f_jvp(*tangents)`` is the Jacobian-vector product at
     ``primals`` (each call runs one forward-mode pass; the primals stay borrowed only
-    during calls)."""
+    during calls).
+
+    Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
+    no sync; no dispatch; O(the cost of ``f``) per evaluation.
+    Raises: ArgumentError, ArgumentTypeError."""
     _callable(f, "linearize")
     _check_args(primals, tuple(range(len(primals))), "linearize", "primals")
     out = f(*primals)
@@ -353,7 +377,10 @@ def trace(x: Any, *args: Any, **kwargs: Any) -> Any:
       of a diagonal (a recorded op, differentiable; one gather and one reduction).
 
     Telling them apart is one ``callable`` check, O(1).
-    """
+
+    Cost: allocates the graph only (no tensor storage); no copy; no sync; no dispatch; O(the ops
+    ``f`` applies).
+    Raises: ArgumentTypeError, TypeError."""
     if callable(x) and not isinstance(x, EagerTensor | ts.Tensor | ts.TensorView):
         if args or kwargs:
             raise ArgumentTypeError("trace(f): pass the arguments to the returned function")

@@ -40,7 +40,10 @@ def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
     """Create and register a user primitive (see :func:`tenferro_ad._core._primitive.defprimitive`
     for the parameters).  Its rules' cotangents are checked against their arguments'
     shapes and dtypes in every backward (an ``ArgumentError`` naming the primitive and
-    the argument), so a rule bug never becomes a silently wrong gradient."""
+    the argument), so a rule bug never becomes a silently wrong gradient.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers a primitive.
+    Raises: ArgumentError."""
     p = _defprimitive(*args, **kwargs)
     p.checked = True
     return p
@@ -49,7 +52,10 @@ def defprimitive(*args: Any, **kwargs: Any) -> Primitive:
 def defpointwise(*args: Any, **kwargs: Any) -> Primitive:
     """Create and register a user pointwise primitive whose VJP and JVP both come from one
     tuple of partial derivatives (see :func:`tenferro_ad._core._primitive.defpointwise`),
-    its cotangents checked as :func:`defprimitive`'s are."""
+    its cotangents checked as :func:`defprimitive`'s are.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers a primitive and its rules.
+    Raises: ArgumentError."""
     p = _defpointwise(*args, **kwargs)
     p.checked = True
     return p

@@ -82,7 +82,10 @@ __all__ = [
 
 
 def eigvalsh(a: Any, UPLO: str | None = None, *, symmetrize_input: bool = True) -> Any:
-    """Eigenvalues of Hermitian matrices (ascending, real): :func:`eigh`'s first output."""
+    """Eigenvalues of Hermitian matrices (ascending, real): :func:`eigh`'s first output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     return eigh(a, UPLO, symmetrize_input=symmetrize_input)[0]
 
 
@@ -90,8 +93,10 @@ def matrix_power(a: Any, n: int) -> Any:
     """``a`` to the integer power ``n`` by repeated squaring, batched (``numpy``'s semantics).
 
     ``n = 0``: the identity (broadcast over the batch); ``n < 0``: powers of ``inv(a)``.
-    O(log |n|) matrix products, each O(k^3).
-    """
+    ``O(log |n|)`` matrix products, each O(k^3).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     s = _square("matrix_power", a)
     if isinstance(n, bool) or not isinstance(n, int | np.integer):
         raise ArgumentTypeError(
@@ -122,7 +127,10 @@ def cho_factor(a: Any, lower: bool = False) -> tuple[Any, bool]:
     with zeros in the other triangle.  The input is symmetrized like :func:`cholesky`, so the
     gradient is Hermitian; ``jax.scipy.linalg.cho_factor`` reads one triangle and its
     derivative assumes a Hermitian tangent (the two agree on Hermitian directions).
-    O(n^3)."""
+    O(n^3).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     lo = cholesky(a)
     if lower:
         return lo, True
@@ -132,7 +140,10 @@ def cho_factor(a: Any, lower: bool = False) -> tuple[Any, bool]:
 def cho_solve(c_and_lower: tuple[Any, bool], b: Any) -> Any:
     """Solve ``a x = b`` from :func:`cho_factor`'s ``(c, lower)``: two triangular solves,
     O(n^2 k), reading only ``c``'s triangle (``jax.scipy.linalg.cho_solve``).  Its
-    derivatives are triangular solves too."""
+    derivatives are triangular solves too.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     c, lower = c_and_lower
     if lower:
         y = solve_triangular(c, b, lower=True, trans=0)
@@ -154,7 +165,9 @@ def lstsq(
     Traced (``jit``/``vmap``), ``rank`` is a value of the program and the residuals are
     returned whenever ``m > n`` (shapes must be known at trace time: JAX's compiled
     behaviour, ``numpy_resid=False``).
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ArgumentError(f"lstsq: expected a (m, n) and b (m,) or (m, k), got {sa} and {sb}")

@@ -14,7 +14,9 @@ class DType:
 
     ``itemsize`` and ``alignment`` are in bytes.  ``partner`` is the sealed
     reinterpretation partner (complex64<->float32, complex128<->float64) or ``None``.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("alignment", "itemsize", "kind", "name", "numpy")
 
@@ -102,7 +104,9 @@ def dtype(spec: object) -> DType:
     """Resolve a dtype name (``"float64"``), a :class:`DType`, or a numpy dtype/type. O(1).
 
     Raises :class:`~tenferro_storage.errors.DTypeError` naming an unknown or unsupported dtype.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: DTypeError."""
     return resolve(spec, "dtype")
 
 

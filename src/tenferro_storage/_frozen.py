@@ -45,7 +45,10 @@ def readonly_over(
 
 def is_frozen(array: np.ndarray[Any, Any]) -> bool:
     """Whether ``array`` already lies over a read-only buffer (its write flag cannot be
-    set). O(length of the base chain)."""
+    set). O(length of the base chain).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(length of the base chain).
+    Raises: nothing."""
     if array.flags.writeable:
         return False
     b: Any = array.base
@@ -65,7 +68,9 @@ def frozen(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     For arrays that do not come from a checked descriptor (program constants, traced
     literals, a donated buffer the runtime reads back).  No copy. O(length of the base
     chain).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch (a view of the same memory); O(1).
+    Raises: nothing."""
     if is_frozen(array):
         return array
     base = array

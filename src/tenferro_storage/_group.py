@@ -57,7 +57,9 @@ class DescriptorSlot:
     only when passed to a method of the group that issued it.  Using it with another
     group, or after its record was removed or extracted, raises ``GroupError``.
     Slots compare equal when they name the same record of the same group.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("_group", "_index")
 
@@ -144,7 +146,10 @@ class AllocationGroup(Lender):
 
     Every refused operation leaves the group unchanged.  Each operation is O(1) in
     element count (``split_mut`` is O(N log N) in the number of requested slots).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (an empty group);
+    ``insert`` moves owners in.
+    Raises: nothing."""
 
     __slots__ = ("_allocations", "_descs", "_gid", "_next", "_rec_alloc", "_refs")
 

@@ -270,7 +270,10 @@ class Borrow(NoCopy):
 def name_borrow(view: Any, holder: str) -> None:
     """Name the party that holds ``view``'s shared borrow (shown by ``BorrowError``
     when someone asks for a conflicting borrow while it lives). O(1).  Published as
-    ``tenferro_storage.kernel.name_borrow``."""
+    ``tenferro_storage.kernel.name_borrow``.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: nothing."""
     lender = view._lender
     if lender is not None:
         lender._who = holder

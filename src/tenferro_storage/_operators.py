@@ -86,7 +86,9 @@ def register_operators(table: Mapping[str, Callable[..., Any]]) -> None:
     others.  The whole table is checked first: an unknown key (``KeyError``) or a
     non-callable value (``TypeError``) changes nothing.  O(len(table)); called once at
     import by the package that provides arithmetic (``tenferro_ad``).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(entries).
+    Raises: ValueError."""
     for key, fn in table.items():
         if key not in OPERATOR_KEYS:
             raise KeyError(

@@ -28,7 +28,10 @@ def raise_fault(error: FaultError | None, default: type[BaseException], message:
 
 @attrs.define
 class ProviderCounters:
-    """Work counters of one provider (plain integers; reset with :meth:`reset`)."""
+    """Work counters of one provider (plain integers; reset with :meth:`reset`).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     validations: int = 0
     resolutions: int = 0
@@ -57,7 +60,9 @@ class HostProvider:
 
     ``placement`` is ``"host"``; ``counters`` are the work counters; the set of live
     allocation ids lets tests prove every root is released exactly once.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct.
+    Raises: nothing."""
 
     placement: Final = "host"
 

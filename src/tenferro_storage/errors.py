@@ -209,7 +209,10 @@ class GroupError(TenferroError, LookupError):
 
 
 class DisjointCause(enum.Enum):
-    """Why ``AllocationGroup.split_mut`` refused a request."""
+    """Why ``AllocationGroup.split_mut`` refused a request.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) (an enum member look-up).
+    Raises: ValueError."""
 
     INVALID_SLOT = "invalid or empty descriptor slot"
     NON_INJECTIVE = "non-injective write layout"

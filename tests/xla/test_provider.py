@@ -277,3 +277,26 @@ def test_a_long_chains_ledger_peak_is_within_twice_jaxs_compiled_memory(xla_engi
     scratch = g.lower(owner).program.scratch_bytes
     assert scratch == g.lower(owner).program.executable.memory_analysis().temp_size_in_bytes
     np.testing.assert_allclose(got.to_numpy(), np.asarray(jax.grad(chain(jnp))(x)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("donate", [False, True], ids=["scoped", "detached"])
+def test_float64_host_inputs_stay_float64_when_jax_runs_without_x64(donate: bool) -> None:
+    """A user's process does not enable jax's x64 mode: float64 host inputs must reach the
+    executable as float64 (jax would otherwise narrow them to float32 at the call, and the
+    executable compiled for float64 refuses them).  Run in a fresh interpreter, where x64 is
+    off as a user has it; both call paths (scoped and, with donation, detached)."""
+    program = (
+        "import numpy as np, tenferro_ad as ad, tenferro_storage as ts\n"
+        "import jax\n"
+        "assert not jax.config.jax_enable_x64\n"
+        f"f = ad.jit(lambda v, w: v * w, engine='xla', donate_argnums={(0,) if donate else ()})\n"
+        "from tenferro_storage import runtime as rt\n"
+        "v = rt.upload(f.engine, ts.from_numpy(np.full(4, 1.0 / 3.0)))\n"
+        "r = f(v, np.full(4, 3.0))\n"
+        "print(r.dtype, repr(float(r.sum() - 4.0)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["float64", repr(float(np.sum(np.full(4, 1.0 / 3.0) * 3.0) - 4.0))]

@@ -67,7 +67,9 @@ def name(x: Any, label: str) -> Any:
     input or a value from outside the region has no effect (it is a boundary already).
     On a traced value the equation that made it is annotated instead (the same
     policies apply when the traced program is differentiated).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: nothing."""
     if type(x) is Tracer and isinstance(label, str):
         return name_traced(x, label)
     return _name_eager(x, label)
@@ -120,7 +122,10 @@ def checkpoint(
     interior.  Raises :class:`CheckpointError` when ``f`` returns something else (a
     leaf that is not a handle); an exception from ``f`` propagates after every
     recorded boundary record is released (nothing is published).
-    """
+
+    Cost: allocates what ``f``'s ops allocate, minus the interior the tape does not retain
+    (recomputed in backward); no copy; no sync; no dispatch; O(cost of ``f``).
+    Raises: ArgumentTypeError, CheckpointError."""
     if not callable(f):
         raise ArgumentTypeError(
             f"checkpoint: argument 'f' must be callable, got {type(f).__name__}"

@@ -109,7 +109,9 @@ class Gradients(ts.AllocationGroup):
 
     ``handle(x)`` (only after ``backward(..., create_graph=True)``) is the gradient as a
     handle recorded on the tape, for higher-order derivatives.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (``backward`` builds it).
+    Raises: nothing."""
 
     __slots__ = ("_handles", "_key", "_map")
 

@@ -53,7 +53,9 @@ class ValueGuard(NoCopy):
     Use as ``with x.value() as v: ...`` (``v`` is the ``TensorView``).  The borrow ends on
     ``release()``, on ``with`` exit, or when the guard dies.  O(1): no allocation, no
     copy, no new owner, no re-validation.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("_rec", "_view")
 
@@ -109,7 +111,10 @@ class EagerTensor:
 
     Cheap to clone (``clone()``/``copy.copy``: one more reference to the same record, no
     allocation, no copy).  Create by ``tape.watch(owner)`` or as the result of an op.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) (ops build handles; do not construct
+    one).
+    Raises: nothing."""
 
     __slots__ = ("__weakref__", "_id", "_rec", "_tape")
 

@@ -55,7 +55,9 @@ class Zero:
     Never materialized unless someone asks for the value (``Gradients.grad`` returns
     ``None`` for it; the functional API, like JAX, returns zeros for arguments the output
     does not depend on).  O(1).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("dtype", "shape")
 
@@ -81,7 +83,9 @@ class Primitive:
     ``variadic``: any number of arguments; rule 0 serves every argument and receives
     ``argnum=i``.  Rules can be (re)registered later with :meth:`defvjp` /
     :meth:`defjvp`.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = (
         "abstract", "alias", "broadcasts", "checked", "fast", "forward_saving", "impl",
@@ -230,7 +234,10 @@ def defprimitive(
 
 def deflinear(prim: Primitive, transpose: Rule) -> Primitive:
     """Rules for a primitive linear in its single argument: ``jvp(t) = prim(t)`` and
-    ``vjp(g) = transpose(ops, g, **params)``.  No residuals are saved."""
+    ``vjp(g) = transpose(ops, g, **params)``.  No residuals are saved.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers rules.
+    Raises: nothing."""
     def jvp(ops: Any, t: Any, **params: Any) -> Any:
         return ops.apply(prim, t, **params)
 
@@ -242,7 +249,10 @@ def deflinear(prim: Primitive, transpose: Rule) -> Primitive:
 def defbilinear(prim: Primitive, vjp_lhs: Rule, vjp_rhs: Rule) -> Primitive:
     """Rules for ``prim(x, y)`` bilinear in ``(x, y)`` (mul, matmul, einsum-like):
     ``jvp = prim(tx, y) + prim(x, ty)``; VJPs are ``vjp_lhs(ops, g, x, y)`` and
-    ``vjp_rhs(ops, g, x, y)``.  Saves both inputs."""
+    ``vjp_rhs(ops, g, x, y)``.  Saves both inputs.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers rules.
+    Raises: nothing."""
 
     def jvp_x(ops: Any, t: Any, x: Any, y: Any, **params: Any) -> Any:
         return ops.apply(prim, t, y, **params)
@@ -306,7 +316,10 @@ def _times_partial(d: Rule | _NonDiff | None) -> Rule | _NonDiff | None:
 
 def nondifferentiable(prim: Primitive) -> Primitive:
     """Mark every argument of ``prim`` non-differentiable (comparisons, sign, argmax...):
-    its outputs carry no gradient; nothing is saved."""
+    its outputs carry no gradient; nothing is saved.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers rules.
+    Raises: nothing."""
     prim.save_in = ()
     prim.save_out = False
     prim.vjps = [NONDIFF] * max(prim.nargs, 1)

@@ -56,7 +56,10 @@ _read_array = ts.kernel.read_array
 
 
 class RetentionContainer:
-    """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow)."""
+    """Directly owns one allocation (fused ``owner``, an ``AllocationGroup``, or a borrow).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("addr", "base_slot", "borrow", "count", "group", "owner", "pending")
 
@@ -148,7 +151,9 @@ class AdValueRecord:
     the kernel's own output array (or a numpy view of it for aliases) and is never handed
     to users, who read through ``EagerTensor.value()``.  ``op`` names the producing
     operation (for ``tape.retained()``).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = ("a", "container", "count", "op", "slot")
 

@@ -75,7 +75,9 @@ def allocation_reason(reason: AllocationReason) -> Iterator[None]:
     """Inside the block, eager op kernels record ``reason`` for their fresh outputs.
 
     Used by checkpoint recomputation (``CHECKPOINT_RECOMPUTE_OUTPUT``). O(1).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to enter and leave.
+    Raises: nothing."""
     prev = STATE.reason
     STATE.reason = reason
     try:
@@ -87,7 +89,10 @@ def allocation_reason(reason: AllocationReason) -> Iterator[None]:
 @contextmanager
 def no_grad() -> Iterator[None]:
     """Suspend recording: ops inside the block compute values but add no tape nodes
-    (and so retain nothing). O(1)."""
+    (and so retain nothing). O(1).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to enter and leave.
+    Raises: nothing."""
     prev_tape, prev_key = STATE.tape, STATE.key
     STATE.tape = None
     STATE.key = None

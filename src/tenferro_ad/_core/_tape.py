@@ -70,7 +70,10 @@ _FAILED.res = None
 
 @attrs.frozen
 class RetainedEntry:
-    """One value the tape retains: who produced it, which rules need it, its bytes."""
+    """One value the tape retains: who produced it, which rules need it, its bytes.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     producer: str
     needed_by: tuple[str, ...]
@@ -92,7 +95,10 @@ class Tape(NoCopy):
     ``tape.backward(loss)`` returns a :class:`~tenferro_ad.Gradients` bundle.  The tape
     retains a value iff a rule's residual declaration needs it or ``retain(x)`` asked;
     everything else is released as soon as its last handle goes.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct; recording adds O(1) per
+    op.
+    Raises: nothing."""
 
     __slots__ = (
         "__weakref__", "_active", "_borrowed", "_done", "_kept", "_prev", "_released",
@@ -523,7 +529,10 @@ class recording_on:
 
 
 def current_tape() -> Tape | None:
-    """The tape that records new ops now (``None`` outside tapes or under ``no_grad``)."""
+    """The tape that records new ops now (``None`` outside tapes or under ``no_grad``).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1).
+    Raises: nothing."""
     t: Tape | None = STATE.tape
     return t
 

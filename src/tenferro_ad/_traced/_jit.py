@@ -638,7 +638,13 @@ def jit(
     argument, ``None``: each ``ShardedTensor`` argument's own layout; ``out_shardings``
     a spec for every output or a pytree of them, ``None``: replicated.  Results are
     ``ShardedTensor`` owners (one allocation per shard).  A plain ``jit`` called with
-    ``ShardedTensor`` arguments runs the same way over their mesh."""
+    ``ShardedTensor`` arguments runs the same way over their mesh.
+
+    Cost: tracing and compiling once per input signature, then allocates the results; no copy (an
+    unaligned or foreign input is one recorded TRANSFER); synchronizes on the results; dispatches
+    through the chosen engine; O(the program's work).
+    Raises: ArgumentTypeError, DonationError, EngineUnavailableError, ExecutionFailed,
+    LoweringError, ShardingError."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)

@@ -39,7 +39,10 @@ LOWERINGS: dict[Primitive, LowerRule] = {}  # keyed by the primitive object (ide
 
 def deflower(prim: Primitive, rule: LowerRule) -> Primitive:
     """Register ``rule`` as the XLA lowering of ``prim`` (replacing any earlier one).
-    Returns ``prim``. O(1)."""
+    Returns ``prim``. O(1).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1): registers the rule.
+    Raises: nothing."""
     if not isinstance(prim, Primitive):
         raise TypeError(f"deflower: expected a Primitive, got {type(prim).__name__}")
     if not callable(rule):

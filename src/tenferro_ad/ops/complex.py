@@ -208,7 +208,10 @@ VIEW_AS_COMPLEX.defjvp(lambda ops, t: ops.apply(VIEW_AS_COMPLEX, t))
 @op("conj")
 def conj(x: Any) -> EagerTensor:
     """Complex conjugate: one allocation; linear, saves nothing.  Of a real value: the
-    value itself, as a metadata alias (no allocation, no copy)."""
+    value itself, as a metadata alias (no allocation, no copy).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     if value_of("conj", x)[1].kind != "c":
         return bind(elementwise.SAME, x)
     return bind(CONJ, x)
@@ -217,7 +220,10 @@ def conj(x: Any) -> EagerTensor:
 @op("real")
 def real(x: Any) -> EagerTensor:
     """Real part: one allocation.  Of a real value: the value itself, as a metadata alias
-    (no allocation, no copy)."""
+    (no allocation, no copy).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     if value_of("real", x)[1].kind != "c":
         return bind(elementwise.SAME, x)
     return bind(REAL, x, src_complex=True)
@@ -225,13 +231,19 @@ def real(x: Any) -> EagerTensor:
 
 @op("imag")
 def imag(x: Any) -> EagerTensor:
-    """Imaginary part (zeros for real input, with a zero gradient). One allocation."""
+    """Imaginary part (zeros for real input, with a zero gradient). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(IMAG, x, src_complex=value_of("imag", x)[1].kind == "c")
 
 
 @op("complex")
 def complex(re: Any, im: Any) -> EagerTensor:
-    """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n)."""
+    """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     stored_value_arg("complex", "re", re)
     stored_value_arg("complex", "im", im)
     return bind(REAL_T, re) - bind(IMAG_T, im)
@@ -240,7 +252,10 @@ def complex(re: Any, im: Any) -> EagerTensor:
 @op("angle")
 def angle(z: Any) -> EagerTensor:
     """Argument of ``z`` in radians (``numpy.angle``); gradient ``-i ct conj(z)/|z|^2``
-    (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``."""
+    (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ANGLE, z)
 
 
@@ -250,7 +265,9 @@ def view_as_real(z: Any) -> EagerTensor:
 
     Metadata-only: no allocation, no copy (the storage kernel's sealed complex<->real
     reinterpretation).  Differentiable: the cotangent maps back as ``g0 - 1j*g1``.
-    """
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(VIEW_AS_REAL, z)
 
 
@@ -259,7 +276,9 @@ def view_as_complex(x: Any) -> EagerTensor:
     """The real value ``x`` (trailing axis of 2, unit stride) seen as complex. Zero-copy.
 
     Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
-    """
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(VIEW_AS_COMPLEX, x)
 
 # batching rules: both views act on the trailing axis only

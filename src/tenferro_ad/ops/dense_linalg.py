@@ -625,7 +625,9 @@ def solve(a: Any, b: Any) -> EagerTensor:
     batch), otherwise a (batch of) ``(n, k)`` matrices whose batch shape broadcasts with
     ``a``'s (numpy rules; gradients are summed back over broadcast axes).  Raises
     ``LinAlgError`` naming the op for a singular matrix.  Saves ``a`` and ``x``.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     sa, sb = _square("solve", a), _shape(b)
     if len(sb) == 1:
         if sb[0] != sa[-1]:
@@ -650,7 +652,9 @@ def solve_triangular(
     matrix, no factorization; its VJP and JVP are triangular solves too.  A single
     matrix against a batch of right-hand sides is one solve.  ``LinAlgError`` naming the
     op for a zero diagonal entry.  Saves ``a`` and ``x``.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     sa, sb = _square("solve_triangular", a), _shape(b)
     if trans not in (0, 1, 2):
         raise ArgumentError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")
@@ -667,7 +671,10 @@ def solve_triangular(
 
 
 def inv(a: Any) -> EagerTensor:
-    """Inverse of (batches of) square matrices; O(n^3). ``LinAlgError`` when singular."""
+    """Inverse of (batches of) square matrices; O(n^3). ``LinAlgError`` when singular.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     _square("inv", a)
     return bind(INV, a)
 
@@ -676,7 +683,10 @@ def det(a: Any) -> EagerTensor:
     """Determinant, batched; O(n^3).  Its derivative is the adjugate ``adj(a)^T``
     (``det(a) inv(a)^T`` when invertible): at an exactly singular matrix it comes from an
     SVD, as JAX's (which uses an LU cofactor expansion).  The second derivative at an
-    exactly singular matrix (``create_graph``) still raises ``LinAlgError``."""
+    exactly singular matrix (``create_graph``) still raises ``LinAlgError``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     _square("det", a)
     return bind(DET, a)
 
@@ -684,7 +694,10 @@ def det(a: Any) -> EagerTensor:
 def slogdet(a: Any) -> tuple[EagerTensor, EagerTensor]:
     """``(sign, log|det a|)``, batched; O(n^3).  One packed allocation; both results are
     metadata-only slices of it.  ``sign`` is complex (unit modulus) for complex ``a``
-    and carries JAX's derivative ``i Im(tr(a^-1 da)) sign``."""
+    and carries JAX's derivative ``i Im(tr(a^-1 da)) sign``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     _square("slogdet", a)
     p = bind(SLOGDET, a)
     sign, logabs = p[..., 0], p[..., 1]
@@ -698,7 +711,9 @@ def cholesky(a: Any) -> EagerTensor:
 
     Like ``jnp.linalg.cholesky`` the input is symmetrized first (``(a + a^H)/2``), so the
     gradient is Hermitian.  ``LinAlgError`` naming the op when not positive definite.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     _square("cholesky", a)
     return bind(CHOLESKY, a)
 
@@ -707,7 +722,9 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
     """Reduced QR ``(q, r)`` of ``(..., m, n)`` (numpy/LAPACK's gauge), O(m n k).
 
     One packed allocation ``[q; r^T]``; ``q`` and ``r`` are metadata-only views of it.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     s = _shape(a)
     if len(s) < 2:
         raise ArgumentError(f"qr: expected (..., m, n), got shape {s}")
@@ -740,7 +757,9 @@ def eigh(
     eigenvalues the eigenvector derivatives are ``inf``/``nan`` (as in JAX); losses of the
     eigenvalues alone stay finite.  Eigenvector phases are LAPACK's: only gauge-invariant
     losses are meaningful.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     _square("eigh", a)
     if UPLO not in (None, "L", "U"):
         raise ArgumentError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
@@ -762,7 +781,9 @@ def svd(
     is the reduced SVD, for non-square input its values are numpy's and differentiating it
     raises ``MissingRuleError`` (JAX raises ``NotImplementedError``: the complement columns
     are not determined by ``a``).
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     sa = _shape(a)
     if len(sa) < 2:
         raise ArgumentError(f"svd: expected (..., m, n), got shape {sa}")
@@ -795,14 +816,19 @@ def eig(a: Any) -> tuple[EagerTensor, EagerTensor]:
     (``jax.lax.linalg.eig(..., enable_eigvec_derivs=True)``).  Eigenvector derivatives
     assume distinct eigenvalues (``inf``/``nan`` otherwise); losses of the eigenvalues alone
     stay finite.  One packed allocation ``[w; V]``; the results are views of it.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     _square("eig", a)
     p = bind(EIG, a)
     return p[..., 0, :], p[..., 1:, :]
 
 
 def eigvals(a: Any) -> EagerTensor:
-    """Eigenvalues of general square matrices (complex, as :func:`eig`); O(n^3)."""
+    """Eigenvalues of general square matrices (complex, as :func:`eig`); O(n^3).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     return eig(a)[0]
 
 
@@ -811,7 +837,9 @@ def expm(a: Any) -> EagerTensor:
 
     O(n^3) forward; the JVP and VJP are one ``expm`` of a ``2n x 2n`` block matrix each
     (the Frechet derivative), so they compose to any order.  Saves ``a``.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     _square("expm", a)
     return bind(EXPM, a)
 
@@ -823,7 +851,9 @@ def sqrtm(a: Any) -> EagerTensor:
     input), else complex.  Derivatives solve the Sylvester equation ``X dX + dX X = dA``
     (``scipy.linalg.solve_sylvester``), differentiable again.  JAX's ``sqrtm`` has no
     derivative; ours is checked against finite differences.  Saves the result.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     _square("sqrtm", a)
     return bind(SQRTM, a)
 
@@ -833,7 +863,9 @@ def solve_sylvester(a: Any, b: Any, c: Any) -> EagerTensor:
 
     Differentiable in all three arguments.  ``LinAlgError`` when ``a`` and ``-b`` share an
     eigenvalue.  Saves ``a``, ``b`` and ``X``.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
     sa, sb, sc = _square("solve_sylvester", a), _square("solve_sylvester", b), _shape(c)
     if sc[-2:] != (sa[-1], sb[-1]):
         raise ArgumentError(
@@ -849,7 +881,9 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> EagerTen
     ``10 * max(m, n) * eps``.  ``hermitian=True`` symmetrizes the input first (as JAX).
     Derivative: Golub and Pereyra's formula (JAX's), valid where the rank is locally
     constant.  Saves ``a`` and the result.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
+    Raises: ArgumentError, ArgumentTypeError."""
     sa = _shape(a)
     if len(sa) < 2:
         raise ArgumentError(f"pinv: expected (..., m, n), got shape {sa}")
@@ -860,24 +894,36 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> EagerTen
 
 
 def tril(x: Any, k: int = 0) -> EagerTensor:
-    """Lower triangle of the last two axes (``numpy.tril``); linear. O(size)."""
+    """Lower triangle of the last two axes (``numpy.tril``); linear. O(size).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(TRIL, x, k=int(k))
 
 
 def triu(x: Any, k: int = 0) -> EagerTensor:
-    """Upper triangle of the last two axes (``numpy.triu``); linear. O(size)."""
+    """Upper triangle of the last two axes (``numpy.triu``); linear. O(size).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(TRIU, x, k=int(k))
 
 
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
-    """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros."""
+    """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(
         DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2), shape=_shape(x)
     )
 
 
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
-    """``numpy.trace`` (derived: the sum of :func:`diagonal`). O(n)."""
+    """``numpy.trace`` (derived: the sum of :func:`diagonal`). O(n).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return reduce.sum(diagonal(x, offset, axis1, axis2), axis=-1)
 
 

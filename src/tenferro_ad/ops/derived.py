@@ -30,7 +30,10 @@ def _explain_softmax(op_name: str, a: dict[str, Any]) -> None:
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """``log(sum(exp(x)))`` computed stably (shifted by the stop-gradient max; a non-finite
     max shifts by 0, as JAX does, so ``logsumexp([inf, 0])`` is ``inf`` with gradient
-    ``[nan, 0]``).  A few allocations; raises ``AxisError`` for an axis out of range."""
+    ``[nan, 0]``).  A few allocations; raises ``AxisError`` for an axis out of range.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
     with no_grad():  # the shift is a constant: nothing recorded, nothing retained
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))
@@ -47,7 +50,10 @@ def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
     """``x - logsumexp(x, axis)`` computed as JAX does: shifted by the stop-gradient max
     (unguarded, so an infinite entry gives NaN like JAX).  Raises ``AxisError`` for an axis
     out of range.  One op (the ``log_softmax`` primitive): one output allocation plus
-    kernel scratch; retains only its output."""
+    kernel scratch; retains only its output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     ax = axis_index("log_softmax", axis, len(_shape_of(x)))
     return bind(LOG_SOFTMAX, x, axes=(ax,))
 
@@ -55,7 +61,10 @@ def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
 @op("softmax", explain=_explain_softmax)
 def softmax(x: Any, axis: int = -1) -> EagerTensor:
     """``exp(x) / sum(exp(x))`` computed as JAX does (shifted by the stop-gradient max).
-    Raises ``AxisError`` for an axis out of range.  A few allocations."""
+    Raises ``AxisError`` for an axis out of range.  A few allocations.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     axis_index("softmax", axis, len(_shape_of(x)))
     with no_grad():
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))

@@ -251,7 +251,10 @@ def einsum(
     subscripts do not fit the shapes; sizes must match exactly (no size-1 broadcasting).
     An operand that is not a value is refused first (:func:`~._util.value_arg`), before
     anything is computed or recorded.
-    """
+
+    Cost: allocates the result and the pairwise intermediates; no copy; no sync; no dispatch; O(the
+    contraction's flops along its path).
+    Raises: ArgumentError, ArgumentTypeError."""
     interleaved = not isinstance(subscripts, str)
     if interleaved:
         if not operands or not isinstance(operands[0], list | tuple):
@@ -443,7 +446,9 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
     ``(axes_a, axes_b)``, each an int or a sequence of ints (``[-1, 0]``, ``([1], [0])``).
     Operands, axes and the paired extents are checked first; a refusal names ``'a'``,
     ``'b'`` or ``'axes'`` (an ``EinsumError``/``ArgumentTypeError``) and changes nothing.
-    """
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(the contraction's flops).
+    Raises: ArgumentError, ArgumentTypeError."""
     sa = value_arg("tensordot", "a", a, imported=True)[0]
     sb = value_arg("tensordot", "b", b, imported=True)[0]
     if type(axes) is int:  # the common form: checked and spelled once per shapes (cached)

@@ -472,133 +472,190 @@ defbatch(STOP_GRADIENT, leading("stop_gradient"))
 # -- public functions ---
 add = bind_op(
     "add", ADD, 2,
-    """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy.""",
+    """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 sub = bind_op(
     "sub", SUB, 2,
-    """``x - y`` (broadcasting). One allocation; no copy.""",
+    """``x - y`` (broadcasting). One allocation; no copy.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 mul = bind_op(
     "mul", MUL, 2,
-    """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked.""",
+    """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 div = bind_op(
     "div", DIV, 2,
-    """``x / y`` (broadcasting). One allocation; retains both inputs when tracked.""",
+    """``x / y`` (broadcasting). One allocation; retains both inputs when tracked.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 neg = bind_op(
     "neg", NEG, 1,
-    """``-x``. One allocation; retains nothing.""",
+    """``-x``. One allocation; retains nothing.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 pow = bind_op(
     "pow", POW, 2,
-    """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output.""",
+    """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 exp = bind_op(
     "exp", EXP, 1,
-    """``e**x``. One allocation; retains the output.""",
+    """``e**x``. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 log = bind_op(
     "log", LOG, 1,
-    """Natural log. One allocation; retains the input.""",
+    """Natural log. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 log1p = bind_op(
     "log1p", LOG1P, 1,
-    """``log(1 + x)``. One allocation; retains the input.""",
+    """``log(1 + x)``. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 expm1 = bind_op(
     "expm1", EXPM1, 1,
-    """``exp(x) - 1``. One allocation; retains the output.""",
+    """``exp(x) - 1``. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 sin = bind_op(
     "sin", SIN, 1,
-    """Sine. One allocation; retains the input.""",
+    """Sine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 cos = bind_op(
     "cos", COS, 1,
-    """Cosine. One allocation; retains the input.""",
+    """Cosine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 tanh = bind_op(
     "tanh", TANH, 1,
-    """Hyperbolic tangent. One allocation; retains the output.""",
+    """Hyperbolic tangent. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 sqrt = bind_op(
     "sqrt", SQRT, 1,
-    """Square root. One allocation; retains the output.""",
+    """Square root. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 abs = bind_op(
     "abs", ABS, 1,
-    """Absolute value. One allocation; retains the input.""",
+    """Absolute value. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 sign = bind_op(
     "sign", SIGN, 1,
-    """Sign (non-differentiable: zero gradient). One allocation.""",
+    """Sign (non-differentiable: zero gradient). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 maximum = bind_op(
     "maximum", MAXIMUM, 2,
-    """Elementwise maximum; ties split the gradient evenly. One allocation.""",
+    """Elementwise maximum; ties split the gradient evenly. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 minimum = bind_op(
     "minimum", MINIMUM, 2,
-    """Elementwise minimum; ties split the gradient evenly. One allocation.""",
+    """Elementwise minimum; ties split the gradient evenly. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 @op("where")
 def where(cond: Any, x: Any, y: Any) -> EagerTensor:
-    """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation."""
+    """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(WHERE, cond, x, y)
 
 
@@ -608,7 +665,10 @@ def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     bound that is ``None`` is not applied (numpy's); with both ``None`` the value comes back
     as a fresh alias.  The three arguments are checked first (O(1) metadata reads; shapes
     are compared only when they differ), so a refused call names ``'x'``, ``'lo'`` or
-    ``'hi'`` and records nothing."""
+    ``'hi'`` and records nothing.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     sx = value_arg("clip", "x", x, imported=True)[0]
     shapes = [("x", sx)]
     for nm, b in (("lo", lo), ("hi", hi)):
@@ -643,42 +703,60 @@ def _clip_broadcast(shapes: list[tuple[str, tuple[int, ...]]]) -> None:
 
 less = bind_op(
     "less", LT, 2,
-    """``x < y`` as a boolean constant (non-differentiable).""",
+    """``x < y`` as a boolean constant (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 less_equal = bind_op(
     "less_equal", LE, 2,
-    """``x <= y`` (non-differentiable).""",
+    """``x <= y`` (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 greater = bind_op(
     "greater", GT, 2,
-    """``x > y`` (non-differentiable).""",
+    """``x > y`` (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 greater_equal = bind_op(
     "greater_equal", GE, 2,
-    """``x >= y`` (non-differentiable).""",
+    """``x >= y`` (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 equal = bind_op(
     "equal", EQ, 2,
-    """``x == y`` (non-differentiable).""",
+    """``x == y`` (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
 
 not_equal = bind_op(
     "not_equal", NE, 2,
-    """``x != y`` (non-differentiable).""",
+    """``x != y`` (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 
@@ -687,7 +765,10 @@ not_equal = bind_op(
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
     gradient.  To the same dtype: the value itself, as a metadata alias (no allocation, no
-    copy)."""
+    copy).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
     if src is None:
         src = value_arg("astype", "x", x, imported=True)[1]
@@ -720,7 +801,10 @@ def _target_dtype(dtype: Any) -> np.dtype[Any]:
 
 stop_gradient = bind_op(
     "stop_gradient", STOP_GRADIENT, 1,
-    """The same value with no gradient: a metadata-only alias (no allocation, no copy).""",
+    """The same value with no gradient: a metadata-only alias (no allocation, no copy).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
 )
 

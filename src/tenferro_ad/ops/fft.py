@@ -204,67 +204,106 @@ def _c2r(x: Any, s: Any, axes: Any, norm: str | None, name: str) -> EagerTensor:
 
 # -- public functions ---
 def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> EagerTensor:
-    """1-D discrete Fourier transform along ``axis`` (``n``: crop/zero-pad first)."""
+    """1-D discrete Fourier transform along ``axis`` (``n``: crop/zero-pad first).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, None if n is None else (n,), (axis,), norm, False, "fft")
 
 
 def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> EagerTensor:
-    """1-D inverse DFT."""
+    """1-D inverse DFT.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, None if n is None else (n,), (axis,), norm, True, "ifft")
 
 
 def fft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> EagerTensor:
-    """2-D DFT over ``axes``."""
+    """2-D DFT over ``axes``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, s, axes, norm, False, "fft2")
 
 
 def ifft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> EagerTensor:
-    """2-D inverse DFT over ``axes``."""
+    """2-D inverse DFT over ``axes``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, s, axes, norm, True, "ifft2")
 
 
 def fftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> EagerTensor:
-    """N-D DFT over ``axes`` (default: all, or the last ``len(s)``)."""
+    """N-D DFT over ``axes`` (default: all, or the last ``len(s)``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, s, axes, norm, False, "fftn")
 
 
 def ifftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> EagerTensor:
-    """N-D inverse DFT."""
+    """N-D inverse DFT.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2c(a, s, axes, norm, True, "ifftn")
 
 
 def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> EagerTensor:
-    """DFT of a real input: the ``n//2 + 1`` non-negative frequencies."""
+    """DFT of a real input: the ``n//2 + 1`` non-negative frequencies.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _r2c(a, None if n is None else (n,), (axis,), norm, "rfft")
 
 
 def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -> EagerTensor:
-    """Inverse of :func:`rfft` (output length ``n``, default ``2 (m - 1)``)."""
+    """Inverse of :func:`rfft` (output length ``n``, default ``2 (m - 1)``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2r(a, None if n is None else (n,), (axis,), norm, "irfft")
 
 
 def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> EagerTensor:
-    """2-D :func:`rfftn`."""
+    """2-D :func:`rfftn`.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _r2c(a, s, axes, norm, "rfft2")
 
 
 def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -> EagerTensor:
-    """2-D :func:`irfftn`."""
+    """2-D :func:`irfftn`.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2r(a, s, axes, norm, "irfft2")
 
 
 def rfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> EagerTensor:
-    """N-D DFT of a real input (the last axis halved)."""
+    """N-D DFT of a real input (the last axis halved).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _r2c(a, s, axes, norm, "rfftn")
 
 
 def irfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> EagerTensor:
-    """Inverse of :func:`rfftn`."""
+    """Inverse of :func:`rfftn`.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _c2r(a, s, axes, norm, "irfftn")
 
 
 def fftshift(x: Any, axes: Any = None) -> EagerTensor:
-    """Move the zero frequency to the centre (a roll by ``n // 2``)."""
+    """Move the zero frequency to the centre (a roll by ``n // 2``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     ax = tuple(range(len(shape))) if axes is None else (
         (axes,) if isinstance(axes, int) else tuple(axes)
@@ -273,7 +312,10 @@ def fftshift(x: Any, axes: Any = None) -> EagerTensor:
 
 
 def ifftshift(x: Any, axes: Any = None) -> EagerTensor:
-    """Inverse of :func:`fftshift` (a roll by ``-(n // 2)``)."""
+    """Inverse of :func:`fftshift` (a roll by ``-(n // 2)``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     ax = tuple(range(len(shape))) if axes is None else (
         (axes,) if isinstance(axes, int) else tuple(axes)
@@ -282,12 +324,18 @@ def ifftshift(x: Any, axes: Any = None) -> EagerTensor:
 
 
 def fftfreq(n: int, d: float = 1.0) -> EagerTensor:
-    """Sample frequencies (a constant: one recorded TRANSFER of numpy's values)."""
+    """Sample frequencies (a constant: one recorded TRANSFER of numpy's values).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return stop_gradient(np.fft.fftfreq(n, d))
 
 
 def rfftfreq(n: int, d: float = 1.0) -> EagerTensor:
-    """Non-negative sample frequencies (a constant)."""
+    """Non-negative sample frequencies (a constant).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return stop_gradient(np.fft.rfftfreq(n, d))
 
 

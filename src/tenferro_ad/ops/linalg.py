@@ -97,7 +97,10 @@ matmul = bind_op(
     "matmul", MATMUL, 2,
     """``x @ y`` (numpy semantics). One allocation; retains both operands when tracked.
     A refusal names the argument: the operands are checked (type, rank, core and batch
-    dimensions) only after the kernel refused, so the common call pays nothing for it.""",
+    dimensions) only after the kernel refused, so the common call pays nothing for it.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(m k n) per matrix product.
+    Raises: ArgumentError, ArgumentTypeError.""",
     __name__,
     explain=_explain_operands,
 )

@@ -126,18 +126,27 @@ def _dtype_arg(op: str, dtype: Any) -> np.dtype[Any]:
 
 # -- flattening / squeezing / axes ---
 def ravel(x: Any) -> EagerTensor:
-    """Flatten to 1-D: an alias of a contiguous value (no allocation), else one copy."""
+    """Flatten to 1-D: an alias of a contiguous value (no allocation), else one copy.
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     return sh.reshape(x, (-1,))
 
 
 def flatten(x: Any) -> EagerTensor:
     """Flatten to 1-D (like :func:`ravel`; differentiable, values never shared with writes:
-    handles are read-only)."""
+    handles are read-only).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     return sh.reshape(x, (-1,))
 
 
 def squeeze(x: Any, axis: Any = None) -> EagerTensor:
-    """Remove length-1 axes (all, or the given ones; a non-1 axis is an error). An alias."""
+    """Remove length-1 axes (all, or the given ones; a non-1 axis is an error). An alias.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     if axis is None:
         drop = {i for i, n in enumerate(shape) if n == 1}
@@ -165,7 +174,10 @@ def _axis_list(op: str, axes: Any, what: str) -> list[Any]:
 
 def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
     """Move axes to new positions (a transpose alias).  A repeated axis in ``source`` or
-    ``destination`` is refused (``ArgumentError``), as numpy does."""
+    ``destination`` is refused (``ArgumentError``), as numpy does.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = len(_value("moveaxis", x))
     src = _axis_list("moveaxis", source, "source")
     dst = _axis_list("moveaxis", destination, "destination")
@@ -186,7 +198,10 @@ def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
 
 
 def rollaxis(x: Any, axis: int, start: int = 0) -> EagerTensor:
-    """``numpy.rollaxis`` (a transpose alias)."""
+    """``numpy.rollaxis`` (a transpose alias).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = _nd(x)
     a = _axis("rollaxis", axis, nd)
     if start < 0:
@@ -236,7 +251,10 @@ def _repeats(repeats: Any, n: int) -> np.ndarray[Any, Any] | int:
 
 
 def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
-    """Repeat elements (a gather; VJP sums the copies). One allocation."""
+    """Repeat elements (a gather; VJP sums the copies). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape, dt = stored_value_arg("repeat", "x", x)
     if axis is None:
         n, ax = math.prod(shape), None
@@ -256,7 +274,10 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
 
 
 def tile(x: Any, reps: Any) -> EagerTensor:
-    """Tile ``x`` (a broadcast alias and one reshape copy). One allocation."""
+    """Tile ``x`` (a broadcast alias and one reshape copy). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape, dt = stored_value_arg("tile", "x", x)
     reps_t = _shape_param("tile", reps, "reps", "a negative count")
     nd = builtins.max(len(shape), len(reps_t))
@@ -287,7 +308,10 @@ def tile(x: Any, reps: Any) -> EagerTensor:
 
 # -- flips and rotations ---
 def flip(x: Any, axis: Any = None) -> EagerTensor:
-    """Reverse the order along ``axis`` (``None``: all): a negative-stride alias."""
+    """Reverse the order along ``axis`` (``None``: all): a negative-stride alias.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = _nd(x)
     if axis is None:
         ax = set(range(nd))
@@ -299,19 +323,28 @@ def flip(x: Any, axis: Any = None) -> EagerTensor:
 
 
 def fliplr(x: Any) -> EagerTensor:
-    """Flip axis 1 (an alias)."""
+    """Flip axis 1 (an alias).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return flip(x, 1)
 
 
 def flipud(x: Any) -> EagerTensor:
-    """Flip axis 0 (an alias)."""
+    """Flip axis 0 (an alias).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return flip(x, 0)
 
 
 def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
     """Roll elements cyclically (two slices and one concatenation per axis).  ``shift`` and
     ``axis`` broadcast against each other as numpy's (one shift for several axes, several
-    shifts for one axis: they add up)."""
+    shifts for one axis: they add up).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = _value("roll", x)
     many = isinstance(shift, tuple | list) or (isinstance(shift, np.ndarray) and shift.ndim)
     items = list(shift) if many else [shift]
@@ -349,7 +382,10 @@ def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
 
 
 def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> EagerTensor:
-    """Rotate by 90 degrees ``k`` times in the plane ``axes`` (flips and a transpose)."""
+    """Rotate by 90 degrees ``k`` times in the plane ``axes`` (flips and a transpose).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = len(_value("rot90", x))
     k = _int("rot90", "argument 'k'", k)
     if not isinstance(axes, tuple | list) or len(axes) != 2:
@@ -420,7 +456,10 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     """``numpy.pad`` for modes ``constant`` (slice-pad into zeros, plus the constant), and
     ``edge``/``reflect``/``symmetric``/``wrap`` (a gather per padded axis; VJP scatter-adds).
     ``constant_values`` must be numbers that ``x``'s dtype holds exactly (no NaN into an
-    integer value, no dropped imaginary part)."""
+    integer value, no dropped imaginary part).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape, dt = stored_value_arg("pad", "x", x)
     nd = len(shape)
     if not isinstance(mode, str) or mode not in _PAD_MODES:
@@ -551,39 +590,60 @@ def _split(
 
 
 def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTensor]:
-    """Split into equal sections or at indices: basic slices (aliases, no allocation)."""
+    """Split into equal sections or at indices: basic slices (aliases, no allocation).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _split(x, indices_or_sections, axis, "split", True)
 
 
 def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTensor]:
-    """Like :func:`split`, allowing unequal sections."""
+    """Like :func:`split`, allowing unequal sections.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _split(x, indices_or_sections, axis, "array_split", False)
 
 
 def vsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 0 (a value of 2 or more dimensions, as numpy)."""
+    """Split along axis 0 (a value of 2 or more dimensions, as numpy).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _split(x, s, 0, "vsplit", True, "s", 2)
 
 
 def hsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 1 (axis 0 for 1-D; a 0-d value is refused, as numpy)."""
+    """Split along axis 1 (axis 0 for 1-D; a 0-d value is refused, as numpy).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _split(x, s, _HSPLIT, "hsplit", True, "s", 1)
 
 
 def dsplit(x: Any, s: Any) -> list[EagerTensor]:
-    """Split along axis 2 (a value of 3 or more dimensions, as numpy)."""
+    """Split along axis 2 (a value of 3 or more dimensions, as numpy).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _split(x, s, 2, "dsplit", True, "s", 3)
 
 
 # -- at-least-nd and stacking ---
 def atleast_1d(*xs: Any) -> Any:
-    """View inputs with at least one axis (aliases)."""
+    """View inputs with at least one axis (aliases).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     out = [x if _nd(x) >= 1 else sh.reshape(x, (1,)) for x in xs]
     return out[0] if len(out) == 1 else out
 
 
 def atleast_2d(*xs: Any) -> Any:
-    """View inputs with at least two axes (aliases)."""
+    """View inputs with at least two axes (aliases).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     out = []
     for x in xs:
         s = shape_of(x)
@@ -592,7 +652,10 @@ def atleast_2d(*xs: Any) -> Any:
 
 
 def atleast_3d(*xs: Any) -> Any:
-    """View inputs with at least three axes (numpy's placement: (n,) -> (1, n, 1))."""
+    """View inputs with at least three axes (numpy's placement: (n,) -> (1, n, 1)).
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     out = []
     for x in xs:
         s = shape_of(x)
@@ -614,23 +677,35 @@ def _seq(xs: Sequence[Any]) -> list[Any]:
 
 
 def vstack(xs: Sequence[Any]) -> EagerTensor:
-    """Concatenate along axis 0 after :func:`atleast_2d`. One allocation."""
+    """Concatenate along axis 0 after :func:`atleast_2d`. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return sh.concatenate([atleast_2d(x) for x in _seq(xs)], axis=0)
 
 
 def hstack(xs: Sequence[Any]) -> EagerTensor:
-    """Concatenate along axis 1 (axis 0 for 1-D values). One allocation."""
+    """Concatenate along axis 1 (axis 0 for 1-D values). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     xs = [atleast_1d(x) for x in _seq(xs)]
     return sh.concatenate(xs, axis=0 if _nd(xs[0]) == 1 else 1)
 
 
 def dstack(xs: Sequence[Any]) -> EagerTensor:
-    """Concatenate along axis 2 after :func:`atleast_3d`. One allocation."""
+    """Concatenate along axis 2 after :func:`atleast_3d`. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return sh.concatenate([atleast_3d(x) for x in _seq(xs)], axis=2)
 
 
 def column_stack(xs: Sequence[Any]) -> EagerTensor:
-    """Stack 1-D values as columns (2-D values as they are). One allocation."""
+    """Stack 1-D values as columns (2-D values as they are). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     cols = []
     for x in _seq(xs):
         s = shape_of(x)
@@ -639,7 +714,10 @@ def column_stack(xs: Sequence[Any]) -> EagerTensor:
 
 
 def append(x: Any, values: Any, axis: int | None = None) -> EagerTensor:
-    """``numpy.append``: concatenate (flattened when ``axis`` is ``None``). One allocation."""
+    """``numpy.append``: concatenate (flattened when ``axis`` is ``None``). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     xs = _value("append", x)
     vs = _value("append", values, "values")
     if axis is None:
@@ -662,7 +740,10 @@ def _diag_index(n: int, k: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, A
 
 
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
-    """``numpy.diagonal``: a gather (one allocation; VJP scatter-adds), the diagonal last."""
+    """``numpy.diagonal``: a gather (one allocation; VJP scatter-adds), the diagonal last.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     nd = len(shape)
     a1, a2 = _axis("diagonal", axis1, nd, "axis1"), _axis("diagonal", axis2, nd, "axis2")
@@ -718,12 +799,18 @@ def _diag(op: str, v: Any, s: tuple[int, ...], dt: np.dtype[Any], k: Any) -> Eag
 
 def diag(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diag``: a 1-D value becomes a 2-D matrix with it on diagonal ``k`` (a
-    scatter into zeros); a 2-D value gives its ``k``-th diagonal (a gather)."""
+    scatter into zeros); a 2-D value gives its ``k``-th diagonal (a gather).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _diag("diag", v, *stored_value_arg("diag", "v", v), k)
 
 
 def diagflat(v: Any, k: int = 0) -> EagerTensor:
-    """``numpy.diagflat``: :func:`diag` of the flattened input."""
+    """``numpy.diagflat``: :func:`diag` of the flattened input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     s, dt = stored_value_arg("diagflat", "v", v)
     n = math.prod(s) + builtins.abs(_int("diagflat", "argument 'k'", k))
     _fits("diagflat", "arguments 'v' and 'k'", (n, n), dt.itemsize)  # before ravel runs
@@ -737,12 +824,18 @@ def _tri_mask(shape: tuple[int, ...], k: int, lower: bool) -> np.ndarray[Any, An
 
 
 def tril(x: Any, k: int = 0) -> EagerTensor:
-    """Lower triangle (a ``where`` with a constant mask). One allocation."""
+    """Lower triangle (a ``where`` with a constant mask). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.where(_tri_mask(shape_of(x), k, True), x, 0.0)
 
 
 def triu(x: Any, k: int = 0) -> EagerTensor:
-    """Upper triangle (a ``where`` with a constant mask). One allocation."""
+    """Upper triangle (a ``where`` with a constant mask). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.where(_tri_mask(shape_of(x), k, False), x, 0.0)
 
 
@@ -810,22 +903,34 @@ def _full_like(op: str, x: Any, fill_value: Any, dtype: Any, shape: Any) -> Eage
 def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """A constant of ``x``'s shape and dtype (or ``shape``/``dtype``) filled with
     ``fill_value`` (never tracked).  One allocation.  ``fill_value`` must be a number the
-    dtype holds exactly (no NaN into an integer dtype, no dropped imaginary part)."""
+    dtype holds exactly (no NaN into an integer dtype, no dropped imaginary part).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _full_like("full_like", x, fill_value, dtype, shape)
 
 
 def zeros_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
-    """Zeros shaped like ``x`` (a constant). One allocation."""
+    """Zeros shaped like ``x`` (a constant). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _full_like("zeros_like", x, 0, dtype, shape)
 
 
 def ones_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
-    """Ones shaped like ``x`` (a constant). One allocation."""
+    """Ones shaped like ``x`` (a constant). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return _full_like("ones_like", x, 1, dtype, shape)
 
 
 def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> EagerTensor:
-    """Identity-like constant matrix. One allocation."""
+    """Identity-like constant matrix. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     dt = np.dtype(np.float64) if dtype is None else _dtype_arg("eye", dtype)
     rows = _int("eye", "argument 'n'", n)
     cols = rows if m is None else _int("eye", "argument 'm'", m)
@@ -845,7 +950,10 @@ def linspace(
     start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
 ) -> EagerTensor:
     """``num`` evenly spaced values; differentiable in ``start`` and ``stop`` (JAX's):
-    ``start + (stop - start) * t`` with constant ``t`` (one allocation each)."""
+    ``start + (stop - start) * t`` with constant ``t`` (one allocation each).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     ss, sdt = stored_value_arg("linspace", "start", start)
     es, edt = stored_value_arg("linspace", "stop", stop)
     num = _int("linspace", "argument 'num'", num)
@@ -879,7 +987,10 @@ def linspace(
 
 def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> EagerTensor:
     """``numpy.select``: the first true condition picks its choice (nested ``where``;
-    conditions are not differentiated)."""
+    conditions are not differentiated).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     for what, given in (("condlist", condlist), ("choicelist", choicelist)):
         if not isinstance(given, tuple | list):
             raise ArgumentTypeError(

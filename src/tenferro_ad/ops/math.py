@@ -270,122 +270,191 @@ RELU = defprimitive(
 
 # -- public functions ---
 def tan(x: Any) -> EagerTensor:
-    """Tangent (its own kernel: precise near the poles). One allocation; retains the output."""
+    """Tangent (its own kernel: precise near the poles). One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(TAN, x)
 
 
 def sinh(x: Any) -> EagerTensor:
-    """Hyperbolic sine. One allocation; retains the input."""
+    """Hyperbolic sine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(SINH, x)
 
 
 def cosh(x: Any) -> EagerTensor:
-    """Hyperbolic cosine. One allocation; retains the input."""
+    """Hyperbolic cosine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(COSH, x)
 
 
 def arcsin(x: Any) -> EagerTensor:
-    """Inverse sine. One allocation; retains the input (derivative ``inf`` at +-1)."""
+    """Inverse sine. One allocation; retains the input (derivative ``inf`` at +-1).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCSIN, x)
 
 
 def arccos(x: Any) -> EagerTensor:
-    """Inverse cosine. One allocation; retains the input."""
+    """Inverse cosine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCCOS, x)
 
 
 def arctan(x: Any) -> EagerTensor:
-    """Inverse tangent. One allocation; retains the input."""
+    """Inverse tangent. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCTAN, x)
 
 
 def arcsinh(x: Any) -> EagerTensor:
-    """Inverse hyperbolic sine. One allocation; retains the input."""
+    """Inverse hyperbolic sine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCSINH, x)
 
 
 def arccosh(x: Any) -> EagerTensor:
-    """Inverse hyperbolic cosine. One allocation; retains the input."""
+    """Inverse hyperbolic cosine. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCCOSH, x)
 
 
 def arctanh(x: Any) -> EagerTensor:
-    """Inverse hyperbolic tangent. One allocation; retains the input."""
+    """Inverse hyperbolic tangent. One allocation; retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ARCTANH, x)
 
 
 def arctan2(y: Any, x: Any) -> EagerTensor:
     """Quadrant-aware ``arctan(y / x)`` (broadcasting). One allocation; retains both inputs
-    (the derivative at the origin is ``nan``, as in JAX)."""
+    (the derivative at the origin is ``nan``, as in JAX).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     y, x = weak(y, x)
     return bind(ARCTAN2, y, x)
 
 
 def hypot(x: Any, y: Any) -> EagerTensor:
-    """``sqrt(x**2 + y**2)`` without overflow (broadcasting). One allocation."""
+    """``sqrt(x**2 + y**2)`` without overflow (broadcasting). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(HYPOT, x, y)
 
 
 def square(x: Any) -> EagerTensor:
-    """``x * x`` (derived; the same rule as JAX's). One allocation."""
+    """``x * x`` (derived; the same rule as JAX's). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ew.MUL, x, x)
 
 
 def reciprocal(x: Any) -> EagerTensor:
-    """``1 / x`` (derived). One allocation."""
+    """``1 / x`` (derived). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ew.DIV, 1.0, x)
 
 
 def log2(x: Any) -> EagerTensor:
-    """Base-2 logarithm (its own kernel: exact at powers of two). One allocation."""
+    """Base-2 logarithm (its own kernel: exact at powers of two). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOG2, x)
 
 
 def log10(x: Any) -> EagerTensor:
-    """Base-10 logarithm (its own kernel). One allocation."""
+    """Base-10 logarithm (its own kernel). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOG10, x)
 
 
 def exp2(x: Any) -> EagerTensor:
-    """``2 ** x``. One allocation; retains the output."""
+    """``2 ** x``. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(EXP2, x)
 
 
 def cbrt(x: Any) -> EagerTensor:
-    """Real cube root. One allocation; retains the output."""
+    """Real cube root. One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(CBRT, x)
 
 
 def logaddexp(x: Any, y: Any) -> EagerTensor:
-    """``log(exp(x) + exp(y))`` without overflow; JAX's derivative at infinities."""
+    """``log(exp(x) + exp(y))`` without overflow; JAX's derivative at infinities.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(LOGADDEXP, x, y)
 
 
 def logaddexp2(x: Any, y: Any) -> EagerTensor:
-    """``log2(2**x + 2**y)`` without overflow."""
+    """``log2(2**x + 2**y)`` without overflow.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(LOGADDEXP2, x, y)
 
 
 def sinc(x: Any) -> EagerTensor:
-    """``sin(pi x) / (pi x)`` (1 at 0) with exact first and second derivatives at 0."""
+    """``sin(pi x) / (pi x)`` (1 at 0) with exact first and second derivatives at 0.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(SINC, x)
 
 
 def floor(x: Any) -> EagerTensor:
-    """Round down (zero derivative). One allocation."""
+    """Round down (zero derivative). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(FLOOR, x)
 
 
 def ceil(x: Any) -> EagerTensor:
-    """Round up (zero derivative). One allocation."""
+    """Round up (zero derivative). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(CEIL, x)
 
 
 def trunc(x: Any) -> EagerTensor:
-    """Round toward zero (zero derivative). One allocation."""
+    """Round toward zero (zero derivative). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(TRUNC, x)
 
 
@@ -393,14 +462,20 @@ fix = trunc
 
 
 def rint(x: Any) -> EagerTensor:
-    """Round half to even (zero derivative). One allocation."""
+    """Round half to even (zero derivative). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(RINT, x)
 
 
 def round(x: Any, decimals: int = 0) -> EagerTensor:
     """Round half to even at ``decimals`` (zero derivative, as JAX). One allocation.
     ``decimals`` is an int (numpy's: a bool too); one numpy's C ``int`` cannot hold is
-    refused (``ArgumentError``) before anything runs."""
+    refused (``ArgumentError``) before anything runs.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     stored_value_arg("round", "x", x)
     try:
         d = operator.index(decimals)
@@ -418,7 +493,10 @@ def round(x: Any, decimals: int = 0) -> EagerTensor:
 
 def mod(x: Any, y: Any) -> EagerTensor:
     """Python-style remainder (the sign of ``y``); ``d/dy = -floor(x / y)``. The ``%``
-    operator. One allocation; retains both inputs."""
+    operator. One allocation; retains both inputs.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(MOD, x, y)
 
@@ -427,55 +505,85 @@ remainder = mod
 
 
 def fmod(x: Any, y: Any) -> EagerTensor:
-    """C-style remainder (the sign of ``x``); ``d/dy = -trunc(x / y)``."""
+    """C-style remainder (the sign of ``x``); ``d/dy = -trunc(x / y)``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(FMOD, x, y)
 
 
 def fmax(x: Any, y: Any) -> EagerTensor:
-    """NaN-ignoring maximum; the picked argument gets the gradient (``y`` on ties)."""
+    """NaN-ignoring maximum; the picked argument gets the gradient (``y`` on ties).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(FMAX, x, y)
 
 
 def fmin(x: Any, y: Any) -> EagerTensor:
-    """NaN-ignoring minimum; the picked argument gets the gradient (``y`` on ties)."""
+    """NaN-ignoring minimum; the picked argument gets the gradient (``y`` on ties).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     x, y = weak(x, y)
     return bind(FMIN, x, y)
 
 
 def isnan(x: Any) -> EagerTensor:
-    """Boolean ``x != x`` (non-differentiable). One allocation."""
+    """Boolean ``x != x`` (non-differentiable). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ISNAN, x)
 
 
 def isinf(x: Any) -> EagerTensor:
-    """Boolean ``|x| == inf`` (non-differentiable). One allocation."""
+    """Boolean ``|x| == inf`` (non-differentiable). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ISINF, x)
 
 
 def isfinite(x: Any) -> EagerTensor:
-    """Boolean: neither inf nor NaN (non-differentiable). One allocation."""
+    """Boolean: neither inf nor NaN (non-differentiable). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ISFINITE, x)
 
 
 def logical_and(x: Any, y: Any) -> EagerTensor:
-    """Elementwise logical and (non-differentiable)."""
+    """Elementwise logical and (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOGICAL_AND, x, y)
 
 
 def logical_or(x: Any, y: Any) -> EagerTensor:
-    """Elementwise logical or (non-differentiable)."""
+    """Elementwise logical or (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOGICAL_OR, x, y)
 
 
 def logical_xor(x: Any, y: Any) -> EagerTensor:
-    """Elementwise logical xor (non-differentiable)."""
+    """Elementwise logical xor (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOGICAL_XOR, x, y)
 
 
 def logical_not(x: Any) -> EagerTensor:
-    """Elementwise logical not (non-differentiable)."""
+    """Elementwise logical not (non-differentiable).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOGICAL_NOT, x)
 
 
@@ -489,7 +597,10 @@ def nan_to_num(
     neginf: float | None = None,
 ) -> EagerTensor:
     """Replace NaN and infinities by finite numbers (derived: ``where``); gradient 1 at
-    finite entries and 0 at replaced ones (as JAX). A few allocations."""
+    finite entries and 0 at replaced ones (as JAX). A few allocations.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and not isinstance(v, int | float | np.integer | np.floating):
             raise ArgumentTypeError(
@@ -510,38 +621,59 @@ def nan_to_num(
 
 def relu(x: Any) -> EagerTensor:
     """``max(x, 0)`` (NaN stays NaN) with ``relu'(0) = 0`` (JAX). One allocation; retains
-    the input."""
+    the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind1(RELU, x)
 
 
 def leaky_relu(x: Any, negative_slope: float = 0.01) -> EagerTensor:
-    """``x`` where ``x >= 0`` else ``negative_slope * x`` (JAX's). Derived."""
+    """``x`` where ``x >= 0`` else ``negative_slope * x`` (JAX's). Derived.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.where(ew.greater_equal(x, 0.0), x, ew.mul(x, negative_slope))
 
 
 def elu(x: Any, alpha: float = 1.0) -> EagerTensor:
-    """``x`` where ``x > 0`` else ``alpha * expm1(x)`` (JAX's, safe for large ``x``)."""
+    """``x`` where ``x > 0`` else ``alpha * expm1(x)`` (JAX's, safe for large ``x``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     pos = ew.greater(x, 0.0)
     return ew.where(pos, x, ew.mul(ew.expm1(ew.where(pos, 0.0, x)), alpha))
 
 
 def sigmoid(x: Any) -> EagerTensor:
-    """Logistic sigmoid (``scipy.special.expit``). One allocation; retains the output."""
+    """Logistic sigmoid (``scipy.special.expit``). One allocation; retains the output.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(EXPIT, x)
 
 
 def softplus(x: Any) -> EagerTensor:
-    """``log(1 + exp(x))`` = ``logaddexp(x, 0)`` (JAX's definition). One allocation."""
+    """``log(1 + exp(x))`` = ``logaddexp(x, 0)`` (JAX's definition). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(LOGADDEXP, *weak(x, 0.0))
 
 
 def log_sigmoid(x: Any) -> EagerTensor:
-    """``log(sigmoid(x))`` = ``-softplus(-x)``, stable for large ``|x|``."""
+    """``log(sigmoid(x))`` = ``-softplus(-x)``, stable for large ``|x|``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.neg(softplus(ew.neg(x)))
 
 
 def silu(x: Any) -> EagerTensor:
-    """``x * sigmoid(x)`` (derived). Two allocations."""
+    """``x * sigmoid(x)`` (derived). Two allocations.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.mul(x, sigmoid(x))
 
 
@@ -550,7 +682,10 @@ swish = silu
 
 def gelu(x: Any, approximate: bool = True) -> EagerTensor:
     """Gaussian error linear unit, JAX's two forms: the tanh approximation (default) or the
-    exact ``x * (1 + erf(x / sqrt 2)) / 2``. Derived."""
+    exact ``x * (1 + erf(x / sqrt 2)) / 2``. Derived.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     if approximate:
         c = math.sqrt(2.0 / math.pi)
         inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), c)
@@ -559,12 +694,18 @@ def gelu(x: Any, approximate: bool = True) -> EagerTensor:
 
 
 def deg2rad(x: Any) -> EagerTensor:
-    """Degrees to radians (``x * pi/180``). One allocation."""
+    """Degrees to radians (``x * pi/180``). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ew.MUL, x, math.pi / 180.0)
 
 
 def rad2deg(x: Any) -> EagerTensor:
-    """Radians to degrees (``x * 180/pi``). One allocation."""
+    """Radians to degrees (``x * 180/pi``). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(ew.MUL, x, 180.0 / math.pi)
 
 

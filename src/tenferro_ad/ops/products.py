@@ -31,7 +31,10 @@ def dot(a: Any, b: Any) -> EagerTensor:
     """``numpy.dot``: scalars multiply, 1-D.1-D is the inner product, N-D.M-D contracts the
     last axis of ``a`` with the second-to-last of ``b`` (the last when ``b`` is 1-D).
     One GEMM (one allocation).  Operands that are not values or do not align are refused
-    first, naming ``'a'``/``'b'``; nothing is computed or recorded then."""
+    first, naming ``'a'``/``'b'``; nothing is computed or recorded then.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(m k n).
+    Raises: ArgumentError, ArgumentTypeError."""
     sa, sb = _values("dot", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
@@ -46,7 +49,10 @@ def dot(a: Any, b: Any) -> EagerTensor:
 
 def vdot(a: Any, b: Any) -> EagerTensor:
     """``numpy.vdot``: ``sum(conj(a) * b)`` over the flattened inputs.  O(size): a reshape
-    of each input and one contraction.  Different sizes are refused first, naming both."""
+    of each input and one contraction.  Different sizes are refused first, naming both.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     sa, sb = _values("vdot", a, b)
     na, nb = math.prod(sa), math.prod(sb)
     if na != nb:
@@ -62,7 +68,10 @@ def vdot(a: Any, b: Any) -> EagerTensor:
 
 def inner(a: Any, b: Any) -> EagerTensor:
     """``numpy.inner``: contract the last axes (scalars multiply).  One GEMM; last axes of
-    different lengths are refused first, naming ``'a'`` and ``'b'``."""
+    different lengths are refused first, naming ``'a'`` and ``'b'``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     sa, sb = _values("inner", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
@@ -76,14 +85,20 @@ def inner(a: Any, b: Any) -> EagerTensor:
 
 def outer(a: Any, b: Any) -> EagerTensor:
     """``numpy.outer`` of the flattened inputs: one allocation of ``a.size * b.size``
-    entries.  A non-value operand is refused first, named."""
+    entries.  A non-value operand is refused first, named.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     _values("outer", a, b)
     return einsum("i,j->ij", sh.reshape(a, (-1,)), sh.reshape(b, (-1,)))
 
 
 def kron(a: Any, b: Any) -> EagerTensor:
     """``numpy.kron``: the block product (an outer einsum and one reshape copy).  A
-    non-value operand is refused first, named."""
+    non-value operand is refused first, named.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     sa, sb = _values("kron", a, b)
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + sa
@@ -100,7 +115,10 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     """``numpy.cross`` of 3-vectors (or 2-vectors, giving the z component) along an axis
     (broadcasting the others). Derived from slices, products and one stack (a few
     allocations of the output's size).  Operands, vector axes and broadcasting are checked
-    first; a refusal names ``'a'``, ``'b'`` and the axis arguments involved."""
+    first; a refusal names ``'a'``, ``'b'`` and the axis arguments involved.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     names = ("axisa", "axisb", "axisc")
     if axis is not None:
         axisa = axisb = axisc = axis

@@ -241,7 +241,10 @@ def _explain_reduced(op_name: str, a: dict[str, Any]) -> None:
 def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum over ``axis`` (int, tuple or ``None`` for all). One allocation; retains nothing.
 
-    Raises :class:`~tenferro_ad.errors.AxisError` for an axis outside ``[-ndim, ndim)``."""
+    Raises :class:`~tenferro_ad.errors.AxisError` for an axis outside ``[-ndim, ndim)``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = _shape_of(x)
     axes = _axes("sum", axis, len(shape), keepdims)
     return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
@@ -249,7 +252,10 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 @op("mean", explain=_explain_value)
 def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Mean over ``axis`` (derived: ``sum / n``). Two allocations."""
+    """Mean over ``axis`` (derived: ``sum / n``). Two allocations.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = _shape_of(x)
     axes = _axes("mean", axis, len(shape), keepdims)
     n = 1
@@ -263,7 +269,10 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 @op("max", explain=_explain_reduced)
 def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Maximum over ``axis``; ties share the gradient. Retains the input and the output.
-    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
+    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     axes = _axes("max", axis, len(_shape_of(x)), keepdims)
     return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
 
@@ -271,7 +280,10 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 @op("min", explain=_explain_reduced)
 def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Minimum over ``axis``; ties share the gradient. Retains the input and the output.
-    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``."""
+    One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     axes = _axes("min", axis, len(_shape_of(x)), keepdims)
     return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
 
@@ -305,7 +317,10 @@ def _explain_empty(
 
 @op("prod", explain=_explain_value)
 def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input."""
+    """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
     return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
 

@@ -193,7 +193,10 @@ def _flat(x: Any) -> Any:
 # -- public functions ---
 def cumsum(x: Any, axis: int | None = None) -> EagerTensor:
     """Cumulative sum along ``axis`` (``None``: of the flattened value). One allocation;
-    linear (retains nothing); the VJP is the reversed cumulative sum."""
+    linear (retains nothing); the VJP is the reversed cumulative sum.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("cumsum", axis, len(shape_of(x)))
@@ -202,7 +205,10 @@ def cumsum(x: Any, axis: int | None = None) -> EagerTensor:
 
 def cumprod(x: Any, axis: int | None = None) -> EagerTensor:
     """Cumulative product along ``axis`` (``None``: flattened). One allocation; retains the
-    input and output; the derivative assumes nonzero inputs (as ``prod``)."""
+    input and output; the derivative assumes nonzero inputs (as ``prod``).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("cumprod", axis, len(shape_of(x)))
@@ -211,7 +217,10 @@ def cumprod(x: Any, axis: int | None = None) -> EagerTensor:
 
 def argsort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
     """Indices that sort ``x`` stably along ``axis`` (``None``: flattened); int64,
-    non-differentiable. One allocation."""
+    non-differentiable. One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("argsort", axis, len(shape_of(x)))
@@ -219,20 +228,29 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTen
 
 
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTensor:
-    """Index of the first maximum (non-differentiable, int64). One allocation."""
+    """Index of the first maximum (non-differentiable, int64). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     ax = None if axis is None else _axis("argmax", axis, len(shape_of(x)))
     return bind(ARGMAX, x, axis=ax, keepdims=keepdims)
 
 
 def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTensor:
-    """Index of the first minimum (non-differentiable, int64). One allocation."""
+    """Index of the first minimum (non-differentiable, int64). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     ax = None if axis is None else _axis("argmin", axis, len(shape_of(x)))
     return bind(ARGMIN, x, axis=ax, keepdims=keepdims)
 
 
 def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
     """``numpy.argpartition`` indices (non-differentiable). One allocation.  ``x``,
-    ``kth`` and ``axis`` are checked first (an error names the argument)."""
+    ``kth`` and ``axis`` are checked first (an error names the argument).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = value_arg("argpartition", "x", x, imported=True)[0]
     if axis is None:
         _kth(kth, _count(shape, tuple(range(len(shape)))))
@@ -246,7 +264,10 @@ def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
 def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
     """``numpy.take_along_axis``: a gather (one allocation); VJP scatter-adds.  ``x``,
     ``indices`` (integers, one dim per axis of ``x``, in range along ``axis``, broadcasting
-    with ``x`` elsewhere) and ``axis`` are checked first; an error names the argument."""
+    with ``x`` elsewhere) and ``axis`` are checked first; an error names the argument.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     op = "take_along_axis"
     shape = value_arg(op, "x", x, imported=True)[0]
     value_arg(op, "indices", indices)
@@ -318,7 +339,10 @@ def _take_traced(
 def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor:
     """Sorted copy along ``axis`` (``None``: flattened): a gather by the stable argsort, so
     the gradient routes each cotangent back to its source element (JAX's). One sort, one
-    gather allocation."""
+    gather allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     if axis is None:
         x, axis = _flat(x), 0
     with no_grad():
@@ -331,7 +355,10 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor
 
 def partition(x: Any, kth: int, axis: int = -1) -> EagerTensor:
     """``numpy.partition``: element ``kth`` in sorted position, smaller before, larger after
-    (order within each side unspecified). A gather by ``argpartition``."""
+    (order within each side unspecified). A gather by ``argpartition``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     with no_grad():
         idx = argpartition(x, kth, axis=axis)
     return take_along_axis(x, idx, axis)
@@ -352,7 +379,10 @@ def _abs2(x: Any) -> Any:
 
 def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> EagerTensor:
     """Variance ``sum(|x - mean|^2) / (n - ddof)`` (two-pass; real for complex input).
-    A few allocations (derived)."""
+    A few allocations (derived).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     ax = _axes("var", axis, len(shape))
     n = _count(shape, ax)
@@ -363,7 +393,10 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Eage
 
 def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> EagerTensor:
     """Standard deviation ``sqrt(var)`` (derived; the derivative at zero spread is inf,
-    as in JAX)."""
+    as in JAX).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return ew.sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
@@ -373,7 +406,10 @@ def diff(
     """``numpy.diff``: the ``n``-th discrete difference along ``axis`` (derived from two
     slices and a subtraction per order; ``prepend``/``append`` are concatenated first).
     ``x``, ``n`` and ``prepend``/``append`` (a scalar, or the shape of ``x`` off ``axis``)
-    are checked before anything is computed; a refusal names the argument."""
+    are checked before anything is computed; a refusal names the argument.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = value_arg("diff", "x", x, imported=True)[0]
     if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
         raise ArgumentTypeError(f"diff: argument 'n' must be an int, got {type(n).__name__}")
@@ -441,7 +477,10 @@ def logsumexp(
 ) -> Any:
     """``log(sum(b * exp(a)))`` over ``axis``, stable (JAX's ``logsumexp``): shifted by the
     stop-gradient max; with ``b``, entries where ``b == 0`` are skipped; a negative sum gives
-    NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived."""
+    NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = value_arg("logsumexp", "a", a, imported=True)[0]
     if b is not None:
         sb = value_arg("logsumexp", "b", b, imported=True)[0]
@@ -507,24 +546,36 @@ ALL = nondifferentiable(
 
 
 def any(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Whether any entry is true (non-differentiable, bool). One allocation."""
+    """Whether any entry is true (non-differentiable, bool). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     ax = None if axis is None else _axes("any", axis, len(shape_of(x)))
     return bind(ANY, x, axis=ax, keepdims=keepdims)
 
 
 def all(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Whether every entry is true (non-differentiable, bool). One allocation."""
+    """Whether every entry is true (non-differentiable, bool). One allocation.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     ax = None if axis is None else _axes("all", axis, len(shape_of(x)))
     return bind(ALL, x, axis=ax, keepdims=keepdims)
 
 
 def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient)."""
+    """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     return rd.sum(ew.where(isnan(x), 0.0, x), axis=axis, keepdims=keepdims)
 
 
 def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
-    """Mean over the non-NaN entries (derived)."""
+    """Mean over the non-NaN entries (derived).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     with no_grad():
         n = rd.sum(ew.astype(ew.equal(isnan(x), False), _real_dtype(x)), axis=axis,
                    keepdims=keepdims)
@@ -537,7 +588,10 @@ def average(
 ) -> Any:
     """``numpy.average``: ``sum(w * x) / sum(w)`` (differentiable in ``x`` and ``w``);
     1-D weights apply along a single ``axis``. ``returned=True`` also gives ``sum(w)``.
-    ``x`` and ``weights`` are checked first; an error names the argument(s)."""
+    ``x`` and ``weights`` are checked first; an error names the argument(s).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n).
+    Raises: ArgumentError, ArgumentTypeError."""
     value_arg("average", "x", x, imported=True)
     if weights is not None:
         value_arg("average", "weights", weights, imported=True)
@@ -584,7 +638,10 @@ def average(
 
 def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """``numpy.median`` (derived: sort, then the middle entry or the mean of the two middle
-    entries; the gradient goes to those entries, as in JAX)."""
+    entries; the gradient goes to those entries, as in JAX).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = shape_of(x)
     if axis is None:
         out = median(_flat(x), axis=0)

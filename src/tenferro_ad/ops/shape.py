@@ -162,7 +162,10 @@ defbatch(RESHAPE_COPY, leading("reshape_copy", prefix=("shape", "src")))
 @op("reshape")
 def reshape(x: Any, *shape: Any) -> EagerTensor:
     """Reshape.  A metadata-only alias (no allocation, no copy) of a contiguous value; a
-    strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write)."""
+    strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
         shape = _shape_arg("reshape", shape[0])
     else:
@@ -231,7 +234,10 @@ defbatch(TRANSPOSE, _batch_transpose)
 
 @op("transpose")
 def transpose(x: Any, *axes: Any) -> EagerTensor:
-    """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy."""
+    """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = len(value_of("transpose", x)[0])
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
         axes = () if axes[0] is None else tuple(axes[0])
@@ -242,7 +248,10 @@ def transpose(x: Any, *axes: Any) -> EagerTensor:
 @op("swapaxes")
 def swapaxes(x: Any, axis1: int, axis2: int) -> EagerTensor:
     """Swap two axes (a transpose alias; numpy's argument names). ``AxisError`` for an axis
-    out of range. O(1): metadata only."""
+    out of range. O(1): metadata only.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     nd = len(value_of("swapaxes", x)[0])
     i = axis_index("swapaxes", axis1, nd, "axis1")
     j = axis_index("swapaxes", axis2, nd, "axis2")
@@ -274,7 +283,10 @@ defbatch(BROADCAST_TO, _batch_broadcast_to)
 @op("broadcast_to")
 def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     """Broadcast to ``shape``: a read-only metadata alias (zero strides), no allocation.
-    ``ArgumentError`` when the value's shape does not broadcast to ``shape``."""
+    ``ArgumentError`` when the value's shape does not broadcast to ``shape``.
+
+    Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
+    Raises: ArgumentError, ArgumentTypeError."""
     src = value_of("broadcast_to", x)[0]
     target = _shape_arg("broadcast_to", shape)
     if any(n < 0 for n in target):
@@ -421,7 +433,10 @@ def _freeze_key(key: Any, operation: str = "getitem") -> Any:
 def getitem(x: Any, key: Any) -> EagerTensor:
     """``x[key]``.  Basic indices (ints, slices, ``...``, ``None``) give a metadata alias (no
     allocation, no copy; VJP pads into zeros).  Integer-array indices gather into a fresh
-    output (VJP: scatter-add, so repeated indices accumulate)."""
+    output (VJP: scatter-add, so repeated indices accumulate).
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = value_of("getitem", x)[0]
     if _is_basic(key):
         return _indexed("getitem", SLICE, x, key, shape)
@@ -445,20 +460,29 @@ def _indexed(op: str, prim: Any, x: Any, key: Any, shape: tuple[int, ...]) -> Ea
 
 @op("gather")
 def gather(x: Any, key: Any) -> EagerTensor:
-    """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds."""
+    """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = value_of("gather", x)[0]
     return _indexed("gather", GATHER, x, _freeze_key(key, "gather"), shape)
 
 
 @op("slice_pad")
 def slice_pad(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
-    """Zeros of ``shape`` with ``g`` written at basic index ``key`` (the transpose of slicing)."""
+    """Zeros of ``shape`` with ``g`` written at basic index ``key`` (the transpose of slicing).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(SLICE_PAD, g, key=key, shape=tuple(shape))
 
 
 @op("scatter_add")
 def scatter_add(g: Any, *, key: Any, shape: tuple[int, ...]) -> EagerTensor:
-    """Zeros of ``shape`` with ``g`` added at index ``key`` (repeats accumulate)."""
+    """Zeros of ``shape`` with ``g`` added at index ``key`` (repeats accumulate).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     return bind(SCATTER_ADD, g, key=_freeze_key(key), shape=tuple(shape))
 
 # -- concatenate / stack ---
@@ -508,7 +532,10 @@ defbatch(CONCATENATE, _batch_concatenate)
 
 @op("concatenate")
 def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
-    """Join values along ``axis``. One allocation (a kernel write of the joined values)."""
+    """Join values along ``axis``. One allocation (a kernel write of the joined values).
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     xs = _values_arg("concatenate", xs)
     shapes = [_item_shape("concatenate", x, i) for i, x in enumerate(xs)]
     nd = len(shapes[0])
@@ -543,7 +570,10 @@ def _values_arg(operation: str, xs: Any) -> list[Any]:
 @op("expand_dims")
 def expand_dims(x: Any, axis: Any) -> EagerTensor:
     """Insert length-1 axes at ``axis`` (an int or a tuple, positions in the result, as
-    numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range."""
+    numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range.
+
+    Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
+    Raises: ArgumentError, ArgumentTypeError."""
     shape = list(value_of("expand_dims", x)[0])
     axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
     nd = len(shape) + len(axes)
@@ -558,7 +588,10 @@ def expand_dims(x: Any, axis: Any) -> EagerTensor:
 @op("stack")
 def stack(xs: Any, axis: int = 0) -> EagerTensor:
     """Stack values of one shape along a new ``axis`` (derived: expand_dims + concatenate).
-    ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range."""
+    ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
+    Raises: ArgumentError, ArgumentTypeError."""
     xs = _values_arg("stack", xs)
     shapes = [_item_shape("stack", x, i) for i, x in enumerate(xs)]
     ax = axis_index("stack", axis, len(shapes[0]) + 1)

@@ -37,7 +37,10 @@ class SGD(Optimizer):
     ``g += weight_decay * p``; with momentum ``v = momentum * v + g`` and the step direction
     ``d = g + momentum * v`` (Nesterov) or ``d = v``; without momentum ``d = g``;
     ``p -= lr * d``.  State: one buffer (``momentum``) when ``momentum > 0``, else none.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch until the first ``step`` (momentum state
+    allocated once); O(1).
+    Raises: ArgumentError."""
 
     _hyper_names = ("lr", "momentum", "nesterov", "weight_decay", "clip_norm")
 
@@ -78,7 +81,10 @@ class Adam(Optimizer):
     starts at ``t = 1``).  ``weight_decay`` is torch's L2 term (``g += weight_decay * p``);
     for decoupled decay use :class:`AdamW`.  State: ``m`` (the parameter's dtype) and ``v``
     (its real dtype).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch until the first ``step`` (which allocates the
+    moments once); O(1).
+    Raises: ArgumentError."""
 
     _hyper_names = ("lr", "b1", "b2", "eps", "weight_decay", "clip_norm")
 
@@ -121,7 +127,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay (Loshchilov & Hutter), as optax ``adamw`` and torch
     ``AdamW``: ``p -= lr * (m_hat / (sqrt(v_hat) + eps) + weight_decay * p)``.  The decay
-    is not part of the gradient, so it bypasses the moments and gradient clipping."""
+    is not part of the gradient, so it bypasses the moments and gradient clipping.
+
+    Cost: no allocation; no copy; no sync; no dispatch until the first ``step`` (which allocates the
+    moments once); O(1).
+    Raises: ArgumentError."""
 
     def __init__(self, lr: LearningRate = 1e-3, b1: float = 0.9, b2: float = 0.999,
                  eps: float = 1e-8, *, weight_decay: float = 1e-2,
@@ -147,7 +157,10 @@ class RMSProp(Optimizer):
     ``tr = momentum tr + g / scale``, else ``p -= lr * g / scale``.  ``weight_decay`` is the
     L2 term added to the gradient.  State: ``nu`` (real dtype), ``mu`` when centered, ``trace``
     with momentum.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch until the first ``step`` (which allocates its
+    state once); O(1).
+    Raises: ArgumentError."""
 
     _hyper_names = ("lr", "decay", "eps", "eps_in_sqrt", "centered", "momentum",
                     "weight_decay", "clip_norm")

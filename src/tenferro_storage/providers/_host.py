@@ -42,7 +42,10 @@ from ..runtime._submission import (
 
 @attrs.define
 class HostRuntimeCounters:
-    """Per-submission work of the host engine (flat in element count)."""
+    """Per-submission work of the host engine (flat in element count).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     submissions: int = 0
     rejections: int = 0
@@ -109,7 +112,10 @@ def _view_arrays(inputs: ScopedReadInputs) -> list[np.ndarray[Any, Any]]:
 
 
 class HostExecutionProvider(ExecutionProvider):
-    """Synchronous host engine: executes in the calling thread and retires before returning."""
+    """Synchronous host engine: executes in the calling thread and retires before returning.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct.
+    Raises: nothing."""
 
     kind: ClassVar[str] = "host"
     synchronous: ClassVar[bool] = True

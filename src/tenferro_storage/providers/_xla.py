@@ -122,7 +122,11 @@ _DOMAINS: Final = itertools.count()
 class XlaProvider(ExecutionProvider):
     """One JAX device as an asynchronous engine running XLA executables (see the module
     docstring).  ``device`` is a ``jax.Device``; ``namespace`` is what lowering rules
-    receive; :meth:`compile` makes this engine's programs."""
+    receive; :meth:`compile` makes this engine's programs.
+
+    Cost: no allocation; no copy; no sync; no dispatch until a program is compiled or run; O(1) to
+    construct.
+    Raises: nothing."""
 
     kind: ClassVar[str] = "xla"
     synchronous: ClassVar[bool] = False
@@ -606,7 +610,10 @@ class XlaProvider(ExecutionProvider):
 
 def xla_providers() -> list[ExecutionProvider]:
     """One :class:`XlaProvider` per JAX device this process addresses (``jax.local_devices()``;
-    none without jax).  Imports jax and starts its backends."""
+    none without jax).  Imports jax and starts its backends.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(JAX devices); imports jax.
+    Raises: nothing."""
     jax = jax_module()
     if jax is None:
         return []

@@ -16,7 +16,11 @@ from ._retirement import RetirementRecord
 
 def jax_module() -> Any:
     """``jax`` if it can be imported, else ``None`` (the engine is then not listed). Imports
-    jax on first call (seconds); later calls are a dict lookup."""
+    jax on first call (seconds); later calls are a dict lookup.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) after the first call (which imports
+    jax).
+    Raises: nothing."""
     try:
         return importlib.import_module("jax")
     except ImportError:
@@ -65,7 +69,10 @@ def _host_view(handle: Any) -> np.ndarray[Any, Any]:
 
 class XlaCounters:
     """Per-engine counters: submissions, executions, retirements, zero-copy imports, input
-    transfers (copies) and donations that reused their buffer.  Read when idle."""
+    transfers (copies) and donations that reused their buffer.  Read when idle.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     __slots__ = (
         "donations_reused", "executions", "imports_transferred", "imports_zero_copy",

@@ -114,7 +114,10 @@ from ._transfer import download, upload
 
 
 def host_engine() -> EngineId:
-    """The id of the first registered synchronous (host) engine. O(engines)."""
+    """The id of the first registered synchronous (host) engine. O(engines).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(number of engines).
+    Raises: EngineError."""
     return next(e.id for e in engines() if e.synchronous and e.id.kind == "host")
 
 

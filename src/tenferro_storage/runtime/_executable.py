@@ -28,7 +28,9 @@ class ExecutableProgram:
     temporary memory one execution needs (the compiler's memory analysis), recorded as
     one allocation per execution (released at its retirement).  Validated once at
     construction (``ProgramError``).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) (``XlaProvider.compile`` makes one).
+    Raises: nothing."""
 
     engine_kind: str
     executable: Any

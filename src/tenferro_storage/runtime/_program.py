@@ -32,7 +32,9 @@ class OutputKind(enum.Enum):
     ``IDENTITY``: an input returned as is (no allocation, no copy).
     ``REPEATED``: the same value as an earlier output (the same record, twice).
     ``METADATA``: a storage-free value (a shape, a dtype, a Python scalar).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) (an enum member look-up).
+    Raises: ValueError."""
 
     FRESH = "fresh"
     IDENTITY = "identity"
@@ -42,14 +44,20 @@ class OutputKind(enum.Enum):
 
 @attrs.frozen
 class OutputMetadata:
-    """A storage-free program output (``value`` should be immutable: a shape, a dtype...)."""
+    """A storage-free program output (``value`` should be immutable: a shape, a dtype...).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     value: Any
 
 
 @attrs.frozen
 class Value:
-    """A value slot of a program under construction (see :class:`ProgramBuilder`)."""
+    """A value slot of a program under construction (see :class:`ProgramBuilder`).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     index: int
 
@@ -71,7 +79,9 @@ class Instruction:
     input (``CompiledGraph.donated``).  The kernel is then called with ``out=`` (a
     writable numpy array over that buffer) and must return that very array; the output
     slot takes the buffer over (no allocation event).
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     kernel: Callable[..., Any]
     inputs: tuple[int, ...]
@@ -92,7 +102,10 @@ class Instruction:
 
 @attrs.frozen
 class ProgramOutput:
-    """One output of a program: a ``kind`` and either a value slot or metadata."""
+    """One output of a program: a ``kind`` and either a value slot or metadata.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     kind: OutputKind
     value: int | None = None
@@ -118,7 +131,10 @@ class Constant:
     ``AliasedOutputError`` like one that returns an input: a constant never becomes an
     owner.  Constants hold no ledger
     storage, are never released, and cannot be program outputs (copy one with an
-    instruction to return it)."""
+    instruction to return it).
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct (a plain record).
+    Raises: nothing."""
 
     slot: int
     value: Any = attrs.field(converter=_constant_value)
@@ -234,7 +250,9 @@ class CompiledGraph:
     (``ProgramError``): definitions before uses, output kinds consistent with their
     values, every intermediate released exactly once at its last use.  Immutable and
     shareable between threads; submitting it never re-validates it.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(instructions): validated once, here.
+    Raises: ProgramError."""
 
     n_inputs: int
     n_values: int
@@ -319,7 +337,10 @@ class ProgramBuilder:
 
     ``apply`` appends one instruction; ``build`` computes the output kinds and the
     release-after-last-use lists and validates the result.
-    """
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(1) to construct; ``build`` validates the
+    program once.
+    Raises: ProgramError."""
 
     def __init__(self, n_inputs: int, *, name: str = "") -> None:
         self._n_inputs = n_inputs
@@ -462,7 +483,10 @@ def run_program(
     bookkeeping; on the host without donation the instructions run as one generated
     function (``_host_run``: the same allocation events, no owner object for an
     intermediate).
-    """
+
+    Cost: allocates one owner per fresh output; no copy; no sync; no dispatch (interprets on the
+    host); O(the program's work).
+    Raises: ProgramError, RuntimeError (a kernel returned the wrong results)."""
     if device is None and not program.donated:
         return run_on_host(program, arrays)
     values: list[Any] = [None] * program.n_values

@@ -48,7 +48,10 @@ def download(value: _Value) -> Tensor[Any, Any]:
     ``value`` is borrowed for the call, never consumed; the result is C-contiguous host
     memory.  ``TransferError`` for a value already on the host, ``CopyForbiddenError``
     inside ``ledger.forbid_copies()``; nothing changes on refusal. O(size).
-    """
+
+    Cost: allocates one host owner; transfers the bytes once (a recorded TRANSFER); synchronizes
+    with the device; dispatches through the value's provider; O(size).
+    Raises: TransferError, CopyForbiddenError."""
     copy_to_host, _ = _mechanics("download")
     return copy_to_host(value)
 
@@ -62,7 +65,10 @@ def upload(engine: EngineId, value: _Value) -> Tensor[Any, Any]:
     ``TransferError`` for an engine without device memory or a value that is not on the
     host, ``CopyForbiddenError`` inside ``ledger.forbid_copies()``; nothing changes on
     refusal. O(size).
-    """
+
+    Cost: allocates one device owner; transfers the bytes once (a recorded TRANSFER); no sync;
+    dispatches through the engine's provider; O(size).
+    Raises: EngineError, TransferError, CopyForbiddenError."""
     provider = lookup(engine)
     if provider is None:
         raise EngineError(f"upload: no engine {engine} is registered; see runtime.engines()")
