@@ -643,8 +643,13 @@ def jit(
     Cost: tracing and compiling once per input signature, then allocates the results; no copy (an
     unaligned or foreign input is one recorded TRANSFER); synchronizes on the results; dispatches
     through the chosen engine; O(the program's work).
-    Raises: ArgumentTypeError, DonationError, EngineUnavailableError, ExecutionFailed,
-    LoweringError, ShardingError."""
+    Raises:
+        ArgumentTypeError: a bad argument to ``jit`` or a static value that is not hashable.
+        DonationError: a donated argument that cannot be written in place.
+        EngineUnavailableError: ``engine`` names an engine this process does not have.
+        ExecutionFailed: the program failed on its engine after admission.
+        LoweringError: the XLA engine cannot lower an equation of the traced program.
+        ShardingError: a sharded program's arguments do not fit its mesh."""
     if not callable(f):
         raise ArgumentTypeError(f"jit: argument 'f' must be callable, got {type(f).__name__}")
     argnums = _donate_argnums(donate_argnums)
