@@ -81,9 +81,23 @@ def scan(
     pytrees; ``xs=None`` needs ``length``.  The carry must keep its structure, shapes and
     dtypes (:class:`ArgumentTypeError` names the leaf otherwise).
 
-    Cost: eagerly, ``f``'s ops per step plus one stack per ys leaf (allocates ys);
-    traced, one equation (per output dtype) whatever ``length`` is; compiled, one loop.
-    ``unroll`` is accepted for JAX compatibility and ignored."""
+    ``unroll`` is accepted for JAX compatibility and ignored.  Errors raised by ``f``
+    itself pass through unchanged.
+
+    Cost: eagerly, ``f``'s ops per step (each allocates its result and dispatches through
+    its inputs' provider) plus one stack per ys leaf (allocates ys); no copy of tenferro
+    values (``xs[i]`` is a view; numpy leaves are imported by the body's ops, one recorded
+    ``TRANSFER`` each); no sync (nothing is read on the host); traced, one equation (per
+    output dtype) whatever ``length`` is, which the jit's engine dispatches as one loop;
+    O(length) times the body's work.
+
+    Raises:
+        ArgumentError: a leaf of ``xs`` has no leading axis; the leaves of ``xs`` and
+            ``length`` disagree on the number of steps; ``xs=None`` without ``length``.
+        ArgumentTypeError: ``f`` is not callable; ``length`` is not an int >= 0; a leaf
+            is not an array; the body does not return a pair or changes the carry's
+            structure, shapes or dtypes.
+    """
     if not callable(f):
         raise ArgumentTypeError(f"scan: argument 'f' must be callable, got {type(f).__name__}")
     init_leaves, carry_tree = tree_flatten(init)
@@ -192,8 +206,19 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     """``jax.lax.fori_loop``: ``val = body_fun(i, val)`` for ``i`` in ``range(lower, upper)``.
 
     With Python int bounds it is a ``scan`` over the indices (reverse mode works);
-    traced bounds make it a ``while_loop`` (forward mode only, as in JAX).  Cost: as
-    ``scan``/``while_loop``; ``i`` is an int64 index (int32 on the XLA engine's default)."""
+    tensor bounds make it a ``while_loop`` (forward mode only, as in JAX).  ``i`` is an
+    int64 index (int32 on the XLA engine's default).
+
+    Cost: as :func:`scan` (int bounds: allocates the index range and each step's results;
+    no copy; no sync; dispatches each op) or :func:`while_loop` (tensor bounds, eagerly:
+    synchronizes once per iteration to read the predicate); O(upper - lower) times the
+    body's work.
+
+    Raises:
+        ArgumentTypeError: the body changes the carry's structure, shapes or dtypes, or a
+            leaf is not an array.
+        ReverseModeError: reverse mode through a loop with tensor bounds.
+    """
     if _static(lower) and _static(upper):
         lo, hi = int(lower), int(upper)
         idx = np.arange(lo, max(lo, hi), dtype=np.int64)
@@ -221,8 +246,17 @@ def while_loop(
     returns a boolean scalar; the carry keeps its structure and types.  Reverse mode is
     refused (:class:`~tenferro_ad.errors.ReverseModeError`), as in JAX.
 
-    Cost: eagerly, both functions' ops per iteration (the predicate is read on the host
-    each iteration: one synchronization); traced, one equation per output dtype."""
+    Cost: eagerly, both functions' ops per iteration (each allocates its result and
+    dispatches through its inputs' provider; no copy), and the predicate is read on the
+    host each iteration (synchronizes once per iteration); traced, one equation per
+    output dtype, dispatched as one loop by the jit's engine (no sync until its results
+    are read); O(iterations) times the body's work.
+
+    Raises:
+        ArgumentTypeError: ``cond_fun`` does not return a boolean scalar (traced), or
+            ``body_fun`` changes the carry's structure, shapes or dtypes.
+        ReverseModeError: reverse mode (``grad``/``vjp``) through the loop.
+    """
     return _while_loop(cond_fun, body_fun, init_val, None)
 
 
@@ -275,9 +309,17 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     ``[0, len(branches) - 1]``.  Every branch returns the same structure and types
     (:class:`ArgumentTypeError` names the branch otherwise).
 
-    Cost: eagerly, the selected branch only (reading ``index`` synchronizes); traced,
-    one equation per output dtype (under ``vmap`` with a batched index, every branch
-    runs and each element selects its own)."""
+    Cost: eagerly, the selected branch's ops only (each allocates its result and
+    dispatches through its inputs' provider; no copy); reading a tensor ``index``
+    synchronizes once (a Python int does not); traced, one equation per output dtype
+    (under ``vmap`` with a batched index, every branch runs and each element selects its
+    own); O(1) plus the selected branch's work.
+
+    Raises:
+        ArgumentTypeError: ``branches`` is empty or holds a non-callable; the branches
+            return different structures, shapes or dtypes (traced).
+        LayoutError: eagerly, ``index`` is a tensor of more than one element.
+    """
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise ArgumentTypeError("switch: argument 'branches' must be a non-empty sequence of "
@@ -342,8 +384,19 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     """``jax.lax.cond``: ``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``.
 
     ``pred`` is a boolean (or numeric) scalar.  Same structure and types from both
-    branches.  Cost: as :func:`switch` with two branches; under ``vmap`` with a batched
-    ``pred`` both branches run and ``where`` selects per element, as in JAX."""
+    branches.  Under ``vmap`` with a batched ``pred`` both branches run and ``where``
+    selects per element, as in JAX.
+
+    Cost: as :func:`switch` with two branches: eagerly, the selected branch's ops (each
+    allocates its result and dispatches through its inputs' provider; no copy); reading a
+    tensor ``pred`` synchronizes once (a Python bool does not); traced, one equation per
+    output dtype; O(1) plus the selected branch's work.
+
+    Raises:
+        ArgumentTypeError: a branch is not callable; traced, ``pred`` is not a scalar or
+            the branches return different structures, shapes or dtypes.
+        LayoutError: eagerly, ``pred`` is a tensor of more than one element.
+    """
     if not callable(true_fun) or not callable(false_fun):
         raise ArgumentTypeError("cond: arguments 'true_fun' and 'false_fun' must be callable")
     leaves = tree_flatten(operands)[0]

@@ -100,7 +100,14 @@ def record_transfer(nbytes: int, operation: str) -> None:
     constant that XLA embeds in an executable): one ``CopyReason.TRANSFER`` event.
 
     Call it *before* copying: inside ``ledger.forbid_copies()`` it raises
-    ``CopyForbiddenError`` naming ``operation`` and records nothing. O(1); no allocation.
+    ``CopyForbiddenError`` naming ``operation`` and records nothing.
+
+    Cost: no allocation; no copy itself (it records the caller's copy as one ``TRANSFER``
+    event); no sync; no dispatch; O(1).
+
+    Raises:
+        CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing is recorded).
+        TypeError: ``nbytes`` is not an integer (``int(nbytes)`` refuses it).
     """
     LEDGER.check_copy_allowed(operation)
     LEDGER.copy(CopyReason.TRANSFER, int(nbytes), operation)

@@ -16,13 +16,7 @@ programs (XLA's partitioner inserts the collectives).  ``docs/guides/scale-out.m
 the guide.
 """
 
-from .providers._sharded import (
-    Mesh,
-    ShardedTensor,
-    initialize,
-    process_count,
-    process_index,
-    shard,
-)
+from .providers._distributed import initialize, process_count, process_index
+from .providers._sharded import Mesh, ShardedTensor, shard
 
 __all__ = ["Mesh", "ShardedTensor", "initialize", "process_count", "process_index", "shard"]

@@ -16,19 +16,14 @@ explicit host read (one recorded ``TRANSFER`` per distinct shard into one host o
 XLA partitioner inserts every collective of a sharded program; nothing here moves bytes
 between devices itself.
 
-Several processes: :func:`initialize` starts ``jax.distributed`` (coordinator address,
-process count and id, with initialization and heartbeat timeouts) before the engines
-are discovered; a mesh then spans every process's devices, and each process owns (and
-its ledger records) only the shards it addresses.
+Several processes (``_distributed.py``): a mesh spans every process's devices, and each
+process owns (and its ledger records) only the shards it addresses.
 """
 
 from __future__ import annotations
 
-import socket
-import sys
 import threading
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -37,7 +32,7 @@ from .._dtypes import _BY_NUMPY
 from .._ledger import LEDGER, AllocationReason, CopyReason
 from .._root import aligned_empty
 from .._tensor import Tensor, TensorView, TensorViewMut
-from ..errors import DeviceResidentError, DistributedError, ShardingError, shown
+from ..errors import DeviceResidentError, ShardingError, shown
 from ..runtime._engine import EngineId, engines, lookup
 from ._xla import XlaProvider
 from ._xla_support import jax_module
@@ -66,8 +61,11 @@ def _providers() -> dict[Any, tuple[EngineId, XlaProvider]]:
 class Mesh:
     """Named axes over JAX devices, built as a ``jax.sharding.Mesh`` is:
     ``Mesh(np.array(jax.devices()).reshape(2, 2), ("data", "model"))``.  Each device
-    this process addresses is one XLA engine (``engines``).  Construction: O(devices),
-    no allocation, no copy; the engines are discovered (jax starts) on first use."""
+    this process addresses is one XLA engine (``engines``); the engines are discovered
+    (jax starts) on first use.
+
+    Cost: construction makes no allocation; no copy; no sync; no dispatch; O(devices).
+    Raises: ShardingError (jax is missing; bad ``devices`` or ``axis_names``)."""
 
     __slots__ = ("_domains", "_hash", "_local_devices", "_providers", "axis_names", "jax_mesh")
 
@@ -219,6 +217,16 @@ class ShardedTensor:
     ``del``/:meth:`release` frees them all.  No implicit host read: ``np.asarray`` and
     ``to_numpy`` are refused; :meth:`gather` is the explicit one.  Made by :func:`shard`
     (from the host), by a sharded ``tenferro_ad.jit`` (results) and by :meth:`reshard`.
+
+    Cost: it holds one allocation per addressable shard, made by whoever creates it (the
+    constructor itself is refused); its metadata properties make no allocation, no copy,
+    no sync and no dispatch, O(1) or O(shards); :meth:`gather` transfers to the host and
+    :meth:`reshard` copies (one XLA program, which dispatches and synchronizes).
+
+    Raises:
+        TypeError: ``ShardedTensor(...)`` called directly (use :func:`shard`).
+        ShardingError: a method or shard property used after :meth:`release`.
+        DeviceResidentError: ``np.asarray``/``to_numpy`` (an implicit host read).
     """
 
     __slots__ = ("__weakref__", "_array", "_devices", "_dtype", "_indices", "_shape", "_shards",
@@ -461,7 +469,21 @@ def shard(value: Any, mesh: Mesh, spec: Any = None) -> ShardedTensor:
     """Upload a host value (a numpy array, a host ``Tensor`` or a view) split by ``spec``
     over ``mesh``: one ``TRANSFER_DESTINATION`` allocation and one recorded ``TRANSFER``
     per addressable shard (every device of a replicated axis gets its own copy).  The
-    value is only read.  Refused inside ``ledger.forbid_copies()``. O(size)."""
+    value is only read.  Refused inside ``ledger.forbid_copies()``.
+
+    Cost: allocates one device buffer per addressable shard; transfers each shard from the
+    host (one recorded ``TRANSFER`` each); no sync (``jax.device_put`` is asynchronous);
+    no dispatch (no engine program runs; each shard's engine only owns its buffer);
+    O(size) per replica.
+
+    Raises:
+        ShardingError: jax is missing; ``value`` is already sharded or not a tensor dtype;
+            ``mesh`` is not a :class:`Mesh`; ``spec`` does not fit the mesh or the shape;
+            a device of the mesh is another process's.
+        CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing is uploaded).
+        BorrowError: ``value`` is an owner mutably borrowed elsewhere.
+        UseAfterMoveError: ``value`` is a consumed owner.
+    """
     jax = _jax("shard")
     if isinstance(value, ShardedTensor):
         raise ShardingError("shard: argument 'value' is already sharded; use value.reshard(spec)")
@@ -502,99 +524,4 @@ def shard(value: Any, mesh: Mesh, spec: Any = None) -> ShardedTensor:
             view.release()
 
 
-def initialize(
-    coordinator_address: str,
-    num_processes: int,
-    process_id: int,
-    *,
-    initialization_timeout: int = 60,
-    heartbeat_timeout: int = 10,
-    local_device_ids: Iterable[int] | None = None,
-) -> None:
-    """Join a run of ``num_processes`` processes through ``jax.distributed`` (process
-    ``process_id``; process 0 hosts the coordinator at ``coordinator_address``,
-    ``"host:port"``).  Call it first, before any engine is discovered or any jit runs.
-
-    Bounded, never a hang: a process other than 0 first waits at most
-    ``initialization_timeout`` seconds for the coordinator to accept connections, else
-    ``DistributedError``; once connected, JAX waits at most ``initialization_timeout``
-    seconds for every process to join and then terminates the process (it cannot be
-    caught in Python), after a ``DistributedError`` line on stderr naming the
-    coordinator, this process and the timeout.  Afterwards a process that stops sending
-    heartbeats for ``heartbeat_timeout`` seconds is declared dead and JAX's coordination
-    service terminates the others with a message naming it.  Blocks until every process
-    joined (network round trips)."""
-    jax = _jax("initialize")
-    for name, v in (("num_processes", num_processes), ("process_id", process_id),
-                    ("initialization_timeout", initialization_timeout),
-                    ("heartbeat_timeout", heartbeat_timeout)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-            raise DistributedError(f"initialize: argument {name!r} must be an int >= 0, "
-                                   f"got {shown(v)}")
-    if not process_id < num_processes:
-        raise DistributedError(f"initialize: process_id {process_id} is not below "
-                               f"num_processes {num_processes}")
-    where = (f"process {process_id} of {num_processes} with the coordinator at "
-             f"{coordinator_address!r}")
-    deadline = time.monotonic() + initialization_timeout
-    if process_id != 0:
-        _await_coordinator(coordinator_address, deadline, where, initialization_timeout)
-    watchdog = threading.Timer(
-        max(deadline - time.monotonic(), 0.0), _report_stalled,
-        (f"initialize: {where}: not every process joined within {initialization_timeout} s "
-         "(a process is missing or failed); JAX now terminates this process",),
-    )
-    watchdog.daemon = True
-    watchdog.start()
-    try:
-        jax.distributed.initialize(
-            coordinator_address=coordinator_address, num_processes=num_processes,
-            process_id=process_id, initialization_timeout=initialization_timeout,
-            heartbeat_timeout_seconds=heartbeat_timeout,
-            local_device_ids=None if local_device_ids is None else list(local_device_ids),
-        )
-    except Exception as exc:  # jax raises RuntimeError/XlaRuntimeError with its status
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DistributedError(
-            f"initialize: {where} could not start (call it before anything else uses jax): "
-            f"{first}"
-        ) from None
-    finally:
-        watchdog.cancel()
-
-
-def _await_coordinator(address: str, deadline: float, where: str, timeout: int) -> None:
-    """Wait until ``address`` accepts a TCP connection, until ``deadline``. O(tries)."""
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise DistributedError(f"initialize: {where}: the address must be 'host:port'")
-    while True:
-        try:
-            with socket.create_connection((host, int(port)), timeout=1.0):
-                return
-        except OSError as exc:
-            if time.monotonic() >= deadline:
-                raise DistributedError(
-                    f"initialize: {where}: the coordinator did not accept connections within "
-                    f"{timeout} s ({exc.strerror or exc}); is process 0 running?"
-                ) from None
-            time.sleep(0.1)
-
-
-def _report_stalled(message: str) -> None:
-    sys.stderr.write(f"tenferro_storage.errors.DistributedError: {message}\n")
-    sys.stderr.flush()
-
-
-def process_index() -> int:
-    """This process's id in a multi-process run (0 alone). O(1)."""
-    return int(_jax("process_index").process_index())
-
-
-def process_count() -> int:
-    """The number of processes of the run (1 alone). O(1)."""
-    return int(_jax("process_count").process_count())
-
-
-__all__ = ["Mesh", "ShardedTensor", "adopt_array", "initialize", "process_count",
-           "process_index", "shard"]
+__all__ = ["Mesh", "ShardedTensor", "adopt_array", "shard"]
