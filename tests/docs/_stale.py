@@ -2,11 +2,12 @@
 
 A code span (Markdown backticks) is checked when it names something, recognized by shape:
 
-- a dotted name whose first part is a package, module or usual alias (``ad.grad``,
-  ``tenferro_storage.runtime.download``, ``rt.engines()``, ``ledger.capture``) resolves
-  attribute by attribute;
+- a dotted name whose first part is a package, a public module's own name (``lax.scan``,
+  ``sharding.shard``), a usual alias (``ad.grad``, ``rt.engines()``) or a module the page's
+  own code blocks import under that name (``from tenferro_storage import sharding as sh``
+  makes ``sh.shard(...)`` a module-qualified name) resolves attribute by attribute;
 - a dotted name on a value (``grads.take_grad``, ``x.to_numpy()``) names an attribute some
-  public class has;
+  public class has, or some class a public function returns (``ad.jit``'s ``Jitted``);
 - a bare ``CamelCase`` name (a class), an ``UPPER_CASE`` name (an enum member) or ``call()``
   is a public name, a public class's attribute, or a builtin;
 - a repository path (``docs/guides/x.md``, ``tests/docs/``) exists;
@@ -21,7 +22,10 @@ from __future__ import annotations
 
 import builtins
 import importlib
+import inspect
 import re
+import types
+import typing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -74,14 +78,18 @@ class Surface:
         self.attributes: set[str] = set(dir(object))
         for mod in public_modules():
             self.names.add(mod.__name__.rsplit(".", 1)[-1])
+        #: public modules by their own name (``lax`` -> ``tenferro_ad.lax``)
+        self.modules: dict[str, str] = {
+            m.__name__.rsplit(".", 1)[-1]: m.__name__ for m in public_modules()
+        }
         for qual, value in public_names():
             self.names.add(qual.rsplit(".", 1)[-1])
             self.names.add(getattr(value, "__name__", ""))
-            if isinstance(value, type):
-                self.attributes.update(dir(value))
-                self.attributes.update(getattr(value, "__annotations__", {}))
-                for klass in value.__mro__:
-                    self.attributes.update(getattr(klass, "__annotations__", {}))
+            classes = [value] if isinstance(value, type) else _returned_classes(value)
+            for klass in classes:
+                self.attributes.update(dir(klass))
+                for base in klass.__mro__:
+                    self.attributes.update(getattr(base, "__annotations__", {}))
         self.flags: set[str] = set()
         sources = [*ROOT.glob("scripts/**/*.py"), *ROOT.glob("src/**/__main__.py"),
                    *ROOT.glob("src/**/demo.py"), *ROOT.glob("src/**/_runner.py"),
@@ -110,10 +118,12 @@ class Surface:
             )
         return name in self._src_defs
 
-    def resolve(self, dotted: str) -> bool:
-        """Whether ``dotted`` (first part a module or alias) resolves attribute by attribute."""
+    def resolve(self, dotted: str, aliases: dict[str, str] | None = None) -> bool:
+        """Whether ``dotted`` (first part a module or alias: ``aliases``, then
+        :data:`ALIASES`, then a public module's own name) resolves attribute by attribute."""
         first, *rest = dotted.split(".")
-        modname = ALIASES.get(first, first)
+        modname = (aliases or {}).get(first) or ALIASES.get(first) or self.modules.get(
+            first, first)
         try:
             obj: Any = importlib.import_module(modname)
         except ImportError:
@@ -129,13 +139,36 @@ class Surface:
         return True
 
 
+def _returned_classes(f: Any) -> list[type]:
+    """The classes a public function's return annotation names (``Jitted | ShardedJitted``
+    for ``ad.jit``): a caller holds their instances, so their attributes are public too.
+    Empty for a non-function or an annotation that does not evaluate."""
+    if not inspect.isfunction(f):
+        return []
+    try:
+        ret = typing.get_type_hints(f).get("return")
+    except Exception:  # a name only imported under TYPE_CHECKING: nothing to learn
+        return []
+    todo, out = [ret], []
+    while todo:
+        t = todo.pop()
+        if isinstance(t, type) and t.__module__.split(".", 1)[0] in ("tenferro_ad",
+                                                                     "tenferro_storage"):
+            out.append(t)
+        elif isinstance(t, types.UnionType) or typing.get_origin(t) is typing.Union:
+            todo.extend(typing.get_args(t))
+    return out
+
+
 def problem(
-    span: str, surface: Surface, local: set[str] = frozenset(), internals: bool = False  # type: ignore[assignment]
+    span: str, surface: Surface, local: set[str] = frozenset(), internals: bool = False,  # type: ignore[assignment]
+    aliases: dict[str, str] | None = None,
 ) -> str | None:
     """Why ``span`` names something that does not exist (``None``: it exists or is not a
     name this check reads).  ``local``: names the page's own code blocks define (an
     example's ``loss``); ``internals``: the page is a design note, which may also name
-    what ``src/`` defines internally (its value attributes are not checked)."""
+    what ``src/`` defines internally (its value attributes are not checked); ``aliases``:
+    the modules the page's code blocks import, by the name they bind (:func:`imports`)."""
     if m := _PYM.match(span):
         mod = m.group(1)
         return None if surface.resolve(mod) else f"`{span}`: no module {mod!r}"
@@ -150,10 +183,13 @@ def problem(
     if m := _DOTTED.match(span):
         dotted = m.group(1)
         first, *rest = dotted.split(".")
-        if first in FOREIGN or first in local:
+        aliases = aliases or {}
+        if first in FOREIGN or (first in local and first not in aliases):
             return None
-        if first in ALIASES or first in ("tenferro_ad", "tenferro_storage"):
-            return None if surface.resolve(dotted) else f"`{span}`: {dotted} does not exist"
+        if first in aliases or first in ALIASES or first in surface.modules or first in (
+                "tenferro_ad", "tenferro_storage"):
+            ok = surface.resolve(dotted, aliases)
+            return None if ok else f"`{span}`: {dotted} does not exist"
         if first[0].isupper() and first in surface.names:  # Class.attribute
             owner = [v for q, v in public_names() if q.rsplit(".", 1)[-1] == first]
             if owner and not all(hasattr(o, rest[0]) for o in owner[:1]):
@@ -208,7 +244,38 @@ def local_names(text: str) -> set[str]:
     return names
 
 
+_IMPORT_AS = re.compile(rf"^\s*import\s+({_IDENT}(?:\.{_IDENT})*)\s+as\s+({_IDENT})", re.M)
+_FROM_IMPORT = re.compile(rf"^\s*from\s+({_IDENT}(?:\.{_IDENT})*)\s+import\s+([^\n(]+)$", re.M)
+
+
+def imports(text: str) -> dict[str, str]:
+    """The tenferro modules a Markdown text's code blocks import, by the name they bind:
+    ``import tenferro_ad as ad`` and ``from tenferro_storage import sharding as sh`` give
+    ``{"ad": "tenferro_ad", "sh": "tenferro_storage.sharding"}``.  A name imported from a
+    module that is not a module itself (``from tenferro_ad import grad``) is not one."""
+    out: dict[str, str] = {}
+    for block in re.findall(r"^```[a-z]*\n(.*?)^```", text, re.S | re.M):
+        for m in _IMPORT_AS.finditer(block):
+            out[m.group(2)] = m.group(1)
+        for m in _FROM_IMPORT.finditer(block):
+            for part in m.group(2).split("#", 1)[0].split(","):
+                name, _, bound = part.strip().partition(" as ")
+                if name.isidentifier():
+                    out[(bound or name).strip()] = f"{m.group(1)}.{name}"
+    found: dict[str, str] = {}
+    for bound, mod in out.items():
+        if mod.split(".", 1)[0] not in ("tenferro_ad", "tenferro_storage"):
+            continue
+        try:
+            importlib.import_module(mod)
+        except ImportError:
+            continue
+        found[bound] = mod
+    return found
+
+
 def check_text(text: str, surface: Surface, internals: bool = False) -> list[str]:
     """Every stale name in one Markdown text (``internals``: a design note)."""
-    local = local_names(text)
-    return [p for s in spans(text) if (p := problem(s, surface, local, internals)) is not None]
+    local, aliases = local_names(text), imports(text)
+    return [p for s in spans(text)
+            if (p := problem(s, surface, local, internals, aliases)) is not None]

@@ -41,3 +41,33 @@ def test_stale_check_accepts_names_that_exist(surface: Surface) -> None:
         "`np.asarray(x)`, `BorrowError`, `ts.Tensor.duplicate`, `CHECKPOINT_RECOMPUTE_OUTPUT`"
     )
     assert check_text(good, surface) == []
+
+
+def test_stale_check_resolves_the_modules_a_page_imports_under_its_own_names(
+    surface: Surface,
+) -> None:
+    page = (
+        "```python\nfrom tenferro_storage import sharding as sh\nimport tenferro_ad.lax as L\n"
+        "```\n\n`sh.shard(x, mesh, P())`, `L.scan(f, init, xs)`, `sh.no_such_function(x)`, "
+        "`L.no_such_loop`\n"
+    )
+    assert check_text(page, surface) == [
+        "`sh.no_such_function(x)`: sh.no_such_function does not exist",
+        "`L.no_such_loop`: L.no_such_loop does not exist",
+    ]
+
+
+def test_stale_check_resolves_a_public_module_by_its_own_name(surface: Surface) -> None:
+    text = "`sharding.initialize`, `lax.scan`, `sharding.no_such`, `lax.no_such_loop(f)`"
+    assert check_text(text, surface) == [
+        "`sharding.no_such`: sharding.no_such does not exist",
+        "`lax.no_such_loop(f)`: lax.no_such_loop does not exist",
+    ]
+
+
+def test_stale_check_knows_the_classes_public_functions_return(surface: Surface) -> None:
+    # ``ad.jit`` returns a ``Jitted`` (not exported): its methods are what a caller uses
+    assert check_text("`jitted.cache_info()`, `jitted.cache_size`", surface) == []
+    assert check_text("`jitted.no_such_method()`", surface) == [
+        "`jitted.no_such_method()`: no public class has an attribute 'no_such_method'"
+    ]
