@@ -215,10 +215,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     body's work.
 
     Raises:
-        ArgumentTypeError: the body changes the carry's structure, shapes or dtypes, or a
-            leaf is not an array.
+        ArgumentTypeError: a bound is not an integer or an integer scalar tensor, the body
+            changes the carry's structure, shapes or dtypes, or a leaf is not an array.
         ReverseModeError: reverse mode through a loop with tensor bounds.
     """
+    for what, bound in (("lower", lower), ("upper", upper)):
+        _check_bound(bound, what)
     if _static(lower) and _static(upper):
         lo, hi = int(lower), int(upper)
         idx = np.arange(lo, max(lo, hi), dtype=np.int64)
@@ -236,6 +238,20 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
 
 def _static(v: Any) -> bool:
     return isinstance(v, int | np.integer) and not isinstance(v, bool)
+
+
+def _check_bound(v: Any, what: str) -> None:
+    """A loop bound is a Python/numpy integer or an integer scalar tensor (as in JAX)."""
+    if _static(v):
+        return
+    dtype = getattr(v, "dtype", None)
+    if dtype is None or np.dtype(dtype).kind not in "iu" or tuple(getattr(v, "shape", ())) != ():
+        got = (f"a {type(v).__name__} of dtype {np.dtype(dtype)} and shape "
+               f"{tuple(getattr(v, 'shape', ()))}" if dtype is not None else type(v).__name__)
+        raise ArgumentTypeError(
+            f"fori_loop: argument {what!r} must be an integer or an integer scalar tensor, "
+            f"got {got}"
+        )
 
 
 # -- while_loop

@@ -10,6 +10,7 @@ float64} x {zero-length, one-step, three-step loops}.  The JAX oracle runs op by
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -220,6 +221,29 @@ def test_fori_loop_with_traced_bounds_is_a_while_loop() -> None:
                         np.int64(4), x), np.float64)
     graph = ad.traced.trace(f)(np.int64(4), x)
     assert [e.prim.name for e in graph.eqns].count("while_loop") == 1
+
+
+@pytest.mark.parametrize("lower, upper, what, got", [
+    (0.0, 3, "lower", "float"),
+    (0, 2.5, "upper", "float"),
+    (np.float32(0), 3, "lower", "dtype float32"),
+    (0, np.arange(3), "upper", "shape (3,)"),
+    (True, 3, "lower", "bool"),
+])
+def test_fori_loop_refuses_a_bound_that_is_not_an_integer_naming_it(
+    lower: Any, upper: Any, what: str, got: str
+) -> None:
+    """As JAX: loop bounds are integers (a float would silently truncate); the error names
+    the operation, the argument and what it got, and nothing runs."""
+    calls: list[int] = []
+
+    def body(i: Any, c: Any) -> Any:
+        calls.append(1)
+        return c + 1.0
+
+    with pytest.raises(ArgumentTypeError, match=rf"fori_loop: argument '{what}' .*{re.escape(got)}"):
+        lax.fori_loop(lower, upper, body, np.ones(2))
+    assert calls == []
 
 
 def test_scan_body_that_changes_the_carry_type_is_refused_naming_the_leaf() -> None:
