@@ -241,7 +241,8 @@ def test_fori_loop_refuses_a_bound_that_is_not_an_integer_naming_it(
         calls.append(1)
         return c + 1.0
 
-    with pytest.raises(ArgumentTypeError, match=rf"fori_loop: argument '{what}' .*{re.escape(got)}"):
+    pattern = rf"fori_loop: argument '{what}' .*{re.escape(got)}"
+    with pytest.raises(ArgumentTypeError, match=pattern):
         lax.fori_loop(lower, upper, body, np.ones(2))
     assert calls == []
 
