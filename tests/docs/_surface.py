@@ -5,6 +5,7 @@ so names other branches add are checked without editing this file)."""
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -42,3 +43,28 @@ def public_names() -> Iterator[tuple[str, Any]]:
                 continue
             seen.add(id(value))
             yield f"{mod.__name__}.{name}", value
+
+
+def public_methods() -> Iterator[tuple[str, Any]]:
+    """``(qualified name, function)`` for every public method of every public class
+    (exception classes excepted): the plain, class and static methods a user reaches on
+    the class -- its own and those it inherits from our private bases, not ``object``'s or
+    a foreign library's -- without underscore names or properties (reading a field).  A
+    function reachable from several classes is yielded once, under its first name."""
+    seen: set[int] = set()
+    for qualname, cls in public_names():
+        if not isinstance(cls, type) or issubclass(cls, BaseException):
+            continue
+        for name in sorted(dir(cls)):
+            if name.startswith("_"):
+                continue
+            member = inspect.getattr_static(cls, name)
+            if isinstance(member, property):
+                continue
+            func = getattr(member, "__func__", member)
+            if not inspect.isfunction(func) or id(func) in seen:
+                continue
+            if not str(getattr(func, "__module__", "")).startswith(PACKAGES):
+                continue
+            seen.add(id(func))
+            yield f"{qualname}.{name}", func

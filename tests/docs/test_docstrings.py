@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.docs._docstrings import check_all, check_docstring
-from tests.docs._surface import public_modules, public_names
+from tests.docs._surface import public_methods, public_modules, public_names
 
 
 def _exceptions() -> dict[str, type[BaseException]]:
@@ -23,6 +23,16 @@ def test_every_public_callable_states_cost_and_raises() -> None:
     assert not problems, (
         f"{len(problems)} docstring problem(s) (convention: docs/contributing.md#docstrings):\n"
         + "\n".join(map(str, problems))
+    )
+
+
+def test_every_public_method_states_cost_and_raises() -> None:
+    """The methods of public classes are public callables too (``Tensor.to_numpy``,
+    ``Gradients.take_grad``, ...)."""
+    problems = check_all(public_methods(), _exceptions())
+    assert not problems, (
+        f"{len(problems)} method docstring problem(s) (convention: "
+        "docs/contributing.md#docstrings):\n" + "\n".join(map(str, problems))
     )
 
 
