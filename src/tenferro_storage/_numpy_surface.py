@@ -337,7 +337,11 @@ class NumpySurface:
 
     def tolist(self) -> Any:
         """The values as nested Python lists (a scalar for rank 0), like
-        ``ndarray.tolist``.  A host read: O(size) Python objects, no ledger event."""
+        ``ndarray.tolist``.  A host read: O(size) Python objects, no ledger event.
+
+        Cost: allocates the Python objects (no ledger allocation); no copy event (reads in
+        place); no sync; no dispatch; O(size).
+        Raises: BorrowError, UseAfterMoveError, DeviceResidentError."""
         return _array(self, "tolist").tolist()
 
     def _repr_html_(self) -> str:
@@ -345,121 +349,214 @@ class NumpySurface:
 
     # -- ndarray-style methods (recorded ops; ``self`` is borrowed; numpy's signatures) -------
     # Each returns a new value (with tenferro_ad: an ``EagerTensor``) and allocates it; the
-    # cost is the op's.  ``out=`` is refused (ops return new values), as on handles.
+    # cost is the op's.  ``out=`` is refused (ops return new values), as on handles.  Their
+    # TypeError: no implementation registered (import tenferro_ad), ``out=`` given, or an
+    # argument of the wrong type (tenferro_ad's ArgumentTypeError); AxisError/ArgumentError
+    # are tenferro_ad's; BorrowError/UseAfterMoveError come from borrowing ``self``.
     def sum(self, axis: Axis = None, dtype: Any = None, out: None = None,
             keepdims: bool = False) -> Any:
-        """``numpy.sum`` as a method: a recorded op, ``self`` borrowed (a new value)."""
+        """``numpy.sum`` as a method: a recorded op, ``self`` borrowed (a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("sum", "sum")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def mean(self, axis: Axis = None, dtype: Any = None, out: None = None,
              keepdims: bool = False) -> Any:
-        """``numpy.mean`` as a method (a recorded op, a new value)."""
+        """``numpy.mean`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("mean", "mean")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def prod(self, axis: Axis = None, dtype: Any = None, out: None = None,
              keepdims: bool = False) -> Any:
-        """``numpy.prod`` as a method (a recorded op, a new value)."""
+        """``numpy.prod`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("prod", "prod")(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
     def max(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.max`` as a method (a recorded op, a new value)."""
+        """``numpy.max`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("max", "max")(self, axis=axis, out=out, keepdims=keepdims)
 
     def min(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.min`` as a method (a recorded op, a new value)."""
+        """``numpy.min`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("min", "min")(self, axis=axis, out=out, keepdims=keepdims)
 
     def var(self, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
             keepdims: bool = False) -> Any:
-        """``numpy.var`` as a method (a recorded op, a new value)."""
+        """``numpy.var`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("var", "var")(self, axis=axis, dtype=dtype, out=out, ddof=ddof,
                                    keepdims=keepdims)
 
     def std(self, axis: Axis = None, dtype: Any = None, out: None = None, ddof: int = 0,
             keepdims: bool = False) -> Any:
-        """``numpy.std`` as a method (a recorded op, a new value)."""
+        """``numpy.std`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("std", "std")(self, axis=axis, dtype=dtype, out=out, ddof=ddof,
                                    keepdims=keepdims)
 
     def cumsum(self, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
-        """``numpy.cumsum`` as a method (a recorded op, a new value)."""
+        """``numpy.cumsum`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("cumsum", "cumsum")(self, axis=axis, dtype=dtype, out=out)
 
     def cumprod(self, axis: int | None = None, dtype: Any = None, out: None = None) -> Any:
-        """``numpy.cumprod`` as a method (a recorded op, a new value)."""
+        """``numpy.cumprod`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("cumprod", "cumprod")(self, axis=axis, dtype=dtype, out=out)
 
     def any(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.any`` as a method (a recorded op, a new value)."""
+        """``numpy.any`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("any", "any")(self, axis=axis, out=out, keepdims=keepdims)
 
     def all(self, axis: Axis = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.all`` as a method (a recorded op, a new value)."""
+        """``numpy.all`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("all", "all")(self, axis=axis, out=out, keepdims=keepdims)
 
     def argmax(self, axis: int | None = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.argmax`` as a method (a recorded op, a new value)."""
+        """``numpy.argmax`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("argmax", "argmax")(self, axis=axis, out=out, keepdims=keepdims)
 
     def argmin(self, axis: int | None = None, out: None = None, keepdims: bool = False) -> Any:
-        """``numpy.argmin`` as a method (a recorded op, a new value)."""
+        """``numpy.argmin`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("argmin", "argmin")(self, axis=axis, out=out, keepdims=keepdims)
 
     def argsort(self, axis: int = -1, kind: str | None = None, order: None = None) -> Any:
-        """``numpy.argsort`` as a method (a recorded op, a new value)."""
+        """``numpy.argsort`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size log
+        size).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("argsort", "argsort")(self, axis=axis, kind=kind, order=order)
 
     def astype(self, dtype: Any) -> Any:
-        """A converted value (a recorded op allocating the result; ``self`` borrowed)."""
+        """A converted value (a recorded op allocating the result; ``self`` borrowed).
+
+        Cost: allocates the result (no allocation when the dtype is already ``dtype``); no copy; no
+        sync; dispatches the registered op; O(size).
+        Raises: TypeError, DTypeError, BorrowError, UseAfterMoveError."""
         return _impl("astype", "astype")(self, dtype)
 
     def clip(self, lo: Any = None, hi: Any = None, out: None = None) -> Any:
-        """``tenferro_ad.clip`` as a method (numpy's ``clip``; a recorded op, a new value)."""
+        """``tenferro_ad.clip`` as a method (numpy's ``clip``; a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("clip", "clip")(self, lo, hi, out=out)
 
     def conj(self) -> Any:
-        """The complex conjugate (a recorded op, a new value)."""
+        """The complex conjugate (a recorded op, a new value).
+
+        Cost: allocates the result (no allocation for real values); no copy; no sync; dispatches
+        the registered op; O(size).
+        Raises: TypeError, BorrowError, UseAfterMoveError."""
         return _impl("conj", "conj")(self)
 
     def conjugate(self) -> Any:
-        """The complex conjugate (a recorded op, a new value)."""
+        """The complex conjugate (a recorded op, a new value).
+
+        Cost: allocates the result (no allocation for real values); no copy; no sync; dispatches
+        the registered op; O(size).
+        Raises: TypeError, BorrowError, UseAfterMoveError."""
         return _impl("conjugate", "conjugate")(self)
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
-        """``numpy.diagonal`` as a method (a recorded op, a new value)."""
+        """``numpy.diagonal`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(min(n, m)).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("diagonal", "diagonal")(self, offset=offset, axis1=axis1, axis2=axis2)
 
     def dot(self, b: Any, out: None = None) -> Any:
-        """``numpy.dot`` as a method (a recorded op, a new value)."""
+        """``numpy.dot`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(m*k*n).
+        Raises: TypeError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("dot", "dot")(self, b, out=out)
 
     def flatten(self, order: str = "C") -> Any:
-        """A flat value (a recorded op, a new value)."""
+        """A flat value (a recorded op, a new value).
+
+        Cost: allocates the result for a strided value (no allocation for a contiguous one); no
+        copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, BorrowError, UseAfterMoveError."""
         return _impl("flatten", "flatten")(self, order=order)
 
     def ravel(self, order: str = "C") -> Any:
-        """A flat value (a recorded op, a new value)."""
+        """A flat value (a recorded op, a new value).
+
+        Cost: allocates the result for a strided value (no allocation for a contiguous one); no
+        copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, BorrowError, UseAfterMoveError."""
         return _impl("ravel", "ravel")(self, order=order)
 
     def repeat(self, repeats: Any, axis: int | None = None) -> Any:
-        """``numpy.repeat`` as a method (a recorded op, a new value)."""
+        """``numpy.repeat`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size of the
+        result).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("repeat", "repeat")(self, repeats, axis=axis)
 
     def round(self, decimals: int = 0, out: None = None) -> Any:
-        """``numpy.round`` as a method (a recorded op, a new value)."""
+        """``numpy.round`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(size).
+        Raises: TypeError, BorrowError, UseAfterMoveError."""
         return _impl("round", "round")(self, decimals=decimals, out=out)
 
     def squeeze(self, axis: Axis = None) -> Any:
-        """``numpy.squeeze`` as a method (a recorded op, a new value)."""
+        """``numpy.squeeze`` as a method (a recorded op, a new value).
+
+        Cost: no allocation (a view of the same values); no copy; no sync; dispatches the
+        registered op; O(rank).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("squeeze", "squeeze")(self, axis=axis)
 
     def swapaxes(self, axis1: int, axis2: int) -> Any:
-        """``tenferro_ad.swapaxes`` as a method (a recorded op, a new value)."""
+        """``tenferro_ad.swapaxes`` as a method (a recorded op, a new value).
+
+        Cost: no allocation (a view of the same values); no copy; no sync; dispatches the
+        registered op; O(rank).
+        Raises: TypeError, AxisError, BorrowError, UseAfterMoveError."""
         return _impl("swapaxes", "swapaxes")(self, axis1, axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
               out: None = None) -> Any:
-        """``numpy.trace`` as a method (a recorded op, a new value)."""
+        """``numpy.trace`` as a method (a recorded op, a new value).
+
+        Cost: allocates the result; no copy; no sync; dispatches the registered op; O(min(n, m)).
+        Raises: TypeError, AxisError, ArgumentError, BorrowError, UseAfterMoveError."""
         return _impl("trace", "trace")(self, offset=offset, axis1=axis1, axis2=axis2,
                                        dtype=dtype, out=out)
 

@@ -248,7 +248,10 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     # -- derivations -----------------------------------------------------------------
     def as_view(self) -> TensorView[DT, R]:
-        """Another shared view of the same values (O(1), no allocation)."""
+        """Another shared view of the same values (O(1), no allocation).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: ExpiredBorrowError, UseAfterMoveError, BorrowError."""
         return self._derive(self._d("as_view"), "TensorView.as_view")  # type: ignore[no-any-return]
 
     @overload
@@ -270,7 +273,10 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         return self._derive(desc, "TensorView[...]")
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
-        """Permute axes (default: reverse). O(rank), no copy."""
+        """Permute axes (default: reverse). O(rank), no copy.
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+        Raises: LayoutError, ExpiredBorrowError, UseAfterMoveError, BorrowError."""
         d = self._d("TensorView.transpose")
         desc = D.transpose(d, D.check_axes("TensorView.transpose", axes, len(d.shape)))
         return self._derive(desc, "TensorView.transpose")  # type: ignore[no-any-return]
@@ -281,7 +287,10 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         return self.transpose()
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
-        """A reshaped view of a ``Contiguous`` layout (no copy); strided layouts are refused."""
+        """A reshaped view of a ``Contiguous`` layout (no copy); strided layouts are refused.
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+        Raises: LayoutError, ExpiredBorrowError, UseAfterMoveError, BorrowError."""
         d = self._d("TensorView.reshape")
         desc = D.reshape(d, _shape_arg(shape), "TensorView.reshape")
         return self._derive(desc, "TensorView.reshape")  # type: ignore[no-any-return]
@@ -289,7 +298,16 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
     # -- values ----------------------------------------------------------------------
     def to_numpy(self) -> np.ndarray[Any, Any]:
         """Copy the values out into a new numpy array (one ``TRANSFER`` copy event; no
-        allocation event since the array is outside the ledger). O(size)."""
+        allocation event since the array is outside the ledger). O(size).
+
+        Cost: allocates the numpy array (no ledger allocation); copies (one ``TRANSFER``);
+        synchronizes (one provider map: resolve, map, sync); no dispatch; O(size).
+
+        Raises:
+            CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing mapped or copied).
+            AccessError: the provider cannot map the bytes (device-resident memory included).
+            ExpiredBorrowError: the view was released.
+            UseAfterMoveError: the view was consumed."""
         d = self._d("to_numpy")
         LEDGER.check_copy_allowed("to_numpy")  # a refused copy maps, copies and records nothing
         _map_host(self, "to_numpy", "reading")
@@ -299,7 +317,16 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
 
     def duplicate(self) -> Tensor[DT, R]:
         """An explicit copy into a new owner: one ``EXPLICIT_DUPLICATE`` copy event and one
-        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation event. O(size)."""
+        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation event. O(size).
+
+        Cost: allocates the new owner; copies (one ``EXPLICIT_DUPLICATE``); synchronizes (one
+        provider map); no dispatch; O(size).
+
+        Raises:
+            CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing mapped or copied).
+            AccessError: the provider cannot map the bytes (device-resident memory included).
+            ExpiredBorrowError: the view was released.
+            UseAfterMoveError: the view was consumed."""
         d = self._d("duplicate")
         LEDGER.check_copy_allowed("duplicate")  # a refused copy maps, copies and records nothing
         _map_host(self, "duplicate", "reading")
@@ -311,7 +338,16 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         return t
 
     def item(self) -> Any:
-        """The single element as a Python scalar (a host read; no ledger event)."""
+        """The single element as a Python scalar (a host read; no ledger event).
+
+        Cost: no allocation; no copy (reads in place); no sync (no provider map); no dispatch;
+        O(1).
+
+        Raises:
+            LayoutError: the view has more or fewer than one element.
+            DeviceResidentError: the values are device memory the host cannot read.
+            ExpiredBorrowError: the view was released.
+            UseAfterMoveError: the view was consumed."""
         return scalar(self._d("item").readonly(), "item", _identity)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
@@ -322,6 +358,14 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         :class:`PreparedContiguousRead` or :class:`PreparedStridedRead` (the class is the
         state).  On failure raises :class:`AccessError` whose ``.value`` is this view,
         unchanged and still usable.
+
+        Cost: no allocation; no copy; synchronizes (one provider map: resolve, map, sync); no
+        dispatch; O(1).
+
+        Raises:
+            AccessError: the provider cannot map the bytes (device-resident memory included).
+            ExpiredBorrowError: the view was released.
+            UseAfterMoveError: the view was already consumed.
         """
         d = self._d("prepare_host")
         _map_host(self, "prepare_host", "reading")
@@ -455,6 +499,9 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         Refused with ``BorrowError`` while a reborrow of this view (a shared
         ``as_view()`` or a mutable slice) is live: ending the borrow then would let
         the owner lend again while the reborrow still reads or writes its values.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError.
         """
         if self._exclusive is not None or self._shared:
             raise BorrowError(
@@ -471,22 +518,68 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
 
     # -- read-only behaviour delegates to TensorView -----------------------------------
     def as_view(self) -> TensorView[DT, R]:
-        """A shared reborrow: writes through this view are refused until it ends. O(1)."""
+        """A shared reborrow: writes through this view are refused until it ends. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, ExpiredBorrowError, UseAfterMoveError."""
         d = self._d("TensorViewMut.as_view")
         self._borrow_shared("TensorViewMut.as_view", "TensorView")
         return TensorView._make(self, self._storage, d)  # type: ignore[no-any-return]
 
     def to_numpy(self) -> np.ndarray[Any, Any]:
+        """Copy the values out into a new numpy array (``TensorView.to_numpy`` through a
+        temporary shared reborrow).
+
+        Cost: allocates the numpy array (no ledger allocation); copies (one ``TRANSFER``);
+        synchronizes (one provider map); no dispatch; O(size).
+
+        Raises:
+            BorrowError: an exclusive child reborrow of this view is live.
+            CopyForbiddenError: inside ``ledger.forbid_copies()``.
+            AccessError: the provider cannot map the bytes.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         return _through_view(self, TensorView.to_numpy)
 
     def duplicate(self) -> Tensor[DT, R]:
+        """An explicit copy into a new owner (``TensorView.duplicate`` through a temporary
+        shared reborrow).
+
+        Cost: allocates the new owner; copies (one ``EXPLICIT_DUPLICATE``); synchronizes (one
+        provider map); no dispatch; O(size).
+
+        Raises:
+            BorrowError: an exclusive child reborrow of this view is live.
+            CopyForbiddenError: inside ``ledger.forbid_copies()``.
+            AccessError: the provider cannot map the bytes.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         return _through_view(self, TensorView.duplicate)
 
     def item(self) -> Any:
+        """The single element as a Python scalar (``TensorView.item`` through a temporary
+        shared reborrow; a host read, no ledger event).
+
+        Cost: no allocation; no copy (reads in place); no sync; no dispatch; O(1).
+
+        Raises:
+            BorrowError: an exclusive child reborrow of this view is live.
+            LayoutError: the view has more or fewer than one element.
+            DeviceResidentError: the values are device memory the host cannot read.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         return _through_view(self, TensorView.item)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
-        """Prepared read access through a shared reborrow (see ``TensorView.prepare_host``)."""
+        """Prepared read access through a shared reborrow (see ``TensorView.prepare_host``).
+
+        Cost: no allocation; no copy; synchronizes (one provider map); no dispatch; O(1).
+
+        Raises:
+            BorrowError: an exclusive child reborrow of this view is live.
+            AccessError: the provider cannot map the bytes.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         return self.as_view().prepare_host()
 
     # -- mutation (implemented once, here) ---------------------------------------------
@@ -510,7 +603,15 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         return self._reborrow_mut(child, "TensorViewMut[...]")
 
     def transpose(self, *axes: int) -> TensorViewMut[DT, R]:
-        """A transposed exclusive child reborrow. O(rank)."""
+        """A transposed exclusive child reborrow. O(rank).
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+
+        Raises:
+            LayoutError: ``axes`` is not a permutation of the axes.
+            BorrowError: a reborrow of this view is live.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         d = self._for_reborrow("TensorViewMut.transpose")
         child = D.transpose(d, D.check_axes("TensorViewMut.transpose", axes, len(d.shape)))
         child._injective = d._injective
@@ -521,7 +622,15 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         return self.transpose()
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorViewMut[DT, DynRank]:
-        """A reshaped exclusive child reborrow of a ``Contiguous`` layout."""
+        """A reshaped exclusive child reborrow of a ``Contiguous`` layout.
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+
+        Raises:
+            LayoutError: a bad extent, another size, or a strided layout.
+            BorrowError: a reborrow of this view is live.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed."""
         d = self._for_reborrow("TensorViewMut.reshape")
         child = D.reshape(d, _shape_arg(shape), "TensorViewMut.reshape")
         child._injective = d._injective
@@ -531,6 +640,14 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         """Consume this mutable view into prepared host write access. O(1) in element count.
 
         On failure raises :class:`AccessError` whose ``.value`` is this view, unchanged.
+
+        Cost: no allocation; no copy; synchronizes (one provider map); no dispatch; O(1).
+
+        Raises:
+            AccessError: the provider cannot map the bytes (device-resident memory included).
+            BorrowError: a reborrow of this view is live.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was already consumed.
         """
         d = self._writable("prepare_host_mut")
         _map_host(self, "prepare_host_mut", "writing")
@@ -543,6 +660,20 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
 
         On a provider failure raises :class:`AccessError` whose ``.value`` is this view,
         unchanged (nothing written, no dispatch counted).
+
+        Cost: no allocation (only ``value`` is converted on the host); no copy event (a
+        kernel write); synchronizes (one provider map); dispatches (one counted provider
+        dispatch); O(size).
+
+        Raises:
+            DTypeError: ``value`` is not numeric.
+            ConversionError: ``value`` is not representable in the dtype (NaN into an
+                integer, a dropped imaginary part, an out-of-range integer).
+            LayoutError: ``value`` does not broadcast to the shape.
+            AccessError: the provider cannot map the bytes (nothing written).
+            BorrowError: a reborrow of this view is live.
+            ExpiredBorrowError: this view was released.
+            UseAfterMoveError: this view was consumed.
         """
         d = self._writable("fill")
         v = _fill_value(value, d)
@@ -627,6 +758,16 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         Runs all six layout checks once (arithmetic, bounds in the exact span, dtype
         size, alignment, provider compatibility, write injectivity — an owner can
         write).  On ``LayoutError`` the storage is not consumed.  No allocation, no copy.
+
+        Cost: no allocation; no copy; no sync; no dispatch (counts one provider validation);
+        O(rank log rank) (the injectivity proof).
+
+        Raises:
+            OwnershipError: ``storage`` is not an ``OwnedStorage``.
+            DTypeError: ``dtype`` names no supported dtype.
+            LayoutError: a layout check fails (the storage is not consumed).
+            UseAfterMoveError: ``storage`` was already consumed.
+            BorrowError: ``storage`` is borrowed (``as_ref``/``as_mut``).
         """
         if not isinstance(storage, OwnedStorage):
             raise OwnershipError(
@@ -695,14 +836,20 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
     # -- borrows -------------------------------------------------------------------------
     def as_view(self) -> TensorView[DT, R]:
         """A shared borrow as a read-only view. O(1): no ledger event, no buffer, no new
-        reference to the root."""
+        reference to the root.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, UseAfterMoveError."""
         self._borrow_shared("Tensor.as_view", "TensorView")
         return TensorView._make(  # type: ignore[no-any-return]
             self, self._storage, self._desc  # type: ignore[arg-type]  # None only once consumed
         )
 
     def as_view_mut(self) -> TensorViewMut[DT, R]:
-        """An exclusive borrow as a mutable view. O(1), allocation-free."""
+        """An exclusive borrow as a mutable view. O(1), allocation-free.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, UseAfterMoveError."""
         self._borrow_exclusive("Tensor.as_view_mut", "TensorViewMut")
         return TensorViewMut._make(  # type: ignore[no-any-return]
             self, self._storage, self._desc  # type: ignore[arg-type]  # None only once consumed
@@ -710,16 +857,55 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
 
     # -- read-only behaviour delegates to TensorView ----------------------------------
     def to_numpy(self) -> np.ndarray[Any, Any]:
+        """Copy the values out into a new numpy array (``TensorView.to_numpy`` through a
+        temporary shared borrow).
+
+        Cost: allocates the numpy array (no ledger allocation); copies (one ``TRANSFER``);
+        synchronizes (one provider map); no dispatch; O(size).
+
+        Raises:
+            CopyForbiddenError: inside ``ledger.forbid_copies()``.
+            AccessError: the provider cannot map the bytes.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return _through_view(self, TensorView.to_numpy)
 
     def duplicate(self) -> Tensor[DT, R]:
+        """An explicit copy into a new owner (``TensorView.duplicate`` through a temporary
+        shared borrow).
+
+        Cost: allocates the new owner; copies (one ``EXPLICIT_DUPLICATE``); synchronizes (one
+        provider map); no dispatch; O(size).
+
+        Raises:
+            CopyForbiddenError: inside ``ledger.forbid_copies()``.
+            AccessError: the provider cannot map the bytes.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return _through_view(self, TensorView.duplicate)
 
     def item(self) -> Any:
+        """The single element as a Python scalar (``TensorView.item`` through a temporary
+        shared borrow; a host read, no ledger event).
+
+        Cost: no allocation; no copy (reads in place); no sync; no dispatch; O(1).
+
+        Raises:
+            LayoutError: the owner has more or fewer than one element.
+            DeviceResidentError: the values are device memory the host cannot read.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return _through_view(self, TensorView.item)
 
     def prepare_host(self) -> PreparedContiguousRead[DT, R] | PreparedStridedRead[DT, R]:
-        """Prepared read access holding a shared borrow of this owner (see ``TensorView``)."""
+        """Prepared read access holding a shared borrow of this owner (see ``TensorView``).
+
+        Cost: no allocation; no copy; synchronizes (one provider map); no dispatch; O(1).
+
+        Raises:
+            AccessError: the provider cannot map the bytes.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return self.as_view().prepare_host()
 
     @overload
@@ -737,6 +923,14 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         return TensorView._make(self, self._storage, desc)  # type: ignore[arg-type]  # live
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
+        """A view with permuted axes (default: reverse; ``TensorView.transpose``).
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+
+        Raises:
+            LayoutError: ``axes`` is not a permutation of the axes.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return _through_view(self, TensorView.transpose, *axes)
 
     @property
@@ -744,14 +938,43 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         return self.as_view().T
 
     def reshape(self, *shape: int | tuple[int, ...]) -> TensorView[DT, DynRank]:
+        """A reshaped view of a ``Contiguous`` layout (``TensorView.reshape``).
+
+        Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
+
+        Raises:
+            LayoutError: a bad extent, another size, or a strided layout.
+            BorrowError: the owner is exclusively borrowed (``as_view_mut``).
+            UseAfterMoveError: the owner was consumed."""
         return _through_view(self, TensorView.reshape, *shape)
 
     # -- mutation delegates to TensorViewMut ---------------------------------------------
     def prepare_host_mut(self) -> PreparedContiguousWrite[DT, R] | PreparedStridedWrite[DT, R]:
-        """Prepared write access holding an exclusive borrow of this owner."""
+        """Prepared write access holding an exclusive borrow of this owner.
+
+        Cost: no allocation; no copy; synchronizes (one provider map); no dispatch; O(1).
+
+        Raises:
+            AccessError: the provider cannot map the bytes.
+            BorrowError: the owner is borrowed.
+            UseAfterMoveError: the owner was consumed."""
         return self.as_view_mut().prepare_host_mut()
 
     def fill(self, value: Any) -> None:
+        """Write ``value`` into every element (``TensorViewMut.fill`` through a temporary
+        exclusive borrow; a kernel write, no ledger event).
+
+        Cost: no allocation; no copy event; synchronizes (one provider map); dispatches
+        (one counted provider dispatch); O(size).
+
+        Raises:
+            DTypeError: ``value`` is not numeric.
+            ConversionError: ``value`` is not representable in the dtype (NaN into an
+                integer, a dropped imaginary part, an out-of-range integer).
+            LayoutError: ``value`` does not broadcast to the shape.
+            AccessError: the provider cannot map the bytes (nothing written).
+            BorrowError: the owner is borrowed.
+            UseAfterMoveError: the owner was consumed."""
         m = self.as_view_mut()
         try:
             m.fill(value)
@@ -760,7 +983,10 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
 
     # -- consuming -------------------------------------------------------------------------
     def into_storage(self) -> OwnedStorage:
-        """Consume the tensor and return its storage (the layout is dropped). O(1)."""
+        """Consume the tensor and return its storage (the layout is dropped). O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, UseAfterMoveError."""
         self._consume("Tensor.into_storage")
         storage = self._storage
         self._storage = None
@@ -774,6 +1000,9 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         ``UseAfterMoveError`` naming ``consumer`` (e.g. the op the owner was moved into).
         A borrowed owner is refused with ``BorrowError`` and a ``consumer`` that is not a
         str with ``OwnershipError``; nothing changes then.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: OwnershipError, BorrowError, UseAfterMoveError.
         """
         if not isinstance(consumer, str):
             raise OwnershipError(
@@ -809,6 +1038,9 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         axis of extent 2 (real, imaginary). Zero-copy, no ledger event, O(rank).
 
         On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(rank).
+        Raises: ReinterpretError, BorrowError, UseAfterMoveError.
         """
         return _reinterpret_owner(self, to_real, "Tensor.into_real")
 
@@ -827,6 +1059,9 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         owner of the same storage, dropping that axis. Zero-copy, no ledger event, O(rank).
 
         On refusal raises ``ReinterpretError`` whose ``.value`` is this tensor, unconsumed.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(rank).
+        Raises: ReinterpretError, BorrowError, UseAfterMoveError.
         """
         return _reinterpret_owner(self, to_complex, "Tensor.into_complex")
 
