@@ -215,7 +215,11 @@ class _Prepared(Borrow, Generic[DT, R]):
         return _iter_offsets(stage.typed(desc), plan, stage.lo)
 
     def release(self) -> None:
-        """End the access now (idempotent). O(1) (debug mode: O(size) to copy back/poison)."""
+        """End the access now (idempotent). O(1) (debug mode: O(size) to copy back/poison).
+
+        Cost: no allocation; no copy (debug mode: a write access copies its staged values
+        back, no ledger event); no sync; no dispatch; O(1) (debug mode: O(size)).
+        Raises: nothing."""
         stage = self._stage
         if stage is not False and stage is not True and self._lender is not None:
             self._stage = True
@@ -249,7 +253,12 @@ class _ReadMixin(_Prepared[DT, R]):
     __slots__ = ()
 
     def as_array(self) -> np.ndarray[Any, Any]:
-        """The checked n-dimensional array, read-only (cached; O(1) after the first call)."""
+        """The checked n-dimensional array, read-only (cached; O(1) after the first call).
+
+        Cost: no allocation (a numpy array over the storage; debug mode: allocates and
+        fills a staging buffer once, no ledger event); no copy; no sync; no dispatch; O(rank) once,
+        then O(1) (debug mode: O(size) once).
+        Raises: ExpiredBorrowError."""
         return self._array("as_array", False)
 
 
@@ -270,11 +279,20 @@ class PreparedContiguousRead(_ReadMixin[DT, R]):
         return layout.element_range
 
     def as_slice(self) -> np.ndarray[Any, Any]:
-        """A read-only 1-D array over the checked element range (O(1), no copy)."""
+        """A read-only 1-D array over the checked element range (O(1), no copy).
+
+        Cost: no allocation (a numpy array over the storage, cached; debug mode: allocates
+        and fills a staging buffer once, no ledger event); no copy; no sync; no dispatch; O(1)
+        (debug mode: O(size) once).
+        Raises: ExpiredBorrowError."""
         return self._flat("as_slice", False)
 
     def iter_contiguous(self) -> Iterator[Any]:
-        """Iterate the elements in order (a plain iterator over :meth:`as_slice`)."""
+        """Iterate the elements in order (a plain iterator over :meth:`as_slice`).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) to create, O(size) to
+        exhaust (debug mode: the values come from the staging buffer).
+        Raises: ExpiredBorrowError."""
         return iter(self.as_slice())
 
 
@@ -295,7 +313,11 @@ class PreparedStridedRead(_ReadMixin[DT, R]):
         return layout.plan
 
     def iter_strided(self) -> Iterator[Any]:
-        """Iterate elements in logical row-major order with an incremental carry cursor."""
+        """Iterate elements in logical row-major order with an incremental carry cursor.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) to create, O(size) to
+        exhaust (debug mode: the values come from the staging buffer).
+        Raises: ExpiredBorrowError."""
         return self._iter("iter_strided", self.plan)
 
 
@@ -303,7 +325,12 @@ class _WriteMixin(_Prepared[DT, R]):
     __slots__ = ()
 
     def as_array(self) -> np.ndarray[Any, Any]:
-        """The checked n-dimensional array, writable (O(1), no copy)."""
+        """The checked n-dimensional array, writable (O(1), no copy).
+
+        Cost: no allocation (a numpy array over the storage, cached; debug mode: allocates
+        and fills a staging buffer once, no ledger event); no copy; no sync; no dispatch; O(rank)
+        once, then O(1) (debug mode: O(size) once).
+        Raises: ExpiredBorrowError, DeviceResidentError."""
         return self._array("as_array", True)
 
 
@@ -323,14 +350,29 @@ class PreparedContiguousWrite(_WriteMixin[DT, R]):
         return layout.element_range
 
     def as_slice(self) -> np.ndarray[Any, Any]:
-        """A read-only 1-D array over the checked element range."""
+        """A read-only 1-D array over the checked element range.
+
+        Cost: no allocation (a numpy array over the storage, cached; debug mode: allocates
+        and fills a staging buffer once, no ledger event); no copy; no sync; no dispatch; O(1)
+        (debug mode: O(size) once).
+        Raises: ExpiredBorrowError."""
         return self._flat("as_slice", False)
 
     def as_slice_mut(self) -> np.ndarray[Any, Any]:
-        """A writable 1-D array over the checked element range (O(1), no copy)."""
+        """A writable 1-D array over the checked element range (O(1), no copy).
+
+        Cost: no allocation (a numpy array over the storage, cached; debug mode: allocates
+        and fills a staging buffer once, no ledger event); no copy; no sync; no dispatch; O(1)
+        (debug mode: O(size) once).
+        Raises: ExpiredBorrowError, DeviceResidentError."""
         return self._flat("as_slice_mut", True)
 
     def iter_contiguous(self) -> Iterator[Any]:
+        """Iterate the elements in order (a plain iterator over :meth:`as_slice`).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) to create, O(size) to
+        exhaust (debug mode: the values come from the staging buffer).
+        Raises: ExpiredBorrowError."""
         return iter(self.as_slice())
 
 
@@ -359,7 +401,11 @@ class PreparedStridedWrite(_WriteMixin[DT, R]):
             return plan
 
     def iter_strided(self) -> Iterator[Any]:
-        """Iterate element values in logical order (incremental carry cursor)."""
+        """Iterate element values in logical order (incremental carry cursor).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(rank) to create (the injective
+        plan, on first use), O(size) to exhaust.
+        Raises: ExpiredBorrowError."""
         return self._iter("iter_strided", self.plan)
 
 
