@@ -225,6 +225,13 @@ class AllocationGroup(Lender):
         The tensor's retained descriptor becomes the record (nothing is re-validated,
         copied or allocated).  A borrowed or consumed tensor is refused
         (``BorrowError``/``UseAfterMoveError``) and nothing changes. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+
+        Raises:
+            TypeError: ``tensor`` is not an owning ``Tensor``.
+            BorrowError: the group is mutably borrowed, or ``tensor`` is borrowed.
+            UseAfterMoveError: the group or ``tensor`` was consumed.
         """
         self._appendable("AllocationGroup.insert")
         if not isinstance(tensor, Tensor):
@@ -264,6 +271,17 @@ class AllocationGroup(Lender):
         changes).  Aliases may overlap freely, even exactly; an alias that is not
         write-injective can be viewed but never mutably borrowed or extracted.
         No allocation, no copy. O(rank).
+
+        Cost: no allocation; no copy; no sync; no dispatch (counts one provider validation);
+        O(rank).
+
+        Raises:
+            GroupError: ``slot`` is not a live slot of this group.
+            DTypeError: ``dtype`` names no supported dtype.
+            LayoutError: a layout check fails, or ``dtype`` is not the allocation's dtype or
+                its partner.
+            BorrowError: the group is mutably borrowed.
+            UseAfterMoveError: the group was consumed.
         """
         operation = "AllocationGroup.alias"
         self._appendable(operation)
@@ -301,6 +319,10 @@ class AllocationGroup(Lender):
         vacant too and its owner is dropped (released under G1's rules), since nothing
         could reach it any more.  Needs exclusive access; a bad slot raises
         ``GroupError`` and nothing changes.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) (dropping the last record
+        of an allocation releases its owner).
+        Raises: GroupError, BorrowError, UseAfterMoveError.
         """
         self._exclusive_access("AllocationGroup.remove")
         index = self._resolve(slot, "AllocationGroup.remove")
@@ -318,6 +340,9 @@ class AllocationGroup(Lender):
         Any number of views (of any records) may coexist; while one lives the group
         cannot be mutably borrowed, split, extracted from or consumed.  A bad slot
         raises ``GroupError`` and nothing changes.  No validation is repeated.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: GroupError, BorrowError, UseAfterMoveError.
         """
         self._readable("AllocationGroup.view")
         index = self._resolve(slot, "AllocationGroup.view")
@@ -331,6 +356,10 @@ class AllocationGroup(Lender):
         record's write-injectivity proof (computed once if absent, then retained); a
         non-injective alias raises ``LayoutError``.  A bad slot raises ``GroupError``.
         Every refusal leaves the group unchanged. O(1) in element count.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) (O(rank log rank) once for
+        a record without its injectivity proof).
+        Raises: GroupError, LayoutError, BorrowError, UseAfterMoveError.
         """
         operation = "AllocationGroup.view_mut"
         self._exclusive_access(operation)
@@ -360,6 +389,9 @@ class AllocationGroup(Lender):
         and change nothing.  A borrowed group raises ``BorrowError``.  ``split_mut([])``
         returns ``[]`` and holds no borrow.  O(N log N) in ``len(slots)``, O(1) in
         element count.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(N log N) in ``len(slots)``.
+        Raises: DisjointViewError, BorrowError, UseAfterMoveError.
         """
         operation = "AllocationGroup.split_mut"
         self._exclusive_access(operation)
@@ -390,6 +422,10 @@ class AllocationGroup(Lender):
         ``.reason`` ``"aliased"`` (another record refers to the allocation),
         ``"invalid_slot"`` or ``"non_injective"``; the group is unchanged.  Needs
         exclusive access (``BorrowError`` otherwise).  No copy. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) (O(rank log rank) once for
+        a record without its injectivity proof).
+        Raises: ExtractError, BorrowError, UseAfterMoveError.
         """
         operation = "AllocationGroup.try_extract"
         self._exclusive_access(operation)
@@ -424,6 +460,10 @@ class AllocationGroup(Lender):
         duplicated.  On refusal raises ``IntoTensorError`` whose ``.value`` is this group,
         unconsumed and unchanged (``.reason`` ``"invalid_slot"`` or ``"non_injective"``);
         a borrowed group raises ``BorrowError``.  O(number of allocations).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(number of allocations) (the
+        other allocations' owners are released).
+        Raises: IntoTensorError, BorrowError, UseAfterMoveError.
         """
         operation = "AllocationGroup.into_tensor"
         self._exclusive_access(operation)
@@ -456,7 +496,11 @@ class AllocationGroup(Lender):
 
     # -- inspection ----------------------------------------------------------------------
     def slots(self) -> list[DescriptorSlot]:
-        """The slots of the live records, in creation order. O(records)."""
+        """The slots of the live records, in creation order. O(records).
+
+        Cost: allocates the list of slots (no ledger event); no copy; no sync; no dispatch;
+        O(records).
+        Raises: BorrowError, UseAfterMoveError."""
         self._readable("AllocationGroup.slots")
         gid = self._gid
         return [_slot(gid, i) for i in self._descs]
