@@ -220,6 +220,10 @@ class LedgerRecord:
         """Live bytes by reason after each allocate/release event: ``[(seq, {reason: bytes})]``.
 
         Only allocations made inside the capture are counted.
+
+        Cost: allocates the list and one dict per event (no ledger event); no copy; no sync;
+        no dispatch; O(events x reasons).
+        Raises: nothing.
         """
         live: dict[AllocationReason, int] = {}
         out: list[tuple[int, dict[AllocationReason, int]]] = []

@@ -247,7 +247,10 @@ class Borrow(NoCopy):
         self._ended = None  # type: ignore[misc]  # subclass slots
 
     def release(self) -> None:
-        """End the borrow now (idempotent). O(1)."""
+        """End the borrow now (idempotent). O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         lender = self._lender
         if lender is not None:
             self._lender = None  # type: ignore[misc]  # subclass slots

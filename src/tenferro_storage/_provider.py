@@ -42,11 +42,18 @@ class ProviderCounters:
     releases: int = 0
 
     def snapshot(self) -> dict[str, int]:
-        """A copy of the counters as a dict."""
+        """A copy of the counters as a dict.
+
+        Cost: allocates the dict (no ledger event); no copy of tensor bytes; no sync; no
+        dispatch; O(1) (seven counters).
+        Raises: nothing."""
         return attrs.asdict(self)
 
     def reset(self) -> None:
-        """Set every counter to zero."""
+        """Set every counter to zero.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) (seven counters).
+        Raises: nothing."""
         for field in attrs.fields(ProviderCounters):
             setattr(self, field.name, 0)
 
