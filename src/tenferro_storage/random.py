@@ -117,7 +117,13 @@ class Generator:
             raise ValueError(f"Generator.state: not a state of this generator ({e})") from None
 
     def spawn(self, n: int) -> list[Generator]:
-        """``n`` new generators with independent streams (numpy's ``SeedSequence.spawn``)."""
+        """``n`` new generators with independent streams (numpy's ``SeedSequence.spawn``).
+
+        Cost: allocates ``n`` generators (no ledger event); no copy; no sync; no dispatch; O(n).
+
+        Raises:
+            TypeError: ``n`` is not an integer (numpy's error).
+            OverflowError: ``n`` is negative (numpy's error)."""
         return [Generator(g.bit_generator) for g in self._rng.spawn(n)]
 
     # --- continuous ---------------------------------------------------------------------
@@ -125,7 +131,11 @@ class Generator:
     def normal(self, shape: Shape = (), *, loc: float = 0.0, scale: float = 1.0,
                dtype: object = "float64") -> Owner:
         """Normal draws ``loc + scale * z``.  For a complex dtype ``z`` is standard complex
-        normal (real and imaginary parts independent with variance 1/2, so E|z|^2 = 1)."""
+        normal (real and imaginary parts independent with variance 1/2, so E|z|^2 = 1).
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
+        Raises: DTypeError, LayoutError, ValueError, TypeError."""
         op = "random.normal"
         dt = _float_dtype(op, dtype, complex_ok=True)
         size = _shape(op, shape, dt)
@@ -149,7 +159,11 @@ class Generator:
 
     def uniform(self, shape: Shape = (), *, low: float = 0.0, high: float = 1.0,
                 dtype: object = "float64") -> Owner:
-        """Uniform draws in ``[low, high)`` (up to the dtype's rounding at ``high``)."""
+        """Uniform draws in ``[low, high)`` (up to the dtype's rounding at ``high``).
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
+        Raises: DTypeError, LayoutError, ValueError, TypeError."""
         op = "random.uniform"
         dt = _float_dtype(op, dtype)
         size = _shape(op, shape, dt)
@@ -169,7 +183,12 @@ class Generator:
         """``loc + scale * z`` with ``z`` standard normal conditioned on ``lower <= z <=
         upper`` (bounds in standard deviations, as JAX's ``truncated_normal`` and scipy's
         ``truncnorm``; either may be infinite).  Exact rejection sampling (Robert 1995),
-        accepting at least about half the proposals in every regime, far tails included."""
+        accepting at least about half the proposals in every regime, far tails included.
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch;
+        O(size) expected (about two proposals per element at most).
+        Raises: DTypeError, LayoutError, ValueError, TypeError."""
         op = "random.truncated_normal"
         dt = _float_dtype(op, dtype)
         size = _shape(op, shape, dt)
@@ -235,7 +254,11 @@ class Generator:
     def integers(self, low: int, high: int | None = None, shape: Shape = (), *,
                  dtype: object = "int64", endpoint: bool = False) -> Owner:
         """Integers in ``[low, high)`` (``[low, high]`` with ``endpoint=True``; ``[0, low)``
-        when ``high`` is omitted), as numpy's ``Generator.integers``; int32 or int64."""
+        when ``high`` is omitted), as numpy's ``Generator.integers``; int32 or int64.
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
+        Raises: DTypeError, LayoutError, ValueError."""
         op = "random.integers"
         dt = resolve_dtype(dtype)
         if dt.kind != "i":
@@ -251,7 +274,11 @@ class Generator:
                   dtype: object = "bool") -> Owner:
         """``True`` with probability ``p`` (a number, or an owner/array of probabilities
         broadcast to ``shape``; default shape: ``p``'s).  ``dtype``: bool, or a float dtype
-        for 0/1 values."""
+        for 0/1 values.
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
+        Raises: DTypeError, LayoutError, ValueError, TypeError, BorrowError, UseAfterMoveError."""
         op = "random.bernoulli"
         dt = resolve_dtype(dtype)
         if dt.kind not in "bf":
@@ -277,6 +304,11 @@ class Generator:
         The result has ``logits``' shape without ``axis``, or ``shape`` when given, which
         must end with (broadcast from) that batch shape, as JAX's ``categorical``.  A
         ``-inf`` logit is never drawn.  Gumbel-max: O(size of the result * categories).
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch;
+        O(size of the result * categories).
+        Raises: TypeError, LayoutError, BorrowError, UseAfterMoveError.
         """
         op = "random.categorical"
         lg = _values(op, "logits", logits)
@@ -303,7 +335,11 @@ class Generator:
     def permutation(self, x: int | Any, *, axis: int = 0) -> Owner:
         """A permutation of ``range(x)`` (int64) for an int ``x``; for an owner, view or numpy
         array, a new owner with its entries permuted along ``axis`` (a gather, not a copy of
-        the input's layout).  O(size)."""
+        the input's layout).  O(size).
+
+        Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
+        draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
+        Raises: ValueError, LayoutError, DTypeError, TypeError, BorrowError, UseAfterMoveError."""
         op = "random.permutation"
         if isinstance(x, int | np.integer) and not isinstance(x, bool):
             if x < 0:
@@ -318,7 +354,11 @@ class Generator:
 
     def shuffle(self, x: Tensor[Any, Any], *, axis: int = 0) -> None:
         """Permute ``x``'s entries along ``axis`` in place, through an exclusive borrow (a
-        borrowed owner raises ``BorrowError`` and is unchanged).  No allocation event."""
+        borrowed owner raises ``BorrowError`` and is unchanged).  No allocation event.
+
+        Cost: no allocation; no copy event (permutes in place); synchronizes (one provider
+        map); no dispatch; O(size).
+        Raises: TypeError, LayoutError, BorrowError, UseAfterMoveError, AccessError."""
         if type(x) is not Tensor:
             raise TypeError(f"random.shuffle: argument 'x' must be an owner (Tensor), got "
                             f"{type(x).__name__}; use permutation() for a shuffled copy")
