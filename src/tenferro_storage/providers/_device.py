@@ -537,8 +537,8 @@ def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
     download it first). O(size).
 
     Cost: allocates one device owner; transfers the bytes once (a recorded TRANSFER); no sync;
-    dispatches through the engine's provider; O(size).
-    Raises: EngineError, TransferError, CopyForbiddenError."""
+    no dispatch (copied in the calling thread; the host source is mapped once); O(size).
+    Raises: TransferError, CopyForbiddenError, BorrowError, UseAfterMoveError, TypeError."""
     if not isinstance(domain, DeviceDomain):
         raise TransferError(f"upload: expected a DeviceDomain, got {type(domain).__name__}")
     view = _shared_view(value, "upload")

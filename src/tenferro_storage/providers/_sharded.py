@@ -435,8 +435,8 @@ class ShardedTensor:
     def release(self) -> None:
         """Free every shard now (one release event each); idempotent. O(shards).
 
-        Cost: no allocation; no copy; no sync (each XLA buffer is deleted now); no dispatch;
-        O(shards).
+        Cost: no allocation; no copy; no sync (a shard's XLA buffer is deleted when its owner
+        goes); no dispatch; O(shards).
         Raises: nothing."""
         self._array = None
         shards, self._shards = self._shards, None

@@ -214,7 +214,7 @@ class XlaProvider(ExecutionProvider):
         """Compile ``fn`` (jax arrays in, a tuple of ``n_results`` jax arrays out) for
         ``avals`` on this device into an :class:`ExecutableProgram`; its scratch size is
         XLA's memory analysis of temporaries.  ``donated`` inputs are aliased to the
-        results ``backing`` names.  Cost: one XLA compilation (milliseconds to seconds).
+        results ``backing`` names.
 
         Cost: no allocation of tensor memory (the executable lives in XLA); no copy; no sync; no
         dispatch (nothing runs); O(program): one XLA compilation, milliseconds to seconds.
@@ -389,11 +389,11 @@ class XlaProvider(ExecutionProvider):
         ``RetiredFailed`` outcome; an interrupt before the executable ran hands the package
         back to ``inputs`` and propagates.
 
-        Cost: allocates the scratch allocation now (released at retirement) and one buffer per
-        fresh result at retirement; transfers only inputs that cannot be imported in place (one
-        recorded ``TRANSFER`` each), no copy otherwise; no sync (``ExecutionHandle.wait`` or
-        :meth:`drain` synchronizes); dispatches the executable on the device; O(bindings) in the
-        caller.
+        Cost: allocates one XLA buffer per fresh result (owned and recorded at retirement) and
+        records the scratch allocation now (released at retirement); transfers only inputs
+        that cannot be imported in place (one recorded ``TRANSFER`` each), no copy otherwise;
+        no sync (``ExecutionHandle.wait`` or :meth:`drain` synchronizes); dispatches the
+        executable on the device; O(bindings) in the caller.
         Raises: SubmitRejected."""
         if program.donated:
             why = self._donation_refusal(program, inputs)

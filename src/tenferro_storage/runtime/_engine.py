@@ -184,7 +184,7 @@ class ExecutionProvider(abc.ABC):
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
-        """Run synchronously to retirement (synchronous providers only).
+        """Run to retirement before returning (synchronous or ``retires_scoped`` providers).
 
         The work must retire before the return (no borrow of the caller's views is outlived);
         ``runtime.execute_scoped_read_only`` only calls it on a synchronous or ``retires_scoped``

@@ -29,8 +29,9 @@ class ExecutableProgram:
     one allocation per execution (released at its retirement).  Validated once at
     construction (``ProgramError``).
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(1) (``XlaProvider.compile`` makes one).
-    Raises: nothing."""
+    Cost: no allocation; no copy; no sync; no dispatch; O(outputs) (``XlaProvider.compile``
+    makes one).
+    Raises: ProgramError."""
 
     engine_kind: str
     executable: Any

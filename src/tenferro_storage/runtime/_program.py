@@ -367,7 +367,8 @@ class ProgramBuilder:
     ) -> Any:
         """Append ``kernel(*args, **params)``; return its value (a tuple if ``n_outputs > 1``).
 
-        Cost: no allocation (records one instruction); no copy; no sync; no dispatch; O(args).
+        Cost: no allocation (records one instruction); no copy; no sync; no dispatch;
+        O(args + params).
         Raises: ProgramError (an argument that is not a value of this builder)."""
         for a in args:
             if type(a) is not Value or not 0 <= a.index < self._n_values:

@@ -799,8 +799,8 @@ class ExecutionHandle(NoCopy):
     def detach(self) -> None:
         """Stop observing (the same as dropping the handle). O(1).
 
-        Cost: no allocation; no copy; no sync (the work keeps running to its outcome, which the
-        engine's worker then drops); no dispatch; O(1).
+        Cost: no allocation; no copy; no sync (the work still runs to its outcome, whose
+        owners are then dropped unobserved); no dispatch; O(1).
         Raises: UseAfterMoveError."""
         self._live_cell("ExecutionHandle.detach")
         self._moved_by = "ExecutionHandle.detach"
