@@ -239,7 +239,11 @@ class DeviceDomain(NoCopy):
             return len(self._live)
 
     def map_host(self) -> NoReturn:
-        """Refused: device memory is not host-visible (counts one resolution first)."""
+        """Refused: device memory is not host-visible (counts one resolution first).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1): counts one ``resolutions``,
+        then refuses.
+        Raises: DeviceResidentError (always)."""
         self.counters.resolutions += 1
         raise DeviceResidentError(
             f"the value is device-resident in domain {self.name!r}, which the host cannot "

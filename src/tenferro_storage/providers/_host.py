@@ -53,7 +53,10 @@ class HostRuntimeCounters:
     dispatches: int = 0
 
     def snapshot(self) -> dict[str, int]:
-        """A copy of the counters as a dict."""
+        """A copy of the counters as a dict.
+
+        Cost: allocates one dict; no copy of tensor bytes; no sync; no dispatch; O(counters).
+        Raises: nothing."""
         return attrs.asdict(self)
 
 
@@ -125,17 +128,47 @@ class HostExecutionProvider(ExecutionProvider):
         self.counters = HostRuntimeCounters()
 
     def endpoint(self, engine: EngineId) -> AccessEndpoint:
+        """The access endpoint ``host-cpu:<index>`` of this provider registered as ``engine``.
+
+        Cost: allocates the endpoint record; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return AccessEndpoint(f"host-cpu:{engine.index}")
 
     def domains(self) -> frozenset[AllocationDomainId]:
+        """The host allocation domain only.
+
+        Cost: allocates a one-element frozenset; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return frozenset({HOST_DOMAIN})
 
     def describe(self) -> str:
+        """One line for discovery output.
+
+        Cost: no allocation (a constant string); no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return "numpy kernels on the host CPU; synchronous through retirement"
 
     def submit_detached(
         self, engine: EngineId, program: CompiledGraph, inputs: ExecutionInputs
     ) -> ExecutionHandle:
+        """Run ``program`` on ``inputs`` in the calling thread, to retirement, before returning.
+
+        Takes the package (admission), maps every input for host reading (one ``map_host``
+        each: ``syncs`` counted, nothing waited for), then runs the kernels; the handle's
+        outcome is already published (``wait()`` returns at once).  A map failure before
+        admission hands the exact package back in ``SubmitRejected``; a failure after it
+        (donated write mapping, a kernel, the bundle) is the ``RetiredFailed`` outcome; an
+        interrupt gives the package back to ``inputs`` and propagates.
+
+        Cost: allocates the program's fresh outputs (inputs are read in place, donated ones
+        written in place); no copy; no sync to wait for (synchronous: the work retires inside
+        the call); dispatches the kernels in this thread; O(bindings + the program's work).
+
+        Raises:
+            SubmitRejected: an input could not be mapped (nothing ran; ``inputs`` unchanged).
+            UseAfterMoveError: ``inputs`` was consumed (only when called directly:
+                ``runtime.submit`` refuses that with ``SubmitRejected`` first).
+        """
         package = inputs._take("runtime.submit")
         try:
             arrays = _package_arrays(package)
@@ -189,6 +222,16 @@ class HostExecutionProvider(ExecutionProvider):
     def execute_scoped(
         self, engine: EngineId, program: CompiledGraph, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
+        """Run ``program`` over the caller's borrowed views in the calling thread, to retirement.
+
+        Maps each view for host reading (one ``map_host`` each), runs the kernels and builds
+        the :class:`ScopedExecutionBundle`; a kernel failure returns ``RetiredFailed`` with
+        the exact package; an interrupt propagates after the work retired.
+
+        Cost: allocates the program's fresh outputs; no copy (the views are read in place); no
+        sync to wait for (synchronous: the work retires before the return); dispatches the
+        kernels in this thread; O(views + the program's work).
+        Raises: ScopedSubmitRejected (an input could not be mapped; nothing ran)."""
         operation = "runtime.execute_scoped_read_only"
         try:
             arrays = _view_arrays(inputs)

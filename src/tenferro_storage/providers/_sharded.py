@@ -99,7 +99,10 @@ class Mesh:
 
     @classmethod
     def from_jax(cls, mesh: Any) -> Mesh:
-        """The mesh of a ``jax.sharding.Mesh`` (same devices, same axis names). O(devices)."""
+        """The mesh of a ``jax.sharding.Mesh`` (same devices, same axis names). O(devices).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(devices).
+        Raises: ShardingError (as the constructor)."""
         return cls(mesh.devices, tuple(mesh.axis_names))
 
     @property
@@ -150,7 +153,11 @@ class Mesh:
 
     def spec(self, spec: Any, ndim: int, operation: str) -> Any:
         """``spec`` as a ``PartitionSpec`` checked against this mesh for a value of ``ndim``
-        dimensions: ``None`` replicates; a tuple becomes the spec of its entries. O(ndim)."""
+        dimensions: ``None`` replicates; a tuple becomes the spec of its entries. O(ndim).
+
+        Cost: allocates the ``PartitionSpec`` when ``spec`` is ``None`` or a tuple; no copy; no
+        sync; no dispatch; O(ndim).
+        Raises: ShardingError (jax is missing; a spec that is not one or does not fit)."""
         jax = _jax(operation)
         ps = jax.sharding.PartitionSpec
         if spec is None:
@@ -183,7 +190,11 @@ class Mesh:
 
     def sharding(self, spec: Any, shape: tuple[int, ...], operation: str) -> Any:
         """The ``NamedSharding`` of ``spec`` on this mesh for a value of ``shape``, after
-        checking every split dimension divides evenly. O(ndim)."""
+        checking every split dimension divides evenly. O(ndim).
+
+        Cost: allocates the ``NamedSharding`` (no device memory); no copy; no sync; no dispatch;
+        O(ndim).
+        Raises: ShardingError (as :meth:`spec`; a split dimension that does not divide evenly)."""
         jax = _jax(operation)
         spec = self.spec(spec, len(shape), operation)
         sizes = self.shape
@@ -312,7 +323,17 @@ class ShardedTensor:
     def replace_shard(self, i: int, owner: Tensor[Any, Any]) -> None:
         """Move ``owner`` (a value of shard ``i``'s shape and dtype in the same domain) in as
         shard ``i``; the old shard is released.  For updates computed elsewhere (an
-        optimizer step).  No copy. O(1)."""
+        optimizer step).  No copy. O(1).
+
+        ``owner`` is not consumed: the caller's reference stays usable and aliases the shard.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1): the old shard is released
+        (its buffer freed) when this held its last reference.
+
+        Raises:
+            ShardingError: the value was released; ``owner`` differs in domain, shape or dtype.
+            IndexError: ``i`` is not a shard index.
+        """
         shards = self._live("replace_shard")
         old = shards[i]
         root = _root(old)
@@ -327,7 +348,10 @@ class ShardedTensor:
         shards[i] = owner
 
     def shard_view(self, i: int) -> TensorView[Any, Any]:
-        """A shared borrow of shard ``i`` (release it before the value goes). O(1)."""
+        """A shared borrow of shard ``i`` (release it before the value goes). O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: ShardingError, IndexError, BorrowError."""
         return self._live("shard_view")[i].as_view()
 
     # -- the explicit reads and copies -----------------------------------------------------
@@ -335,7 +359,14 @@ class ShardedTensor:
         """The value as one new host owner: one ``TRANSFER_DESTINATION`` allocation and one
         recorded ``TRANSFER`` per distinct shard (a replica is read once).  Refused
         (``ShardingError``) when this process does not address every part of the value,
-        and inside ``ledger.forbid_copies()``. O(size)."""
+        and inside ``ledger.forbid_copies()``. O(size).
+
+        Cost: allocates one host owner; transfers each distinct shard once (a recorded
+        ``TRANSFER``; a shard the host cannot read in place also records a ``MATERIALIZE`` copy
+        for its host staging array); synchronizes: reading a shard waits for its buffer; no
+        dispatch (no program runs); O(size).  On the CPU each shard keeps a host view of its
+        buffer, so XLA no longer reuses that buffer for a donation.
+        Raises: ShardingError, CopyForbiddenError."""
         shards = self._live("gather")
         distinct = {_key(i): i for i in self._indices}
         cells = sum(int(np.prod([len(range(*s.indices(n))) for s, n in zip(i, self._shape,
@@ -371,7 +402,13 @@ class ShardedTensor:
         """A new owner of the same value laid out by ``spec`` on the same mesh: one XLA copy
         program; one ``EXPLICIT_DUPLICATE_DESTINATION`` allocation and one
         ``EXPLICIT_DUPLICATE`` copy per new shard.  ``self`` is unchanged.  First call per
-        (shape, dtype, layouts): one compilation. O(size)."""
+        (shape, dtype, layouts): one compilation. O(size).
+
+        Cost: allocates one buffer per new shard; copies each new shard once (recorded
+        ``EXPLICIT_DUPLICATE``); synchronizes: waits for the copy (``block_until_ready``);
+        dispatches one XLA copy program over the mesh itself (not through ``runtime.submit``;
+        compiled once per key and cached for the process); O(size).
+        Raises: ShardingError, CopyForbiddenError."""
         self._live("reshard")
         target = self.mesh.sharding(spec, self._shape, "reshard")
         LEDGER.check_copy_allowed("reshard")
@@ -396,7 +433,11 @@ class ShardedTensor:
         return made
 
     def release(self) -> None:
-        """Free every shard now (one release event each); idempotent. O(shards)."""
+        """Free every shard now (one release event each); idempotent. O(shards).
+
+        Cost: no allocation; no copy; no sync (a shard's XLA buffer is deleted when its owner
+        goes); no dispatch; O(shards).
+        Raises: nothing."""
         self._array = None
         shards, self._shards = self._shards, None
         if shards is not None:
@@ -421,7 +462,10 @@ class ShardedTensor:
         )
 
     def to_numpy(self) -> Any:
-        """Refused: use :meth:`gather` (explicit) then ``to_numpy()`` on its result."""
+        """Refused: use :meth:`gather` (explicit) then ``to_numpy()`` on its result.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: DeviceResidentError (always)."""
         return self.__array__()
 
     def __repr__(self) -> str:

@@ -161,9 +161,17 @@ class XlaProvider(ExecutionProvider):
 
     # -- discovery ------------------------------------------------------------------------
     def endpoint(self, engine: EngineId) -> AccessEndpoint:
+        """The access endpoint ``xla-stream:<platform>:<device id>`` of this engine.
+
+        Cost: allocates the endpoint record; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return AccessEndpoint(f"xla-stream:{self.platform}:{self.device.id}")
 
     def domains(self) -> frozenset[AllocationDomainId]:
+        """The host domain and this engine's XLA buffer domain.
+
+        Cost: allocates a two-element frozenset; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return frozenset({HOST_DOMAIN, AllocationDomainId(self.domain.name)})
 
     @property
@@ -172,6 +180,10 @@ class XlaProvider(ExecutionProvider):
         return self.domain
 
     def describe(self) -> str:
+        """One line for discovery output.
+
+        Cost: allocates the string; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         where = "host-readable in place" if self.domain.host_readable else "not host-visible"
         return (
             f"XLA executables on jax device {self.platform}:{self.device.id}; asynchronous "
@@ -179,6 +191,11 @@ class XlaProvider(ExecutionProvider):
         )
 
     def accepts(self, program: object) -> bool:
+        """Whether ``program`` is an :class:`ExecutableProgram` of kind ``"xla"`` (a
+        ``CompiledGraph`` is refused: no host fallback).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return type(program) is ExecutableProgram and program.engine_kind == self.kind
 
     # -- compilation ------------------------------------------------------------------------
@@ -197,7 +214,16 @@ class XlaProvider(ExecutionProvider):
         """Compile ``fn`` (jax arrays in, a tuple of ``n_results`` jax arrays out) for
         ``avals`` on this device into an :class:`ExecutableProgram`; its scratch size is
         XLA's memory analysis of temporaries.  ``donated`` inputs are aliased to the
-        results ``backing`` names.  Cost: one XLA compilation (milliseconds to seconds)."""
+        results ``backing`` names.
+
+        Cost: no allocation of tensor memory (the executable lives in XLA); no copy; no sync; no
+        dispatch (nothing runs); O(program): one XLA compilation, milliseconds to seconds.
+
+        Raises:
+            ProgramError: ``outputs``, ``donated`` or ``backing`` do not fit the results.
+            UserWarning: XLA cannot use a donation (its warning is raised as an error).
+            Exception: what tracing ``fn`` or XLA's compiler raises, unchanged.
+        """
         jax = self._jax
         placed = jax.sharding.SingleDeviceSharding(self.device)
         specs = [jax.ShapeDtypeStruct(tuple(s), np.dtype(d), sharding=placed) for s, d in avals]
@@ -217,7 +243,18 @@ class XlaProvider(ExecutionProvider):
     def upload(self, value: Tensor[Any, Any] | TensorView[Any, Any]) -> Tensor[Any, Any]:
         """Copy a host value into a new XLA buffer of this engine (``runtime.upload``): one
         ``TRANSFER`` copy (XLA copies a read-only host array) and one
-        ``TRANSFER_DESTINATION`` allocation in the engine's domain. O(size)."""
+        ``TRANSFER_DESTINATION`` allocation in the engine's domain. O(size).
+
+        Cost: allocates one XLA buffer in ``domain``; transfers the bytes once (``jax.device_put``;
+        the ``TRANSFER`` is recorded when it is issued); no sync (the put may complete after the
+        return); no dispatch (no program runs); O(size).
+        Raises:
+            TransferError: ``value`` is not on the host.
+            CopyForbiddenError: inside ``ledger.forbid_copies()``.
+            BorrowError: ``value`` is mutably borrowed.
+            UseAfterMoveError: ``value`` was consumed.
+            ExpiredBorrowError: ``value`` is a released view.
+        """
         view = value.as_view()
         try:
             desc = view._d("upload")
@@ -318,7 +355,10 @@ class XlaProvider(ExecutionProvider):
 
     def donation_refusal(self, value: object) -> str:
         """Why ``value`` cannot be donated to this engine (``""``: it can): XLA reuses only
-        a whole buffer of its own that the host never viewed in place. O(1)."""
+        a whole buffer of its own that the host never viewed in place. O(1).
+
+        Cost: no allocation (a message string when refused); no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         if not isinstance(value, Tensor):
             return (f"{type(value).__name__} is not an owner of a {self.domain.name} buffer; "
                     "XLA reuses only its own buffers (donate a result of this engine)")
@@ -335,6 +375,26 @@ class XlaProvider(ExecutionProvider):
     def submit_detached(
         self, engine: EngineId, program: Any, inputs: ExecutionInputs
     ) -> ExecutionHandle:
+        """Admit ``inputs``, enqueue the executable on the device and return at once.
+
+        Inputs: a whole buffer of this engine is passed as is; an aligned C-contiguous host
+        owner is imported in place (borrowed until retirement); anything else is copied once
+        (a recorded ``TRANSFER``).  A donated input's result lands in its own buffer.  The
+        executable call is asynchronous: completion is proven from buffer readiness
+        (``block_until_ready``) by the engine's reaper thread or by the first
+        ``ExecutionHandle.wait``, whichever comes first; then the record is released and the
+        outcome published.  A refused donation or a failed preparation/binding (before
+        admission) raises ``SubmitRejected`` with the exact ``inputs``; every later failure
+        (``CopyForbiddenError`` for a needed ``TRANSFER``, an enqueue or XLA failure) is the
+        ``RetiredFailed`` outcome; an interrupt before the executable ran hands the package
+        back to ``inputs`` and propagates.
+
+        Cost: allocates one XLA buffer per fresh result (owned and recorded at retirement) and
+        records the scratch allocation now (released at retirement); transfers only inputs
+        that cannot be imported in place (one recorded ``TRANSFER`` each), no copy otherwise;
+        no sync (``ExecutionHandle.wait`` or :meth:`drain` synchronizes); dispatches the
+        executable on the device; O(bindings) in the caller.
+        Raises: SubmitRejected."""
         if program.donated:
             why = self._donation_refusal(program, inputs)
             if why:
@@ -435,7 +495,11 @@ class XlaProvider(ExecutionProvider):
     def prepare_scoped(self, program: object) -> ScopedCall | None:
         """A :class:`ScopedCall` of ``program`` over whole owners: the checks that depend
         only on the program done once (``None``: not this engine's program, or it
-        donates -- use ``runtime.execute_scoped_read_only``). O(1)."""
+        donates -- use ``runtime.execute_scoped_read_only``). O(1).
+
+        Cost: allocates the :class:`ScopedCall` record (formats its labels once); no copy; no
+        sync; no dispatch (nothing runs until it is called); O(1).
+        Raises: nothing."""
         if not self.accepts(program):
             return None
         assert isinstance(program, ExecutableProgram)
@@ -462,7 +526,18 @@ class XlaProvider(ExecutionProvider):
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
         """Run over the caller's borrowed views and wait for the buffers before returning
-        (the work retires inside the call, so no borrow is outlived)."""
+        (the work retires inside the call, so no borrow is outlived).
+
+        Inputs are imported as in :meth:`submit_detached`; every failure (a needed ``TRANSFER``
+        inside ``ledger.forbid_copies()`` included) is the returned ``RetiredFailed``; an
+        interrupt propagates once XLA is done with the views.
+
+        Cost: allocates one XLA buffer per fresh result and the scratch allocation (released
+        before the return); transfers only inputs that cannot be imported in place (one
+        recorded ``TRANSFER`` each), no copy otherwise; synchronizes: waits for the result
+        buffers (``block_until_ready``); dispatches the executable on the device; O(views + the
+        program's work).
+        Raises: nothing."""
         operation = program.name or "xla program"
         counters = self.counters
         counters.submissions += 1
@@ -600,7 +675,13 @@ class XlaProvider(ExecutionProvider):
         cell.publish(outcome)
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait until every admitted execution retired (tests). O(pending)."""
+        """Wait until every admitted execution retired (tests). O(pending).
+
+        ``True`` once idle, ``False`` when ``timeout`` (seconds; ``None``: no limit) passed first.
+
+        Cost: no allocation; no copy; synchronizes: blocks until the reaper (or a waiter) proved
+        every admitted execution's readiness and retired it; no dispatch; O(1) besides the wait.
+        Raises: nothing."""
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 

@@ -93,7 +93,11 @@ class XlaCounters:
             setattr(self, k, 0)
 
     def snapshot(self) -> dict[str, int]:
-        """A copy of the counters as a dict."""
+        """A copy of the counters as a dict.
+
+        Cost: allocates one dict; no copy of tensor bytes; no sync (unlocked: read it when the
+        engine is idle); no dispatch; O(counters).
+        Raises: nothing."""
         return {k: getattr(self, k) for k in self.__slots__}
 
 

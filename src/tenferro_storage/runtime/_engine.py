@@ -116,11 +116,19 @@ class ExecutionProvider(abc.ABC):
 
     @abc.abstractmethod
     def endpoint(self, engine: EngineId) -> AccessEndpoint:
-        """The access endpoint of this provider registered as ``engine``."""
+        """The access endpoint of this provider registered as ``engine``.
+
+        Cost: (every built-in provider) allocates the endpoint record; no copy; no sync; no
+        dispatch; O(1).
+        Raises: nothing."""
 
     @abc.abstractmethod
     def domains(self) -> frozenset[AllocationDomainId]:
-        """The allocation domains this provider's endpoint can access."""
+        """The allocation domains this provider's endpoint can access.
+
+        Cost: (every built-in provider) allocates a small frozenset; no copy; no sync; no
+        dispatch; O(domains).
+        Raises: nothing."""
 
     @property
     def device_domain(self) -> DeviceDomain | None:
@@ -129,7 +137,11 @@ class ExecutionProvider(abc.ABC):
         return None
 
     def domain_names(self) -> frozenset[str]:
-        """The names of :meth:`domains` (cached on first use). O(1) afterwards."""
+        """The names of :meth:`domains` (cached on first use). O(1) afterwards.
+
+        Cost: allocates the name set on the first call only; no copy; no sync; no dispatch;
+        O(domains) once, O(1) afterwards.
+        Raises: nothing."""
         cached: frozenset[str] | None = getattr(self, "_domain_names", None)
         if cached is None:
             cached = frozenset(d.name for d in self.domains())
@@ -138,25 +150,50 @@ class ExecutionProvider(abc.ABC):
 
     def accepts(self, program: object) -> bool:
         """Whether this engine runs ``program``'s kind (default: :class:`CompiledGraph`
-        only; an engine with its own compiler accepts its ``ExecutableProgram``). O(1)."""
+        only; an engine with its own compiler accepts its ``ExecutableProgram``). O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return type(program) is CompiledGraph
 
     @abc.abstractmethod
     def describe(self) -> str:
-        """One line for discovery output."""
+        """One line for discovery output.
+
+        Cost: (every built-in provider) allocates the string; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
 
     @abc.abstractmethod
     def submit_detached(
         self, engine: EngineId, program: Any, inputs: ExecutionInputs
     ) -> ExecutionHandle:
         """Admit ``inputs`` (already validated by the runtime, ``program`` a kind this
-        engine :meth:`accepts`) and return a handle."""
+        engine :meth:`accepts`) and return a handle.
+
+        The contract (each provider's override states its own facts): before the admission
+        boundary only ``SubmitRejected`` with the exact, unchanged ``inputs``; after it every
+        failure is the handle's terminal outcome.
+
+        Cost: allocates the program's fresh outputs when the work runs; no copy of the package
+        (it moves in; an engine may record an input ``TRANSFER``); no sync in the contract
+        (``ExecutionHandle.wait`` synchronizes; a synchronous engine retires before it
+        returns); dispatches the program on this provider; O(bindings + the program's work).
+        Raises: SubmitRejected."""
 
     @abc.abstractmethod
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
     ) -> ScopedExecutionOutcome:
-        """Run synchronously to retirement (synchronous providers only)."""
+        """Run to retirement before returning (synchronous or ``retires_scoped`` providers).
+
+        The work must retire before the return (no borrow of the caller's views is outlived);
+        ``runtime.execute_scoped_read_only`` only calls it on a synchronous or ``retires_scoped``
+        provider.
+
+        Cost: allocates the program's fresh outputs; no copy of the views (an engine may record
+        an input ``TRANSFER``); synchronizes: the work retires before the return; dispatches the
+        program on this provider; O(views + the program's work).
+        Raises: ScopedSubmitRejected."""
 
 
 _LOCK: Final = threading.Lock()

@@ -29,8 +29,9 @@ class ExecutableProgram:
     one allocation per execution (released at its retirement).  Validated once at
     construction (``ProgramError``).
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(1) (``XlaProvider.compile`` makes one).
-    Raises: nothing."""
+    Cost: no allocation; no copy; no sync; no dispatch; O(outputs) (``XlaProvider.compile``
+    makes one).
+    Raises: ProgramError."""
 
     engine_kind: str
     executable: Any
@@ -90,7 +91,10 @@ class ExecutableProgram:
         return self._kinds
 
     def backing_input(self, value: int) -> int | None:
-        """The donated input slot whose buffer holds result ``value`` (``None``: its own). O(1)."""
+        """The donated input slot whose buffer holds result ``value`` (``None``: its own). O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         return self._backing.get(value)
 
     def __str__(self) -> str:

@@ -274,12 +274,18 @@ class ExecutionInputs(Lender):
 
     def clear_clobbered(self) -> None:
         """Declare the clobbered inputs valid again (the caller rewrote them or accepts
-        their bytes): the explicit step that lets the package be submitted again. O(1)."""
+        their bytes): the explicit step that lets the package be submitted again. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: UseAfterMoveError."""
         self._live("ExecutionInputs.clear_clobbered")
         self._clobbered = ()
 
     def into_parts(self) -> tuple[AllocationGroup, tuple[DescriptorSlot, ...]]:
-        """Consume the package into ``(group, bindings)``. O(1)."""
+        """Consume the package into ``(group, bindings)``. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: UseAfterMoveError, BorrowError."""
         self._consume("ExecutionInputs.into_parts")
         group = self._group
         self._group = None
@@ -453,7 +459,10 @@ class ExecutionBundle(Lender):
 
     def output(self, i: int) -> OutputRef:
         """Output ``i`` borrowed: a ``TensorView`` under a shared borrow of the bundle's group,
-        or the ``OutputMetadata``.  O(1), no copy.  ``OutputAccessError`` for a bad index."""
+        or the ``OutputMetadata``.  O(1), no copy.  ``OutputAccessError`` for a bad index.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1): one shared borrow of the group.
+        Raises: OutputAccessError, UseAfterMoveError, BorrowError (a mutable view is live)."""
         self._live("ExecutionBundle.output")
         out = self._outputs[_check_index(len(self._outputs), i, "ExecutionBundle.output")]
         if isinstance(out, OutputMetadata):
@@ -469,7 +478,10 @@ class ExecutionBundle(Lender):
         refusal raises ``OutputExtractError`` whose ``.value`` is this exact bundle,
         unconsumed (``"invalid_output"``, ``"metadata_output"``, ``"extract"``); a
         borrowed bundle raises ``BorrowError``.  No copy. O(allocations).
-        """
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(allocations): the other records go,
+        and an allocation nothing else refers to is released.
+        Raises: OutputExtractError, BorrowError (a view of the group is live), UseAfterMoveError."""
         operation = "ExecutionBundle.into_output"
         self._live(operation)
         n = len(self._outputs)
@@ -500,7 +512,10 @@ class ExecutionBundle(Lender):
 
     def into_group(self) -> tuple[AllocationGroup, tuple[ExecutionOutput, ...]]:
         """Consume the bundle into its group and output map (to keep every output, or to
-        resubmit the group).  A borrowed bundle raises ``BorrowError``. O(1), no copy."""
+        resubmit the group).  A borrowed bundle raises ``BorrowError``. O(1), no copy.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, UseAfterMoveError."""
         operation = "ExecutionBundle.into_group"
         self._live(operation)
         group = self._group
@@ -567,14 +582,20 @@ class ScopedExecutionBundle(Lender):
         return self._kinds
 
     def is_borrowed(self, i: int) -> bool:
-        """Whether output ``i`` is a borrow of a caller input (identity or repeated input)."""
+        """Whether output ``i`` is a borrow of a caller input (identity or repeated input).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: OutputAccessError, UseAfterMoveError."""
         self._live("ScopedExecutionBundle.is_borrowed")
         out = self._outputs[_check_index(len(self._outputs), i, "ScopedExecutionBundle")]
         return isinstance(out, TensorView)
 
     def output(self, i: int) -> OutputRef:
         """Output ``i`` as a view (a reborrow: of the caller's value for borrowed outputs,
-        of the owned group for fresh ones) or its metadata.  O(1), no copy."""
+        of the owned group for fresh ones) or its metadata.  O(1), no copy.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1): one shared reborrow.
+        Raises: OutputAccessError, UseAfterMoveError."""
         self._live("ScopedExecutionBundle.output")
         out = self._outputs[_check_index(len(self._outputs), i, "ScopedExecutionBundle.output")]
         if isinstance(out, OutputMetadata):
@@ -591,7 +612,10 @@ class ScopedExecutionBundle(Lender):
         (``"metadata_output"``); the ``ScopedOutputExtractError`` carries this exact
         bundle and nothing is copied.  On success the borrowed views, the other owned
         records and the output map are dropped together. O(allocations).
-        """
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(allocations): the borrowed outputs'
+        borrows end, and an owned allocation nothing else refers to is released.
+        Raises: ScopedOutputExtractError, BorrowError (a view of it is live), UseAfterMoveError."""
         operation = "ScopedExecutionBundle.into_owned_output"
         self._live(operation)
         n = len(self._outputs)
@@ -637,7 +661,10 @@ class ScopedExecutionBundle(Lender):
         (``AllocationGroup.try_extract`` moves its owner out; a repeated one names the same
         slot again), a borrowed output is its ``TensorView`` (the caller releases it), a
         metadata output its ``OutputMetadata``.  A borrowed bundle raises ``BorrowError``
-        and nothing changes.  No copy, no allocation. O(1)."""
+        and nothing changes.  No copy, no allocation. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: BorrowError, UseAfterMoveError."""
         operation = "ScopedExecutionBundle.into_owned_group"
         self._live(operation)
         owned = self._owned
@@ -649,7 +676,12 @@ class ScopedExecutionBundle(Lender):
         return owned, outputs
 
     def release(self) -> None:
-        """End the borrows of the borrowed outputs now (the owned group is dropped too). O(n)."""
+        """End the borrows of the borrowed outputs now (the owned group is dropped too). O(n).
+
+        Idempotent; the fresh outputs' allocations are released unless an owner was taken out.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(outputs).
+        Raises: nothing."""
         if self._moved_by is None:
             self._moved_by = "ScopedExecutionBundle.release"
             for o in self._outputs:
@@ -732,7 +764,12 @@ class ExecutionHandle(NoCopy):
         return cell
 
     def done(self) -> bool:
-        """Whether the terminal outcome is available (never blocks). O(1)."""
+        """Whether the terminal outcome is available (never blocks). O(1).
+
+        Cost: no allocation; no copy; no sync (an XLA engine's ``done()`` does not drive
+        completion: it turns true once the reaper or a ``wait()`` retired the work); no dispatch;
+        O(1).
+        Raises: UseAfterMoveError."""
         return self._live_cell("ExecutionHandle.done")._done.is_set()
 
     def wait(self, timeout: float | None = None) -> ExecutionOutcome:
@@ -740,7 +777,12 @@ class ExecutionHandle(NoCopy):
 
         A wait is a synchronization point, never a copy.  With ``timeout`` (seconds)
         raises ``TimeoutError`` if the outcome is not ready; the handle stays usable.
-        """
+
+        Cost: no allocation; no copy; synchronizes: blocks until the work retired (on an XLA
+        engine a waiter that comes before the reaper retires it itself: ``block_until_ready``
+        on the results, which ignores ``timeout``, so such a wait can outlast it); no dispatch;
+        O(1) besides the wait.
+        Raises: TimeoutError (the handle stays usable), UseAfterMoveError."""
         cell = self._live_cell("ExecutionHandle.wait")
         if not cell._done.wait(timeout):
             raise TimeoutError(
@@ -755,7 +797,11 @@ class ExecutionHandle(NoCopy):
         return outcome
 
     def detach(self) -> None:
-        """Stop observing (the same as dropping the handle). O(1)."""
+        """Stop observing (the same as dropping the handle). O(1).
+
+        Cost: no allocation; no copy; no sync (the work still runs to its outcome, whose
+        owners are then dropped unobserved); no dispatch; O(1).
+        Raises: UseAfterMoveError."""
         self._live_cell("ExecutionHandle.detach")
         self._moved_by = "ExecutionHandle.detach"
         self._cell = None
