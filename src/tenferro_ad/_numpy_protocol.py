@@ -365,6 +365,7 @@ def _methods() -> dict[str, Any]:
         Raises:
             {_GONE}
             AxisError: an axis out of range.{errors}
+            ArgumentTypeError: an ``axis`` that is not an int (or a tuple of ints).
             {_OUT}
         """
 
@@ -378,7 +379,7 @@ def _methods() -> dict[str, Any]:
         Raises:
             {_GONE}
             {axis_error}
-            ArgumentTypeError: an ``axis`` or ``dtype`` that is not one.
+            ArgumentTypeError: an ``axis``, ``ddof`` or ``dtype`` of the wrong type.
             {_OUT}
         """
 
@@ -392,7 +393,7 @@ def _methods() -> dict[str, Any]:
         Raises:
             {_GONE}
             AxisError: an axis out of range.
-            ArgumentTypeError: a ``dtype`` that is not one.
+            ArgumentTypeError: an ``axis`` or ``dtype`` that is not one.
             {_OUT}
         """
 
@@ -457,7 +458,7 @@ def _methods() -> dict[str, Any]:
             Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
             O(n log n).
 
-            Raises: UseAfterMoveError, AxisError.
+            Raises: UseAfterMoveError, AxisError, ArgumentTypeError.
             """),
         "ravel": _doc(lambda self, order="C": mp.ravel(self), ravel_doc.format("ravel")),
         "flatten": _doc(lambda self, order="C": mp.flatten(self), ravel_doc.format("flatten")),
@@ -471,6 +472,7 @@ def _methods() -> dict[str, Any]:
                 {_GONE}
                 AxisError: an axis out of range.
                 ArgumentError: an ``axis`` whose extent is not 1.
+                ArgumentTypeError: an ``axis`` that is not an int.
             """),
         "repeat": _doc(
             lambda self, repeats, axis=None: mp.repeat(self, repeats, axis),
