@@ -267,7 +267,13 @@ class custom_vjp:
         self._calls: dict[Any, CustomCall] = {}  # traced primal graphs, per argument types
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> custom_vjp:
-        """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g) -> tuple``."""
+        """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g) -> tuple``.
+
+        Returns this ``custom_vjp``; a later call replaces both rules.  The rules run only
+        when the function is differentiated.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: ArgumentTypeError (``fwd`` or ``bwd`` is not callable)."""
         if not callable(fwd) or not callable(bwd):
             raise ArgumentTypeError("custom_vjp.defvjp: fwd and bwd must be callable")
         self.fwd, self.bwd = fwd, bwd
@@ -367,7 +373,13 @@ class custom_jvp:
         self._calls: dict[Any, CustomCall] = {}  # traced primal graphs, per argument types
 
     def defjvp(self, rule: Callable[..., Any]) -> Callable[..., Any]:
-        """Register ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``."""
+        """Register ``rule(primals, tangents) -> (out, tangent_out)``; returns ``rule``.
+
+        So it works as a decorator; a later call replaces the rule.  The rule runs only
+        when the function is differentiated.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: ArgumentTypeError (``rule`` is not callable)."""
         if not callable(rule):
             raise ArgumentTypeError("custom_jvp.defjvp: the rule must be callable")
         self.rule = rule

@@ -678,7 +678,13 @@ class VjpFunction(NoCopy):
         return tuple(call.pack(flat, self._argnums))
 
     def release(self) -> None:
-        """End the borrows and release the residuals now (idempotent)."""
+        """End the borrows and release the residuals now (idempotent); calling the
+        function afterwards raises ``ExpiredBorrowError``.  Also runs when it dies.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(recorded nodes) the first
+        time (a nested call's tape is the enclosing one's: only the borrows end), O(1)
+        after.
+        Raises: nothing."""
         call = self._call
         if call is not None:
             self._call = None

@@ -23,7 +23,7 @@ element (host reads, no tracking, like ``item()``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -267,6 +267,21 @@ def _fill_tables() -> None:
     })
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+# What every method below shares: it runs eager ops (host numpy kernels, never a
+# provider) on the handle's record array, recorded on the tape when the handle is tracked
+# there; a handle consumed by ``into_value()`` is refused first.
+_GONE = "UseAfterMoveError: ``self`` was consumed by ``into_value()``."
+_OUT = "TypeError: ``out=`` (a ``NumpyFunctionError``: ops return a new value)."
+
+
+def _doc(f: _F, text: str) -> _F:
+    """``f`` with the docstring ``text`` (the methods are closures made per name)."""
+    f.__doc__ = text
+    return f
+
+
 def _methods() -> dict[str, Any]:
     def _squeeze(self: Any, axis: Any = None) -> Any:
         return mp.squeeze(self, axis)
@@ -275,12 +290,12 @@ def _methods() -> dict[str, Any]:
         _no_out("clip", {"out": out})
         return ew.clip(self, lo, hi)
 
-    def _plain(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def _plain(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, out: Any = None, keepdims: bool = False) -> Any:
             _no_out(name, {"out": out})
             return f(self, axis, keepdims)
 
-        return method
+        return _doc(method, doc)
 
     def _trace(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
                out: Any = None) -> Any:
@@ -295,7 +310,7 @@ def _methods() -> dict[str, Any]:
         _no_out("round", {"out": out})
         return m.round(self, decimals)
 
-    def _red(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def _red(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    keepdims: bool = False, **kw: Any) -> Any:
             if out is not None or kw:
@@ -306,23 +321,101 @@ def _methods() -> dict[str, Any]:
                 return r
             return ew.astype(r, target)
 
-        return method
+        return _doc(method, doc)
 
-    def _stat(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def _stat(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    ddof: int = 0, keepdims: bool = False) -> Any:
             _no_out(name, {"out": out})
             return _with_dtype(f)(self, axis=axis, ddof=ddof, keepdims=keepdims, dtype=dtype)
 
-        return method
+        return _doc(method, doc)
 
-    def _scan(f: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def _scan(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
             _no_out(name, {"out": out})
             return _with_dtype(f)(self, axis=axis, dtype=dtype)
 
-        return method
+        return _doc(method, doc)
 
+    def red_doc(what: str, allocs: str) -> str:
+        return f"""{what} over ``axis`` (``None``: all), with ndarray's arguments. {allocs};
+        ``dtype=`` converts the result (one more allocation).  ``where=``, ``casting=``,
+        ``order=``, ``subok=`` are refused unless at numpy's default; any other keyword
+        (``initial=``...) is accepted and ignored.
+
+        Cost: allocates the result; no copy; no sync; no dispatch (a host kernel); O(n);
+        tape nodes when ``self`` is tracked.
+
+        Raises:
+            {_GONE}
+            AxisError: an axis out of range.
+            ArgumentTypeError: an ``axis`` or ``dtype`` that is not one.
+            TypeError: ``out=`` or a refused keyword (a ``NumpyFunctionError``).
+        """
+
+    def plain_doc(what: str, extra: str, errors: str = "") -> str:
+        nodes = "" if "nothing" in extra else "; one tape node when ``self`` is tracked"
+        return f"""{what} over ``axis`` (``None``: all), like ndarray's.
+        {extra}
+
+        Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+        O(n){nodes}.
+
+        Raises:
+            {_GONE}
+            AxisError: an axis out of range.{errors}
+            ArgumentTypeError: an ``axis`` that is not an int (or a tuple of ints).
+            {_OUT}
+        """
+
+    def stat_doc(what: str, name: str, axis_error: str) -> str:
+        return f"""The {what} over ``axis`` with ``ddof`` (``tenferro_ad.{name}``): a few
+        allocations (derived ops); ``dtype=`` converts the result.
+
+        Cost: allocates the result; no copy; no sync; no dispatch (a host kernel); O(n);
+        tape nodes when ``self`` is tracked.
+
+        Raises:
+            {_GONE}
+            {axis_error}
+            ArgumentTypeError: an ``axis``, ``ddof`` or ``dtype`` of the wrong type.
+            {_OUT}
+        """
+
+    def scan_doc(what: str) -> str:
+        return f"""Cumulative {what} along ``axis`` (``None``: of the flattened value), like
+        ndarray's; ``dtype=`` converts the result (one more allocation).
+
+        Cost: allocates the result; no copy; no sync; no dispatch (a host kernel); O(n);
+        one tape node when ``self`` is tracked.
+
+        Raises:
+            {_GONE}
+            AxisError: an axis out of range.
+            ArgumentTypeError: an ``axis`` or ``dtype`` that is not one.
+            {_OUT}
+        """
+
+    ravel_doc = """The value flattened to 1-D (``tenferro_ad.{0}``).  ``order`` is accepted
+        and not honoured: the result is always in C order.
+
+        Cost: allocates unless an alias (a contiguous value is aliased); no copy; no sync;
+        no dispatch (a host kernel); O(n), O(1) as an alias; one tape node when ``self`` is
+        tracked.
+
+        Raises: UseAfterMoveError.
+        """
+    conj_doc = """The complex conjugate (``tenferro_ad.conj``); of a real value, the value
+        itself as a metadata alias.
+
+        Cost: allocates unless an alias (a real value); no copy; no sync; no dispatch (a
+        host kernel); O(n) per-element, O(1) as an alias; one tape node when ``self`` is
+        tracked.
+
+        Raises: UseAfterMoveError.
+        """
+    empty = "\n            ArgumentError: an empty reduced extent (no identity)."
     return {
         "__mod__": lambda self, other: m.mod(self, other),
         "__rmod__": lambda self, other: m.mod(other, self),
@@ -332,36 +425,140 @@ def _methods() -> dict[str, Any]:
         "__round__": lambda self, ndigits=None: m.round(self, 0 if ndigits is None else ndigits),
         "__array_ufunc__": _array_ufunc,
         "__array_function__": _array_function,
-        "sum": _red(rd.sum, "sum"),
-        "mean": _red(rd.mean, "mean"),
-        "prod": _red(rd.prod, "prod"),
-        "max": _plain(rd.max, "max"),
-        "min": _plain(rd.min, "min"),
-        "var": _stat(sc.var, "var"),
-        "std": _stat(sc.std, "std"),
-        "cumsum": _scan(sc.cumsum, "cumsum"),
-        "cumprod": _scan(sc.cumprod, "cumprod"),
-        "any": _plain(sc.any, "any"),
-        "all": _plain(sc.all, "all"),
-        "argmax": _plain(sc.argmax, "argmax"),
-        "argmin": _plain(sc.argmin, "argmin"),
-        "argsort": lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
-        "ravel": lambda self, order="C": mp.ravel(self),
-        "flatten": lambda self, order="C": mp.flatten(self),
-        "squeeze": _squeeze,
-        "repeat": lambda self, repeats, axis=None: mp.repeat(self, repeats, axis),
-        "swapaxes": lambda self, axis1, axis2: sh.swapaxes(self, axis1, axis2),
-        "diagonal": lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(
-            self, offset, axis1, axis2
-        ),
-        "trace": _trace,
-        "clip": _clip,
-        "dot": _dot,
-        "conj": lambda self: cx.conj(self),
-        "conjugate": lambda self: cx.conj(self),
+        "sum": _red(rd.sum, "sum", red_doc("Sum", "One allocation")),
+        "mean": _red(rd.mean, "mean", red_doc("Mean", "Two allocations (``sum / n``)")),
+        "prod": _red(rd.prod, "prod", red_doc("Product", "One allocation; retains the input")),
+        "max": _plain(rd.max, "max", plain_doc(
+            "Maximum", "One allocation; retains the input and the output.", empty)),
+        "min": _plain(rd.min, "min", plain_doc(
+            "Minimum", "One allocation; retains the input and the output.", empty)),
+        "var": _stat(sc.var, "var", stat_doc(
+            "variance", "var", "AxisError: an axis out of range.")),
+        "std": _stat(sc.std, "std", stat_doc(
+            "standard deviation", "std",
+            "ArgumentError: an axis out of range (not ``var``'s ``AxisError``).")),
+        "cumsum": _scan(sc.cumsum, "cumsum", scan_doc("sum")),
+        "cumprod": _scan(sc.cumprod, "cumprod", scan_doc("product")),
+        "any": _plain(sc.any, "any", plain_doc(
+            "Whether any entry is true", "A bool (non-differentiable: records nothing).")),
+        "all": _plain(sc.all, "all", plain_doc(
+            "Whether every entry is true", "A bool (non-differentiable: records nothing).")),
+        "argmax": _plain(sc.argmax, "argmax", plain_doc(
+            "Index of the first maximum", "int64 (non-differentiable: records nothing).",
+            empty)),
+        "argmin": _plain(sc.argmin, "argmin", plain_doc(
+            "Index of the first minimum", "int64 (non-differentiable: records nothing).",
+            empty)),
+        "argsort": _doc(
+            lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
+            """Indices that sort the value stably along ``axis`` (``None``: flattened);
+            int64, non-differentiable (records nothing).  ``kind`` and ``order`` are
+            accepted and ignored (the sort is always stable).
+
+            Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+            O(n log n).
+
+            Raises: UseAfterMoveError, AxisError, ArgumentTypeError.
+            """),
+        "ravel": _doc(lambda self, order="C": mp.ravel(self), ravel_doc.format("ravel")),
+        "flatten": _doc(lambda self, order="C": mp.flatten(self), ravel_doc.format("flatten")),
+        "squeeze": _doc(_squeeze, f"""The value without its length-1 axes (all, or those
+            of ``axis``), as a metadata alias.
+
+            Cost: no allocation (an alias); no copy; no sync; no dispatch (a host kernel);
+            O(1); one tape node when ``self`` is tracked.
+
+            Raises:
+                {_GONE}
+                AxisError: an axis out of range.
+                ArgumentError: an ``axis`` whose extent is not 1.
+                ArgumentTypeError: an ``axis`` that is not an int.
+            """),
+        "repeat": _doc(
+            lambda self, repeats, axis=None: mp.repeat(self, repeats, axis),
+            """Each element repeated ``repeats`` times along ``axis`` (``None``: of the
+            flattened value), like ndarray's: a gather, one allocation.
+
+            Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+            O(output size); one tape node when ``self`` is tracked.
+
+            Raises: UseAfterMoveError, AxisError, ArgumentError, ArgumentTypeError.
+            """),
+        "swapaxes": _doc(
+            lambda self, axis1, axis2: sh.swapaxes(self, axis1, axis2),
+            """The value with ``axis1`` and ``axis2`` swapped, as a metadata alias.
+
+            Cost: no allocation (an alias); no copy; no sync; no dispatch (a host kernel);
+            O(1); one tape node when ``self`` is tracked.
+
+            Raises: UseAfterMoveError, AxisError, ArgumentTypeError.
+            """),
+        "diagonal": _doc(
+            lambda self, offset=0, axis1=0, axis2=1: mp.diagonal(self, offset, axis1, axis2),
+            """The ``offset`` diagonal of the ``axis1``/``axis2`` planes, as the last axis
+            (like ndarray's): a gather, one allocation.
+
+            Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+            O(output size); one tape node when ``self`` is tracked.
+
+            Raises: UseAfterMoveError, AxisError, ArgumentError, ArgumentTypeError.
+            """),
+        "trace": _doc(_trace, f"""The sum of the ``offset`` diagonal of the
+            ``axis1``/``axis2`` planes (``tenferro_ad.trace``): a gather and a sum, two
+            allocations; ``dtype=`` converts the result (one more).
+
+            Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+            O(diagonal size); tape nodes when ``self`` is tracked.
+
+            Raises:
+                {_GONE}
+                AxisError: an axis out of range (also for a value of rank below 2).
+                ArgumentTypeError: an argument of the wrong type.
+                {_OUT}
+            """),
+        "clip": _doc(_clip, f"""The value limited to ``[lo, hi]`` (``tenferro_ad.clip``;
+            a ``None`` bound is not applied; both ``None``: the value as a fresh alias).
+            Bounds are handles, owners (borrowed), numpy arrays or numbers.
+
+            Cost: allocates the result; no copy of tenferro values (a numpy bound is
+            imported with one recorded ``TRANSFER``); no sync; no dispatch (a host kernel);
+            O(n) per-element; tape nodes when ``self`` is tracked.
+
+            Raises:
+                {_GONE}
+                ArgumentTypeError: a bound that is not a value or a number.
+                ArgumentError: a bound whose shape does not broadcast.
+                {_OUT}
+            """),
+        "dot": _doc(_dot, f"""``numpy.dot(self, b)`` (``tenferro_ad.dot``): one GEMM, one
+            allocation.
+
+            Cost: allocates the result; no copy of tenferro values (a numpy ``b`` is
+            imported with one recorded ``TRANSFER``); no sync; no dispatch (a host kernel);
+            O(m k n); one tape node when ``self`` or ``b`` is tracked.
+
+            Raises:
+                {_GONE}
+                ArgumentTypeError: a ``b`` that is not a value or a number.
+                ArgumentError: shapes that do not align.
+                {_OUT}
+            """),
+        "conj": _doc(lambda self: cx.conj(self), conj_doc),
+        "conjugate": _doc(lambda self: cx.conj(self), conj_doc),
         "real": property(lambda self: cx.real(self)),
         "imag": property(lambda self: cx.imag(self)),
-        "round": _round,
+        "round": _doc(_round, f"""Rounded half to even at ``decimals``
+            (``tenferro_ad.round``; zero derivative): one allocation.
+
+            Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
+            O(n) per-element; one tape node when ``self`` is tracked.
+
+            Raises:
+                {_GONE}
+                ArgumentTypeError: a ``decimals`` that is not an int.
+                ArgumentError: a ``decimals`` that numpy's C ``int`` cannot hold.
+                {_OUT}
+            """),
     }
 
 

@@ -399,17 +399,32 @@ class PyTreeDef:
         return _count_nodes(self._node)
 
     def unflatten(self, leaves: Iterable[Any]) -> Any:
-        """:func:`tree_unflatten` of this structure. O(nodes)."""
+        """:func:`tree_unflatten` of this structure. O(nodes).
+
+        Cost: no allocation (builds Python containers; a leaf is placed, never copied); no
+        copy; no sync; no dispatch; O(nodes).
+
+        Raises:
+            ValueError: ``leaves`` has another number of leaves than the structure.
+            TypeError: ``leaves`` is not iterable."""
         return tree_unflatten(self, leaves)
 
     def flatten_up_to(self, tree: Any) -> list[Any]:
         """The subtrees of ``tree`` at this structure's leaf positions: ``tree`` must have
         this structure down to them (``ValueError`` naming the key path and both
-        structures otherwise). O(nodes of this structure)."""
+        structures otherwise). O(nodes of this structure).
+
+        Cost: no allocation (a list of the subtrees, never copied); no copy; no sync; no
+        dispatch; O(nodes of this structure).
+        Raises: ValueError (``tree`` lacks this structure down to its leaf positions)."""
         return _flatten_up_to(self, tree, "flatten_up_to: the tree")
 
     def children(self) -> list[PyTreeDef]:
-        """The structures of the root's children (``[]`` for a leaf). O(nodes)."""
+        """The structures of the root's children (``[]`` for a leaf). O(nodes).
+
+        Cost: no allocation (small Python structure records sharing this one's nodes); no
+        copy; no sync; no dispatch; O(children).
+        Raises: nothing."""
         if self._node is _STAR:
             return []
         return [PyTreeDef(k) for k in _kids(self._node)]

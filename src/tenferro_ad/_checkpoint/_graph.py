@@ -54,11 +54,17 @@ class CheckpointPolicy:
     primitives: frozenset[str] = frozenset()
 
     def saves_output(self, primitive: str) -> bool:
-        """Whether an output of ``primitive`` is saved. O(1)."""
+        """Whether an output of ``primitive`` is saved. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: TypeError (an unhashable ``primitive``)."""
         return self.everything or primitive in self.primitives
 
     def saves_label(self, label: str) -> bool:
-        """Whether a value named ``label`` with :func:`name` is saved. O(1)."""
+        """Whether a value named ``label`` with :func:`name` is saved. O(1).
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: TypeError (an unhashable ``label``)."""
         if self.everything:
             return True
         return self.labels is not None and (not self.labels or label in self.labels)

@@ -168,7 +168,18 @@ class Gradients(ts.AllocationGroup):
 
     def grad(self, x: EagerTensor) -> ts.TensorView[Any, Any] | None:
         """The gradient for ``x`` as a borrowed read-only view, or ``None`` for no gradient.
-        O(1), no allocation, no copy."""
+        O(1), no allocation, no copy.
+
+        While the view lives the bundle is borrowed: ``take_grad`` raises ``BorrowError``.
+        After ``take_grad(x)`` the gradient is gone and this returns ``None``.
+
+        Cost: no allocation; no copy (a view of the bundle's allocation, or of the gradient
+        handle's value after ``create_graph=True``); no sync; no dispatch; O(1).
+
+        Raises:
+            GroupError: ``x`` is not one of the values the bundle was computed for.
+            UseAfterMoveError: the bundle was consumed (``into_tensor``).
+            BorrowError: the bundle is exclusively borrowed."""
         vid = self._vid(x, "Gradients.grad")
         if self._handles is not None:
             h = self._handles.get(vid)
@@ -186,6 +197,16 @@ class Gradients(ts.AllocationGroup):
         shared with another gradient (``reason="aliased"``, see the module docstring) or,
         after ``create_graph=True``, when the tape still retains the gradient value
         (``reason="shared"``; use ``handle(x)``).  O(1), no copy.
+
+        A second ``take_grad(x)`` returns ``None`` (the gradient was moved out).
+
+        Cost: no allocation; no copy (the owner moves out of the bundle); no sync; no
+        dispatch; O(1).
+
+        Raises:
+            GroupError: ``x`` is not one of the values the bundle was computed for.
+            ExtractError: the allocation is shared (``"aliased"``/``"shared"``).
+            BorrowError: a ``grad(...)`` view of the bundle is still alive.
         """
         vid = self._vid(x, "Gradients.take_grad")
         if self._handles is not None:
@@ -212,7 +233,13 @@ class Gradients(ts.AllocationGroup):
         return owner
 
     def handle(self, x: EagerTensor) -> EagerTensor | None:
-        """The gradient as a handle on the tape (``create_graph=True`` only), or ``None``."""
+        """The gradient as a handle on the tape (``create_graph=True`` only), or ``None``.
+
+        The bundle's own handle (not a clone): ``take_grad(x)`` later needs it unique.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: GroupError (``x`` is not in the bundle or ``backward`` had no
+        ``create_graph``)."""
         vid = self._vid(x, "Gradients.handle")
         if self._handles is None:
             raise GroupError(

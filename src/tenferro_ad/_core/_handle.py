@@ -83,7 +83,11 @@ class ValueGuard(NoCopy):
         return v
 
     def release(self) -> None:
-        """End the borrow now (idempotent). O(1)."""
+        """End the borrow now (idempotent); ``into_value()`` of the value may then succeed.
+        Views derived from ``guard.view`` hold their own borrows and stay valid.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: nothing."""
         v = self._view
         if v is not None:
             self._view = None
@@ -180,7 +184,13 @@ class EagerTensor:
 
     # -- cloning ---------------------------------------------------------------------------
     def clone(self) -> EagerTensor:
-        """Another handle to the same record (one more direct owner). O(1), no allocation."""
+        """Another handle to the same record (one more direct owner, so ``into_value()``
+        is ``NotUnique`` while both live).  Inside a checkpoint block the clone is noted
+        (a clone is not a region output).
+
+        Cost: no allocation (a Python handle object only); no copy; no sync; no dispatch;
+        O(1).
+        Raises: UseAfterMoveError (``self`` was consumed by ``into_value()``)."""
         rec = self._r("clone")
         h = EagerTensor.__new__(EagerTensor)
         h._rec = rec
@@ -205,13 +215,29 @@ class EagerTensor:
 
     # -- G7 public API ---------------------------------------------------------------------
     def value(self) -> ValueGuard:
-        """A guard exposing a borrowed ``TensorView`` of the value. O(1), no allocation/copy."""
+        """A guard exposing a borrowed ``TensorView`` of the value: a read in place, not a
+        copy.  A fused record mints its owner first (once, over the same allocation).
+        While the guard lives it is one more direct owner: ``into_value()`` is
+        ``NotUnique``.
+
+        Cost: no allocation; no copy; no sync (reading the view's values maps the memory
+        then); no dispatch; O(1).
+        Raises: UseAfterMoveError (``self`` was consumed by ``into_value()``)."""
         rec = self._r("value")
         return ValueGuard(rec, rec.view("value"))
 
     def duplicate_value(self) -> ts.Tensor[Any, Any]:
         """A new owner with a copy of the value: one ``EXPLICIT_DUPLICATE`` copy and one
-        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation. O(size)."""
+        ``EXPLICIT_DUPLICATE_DESTINATION`` allocation. O(size).
+
+        Cost: allocates one owner; copies the bytes once (recorded); synchronizes once (the
+        provider's host map before the read: counted, O(1) for host memory); no dispatch
+        (a host copy); O(size).
+
+        Raises:
+            UseAfterMoveError: ``self`` was consumed by ``into_value()``.
+            CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing copied).
+            AccessError: the provider could not map the memory for reading."""
         rec = self._r("duplicate_value")
         with rec.view("duplicate_value") as v:
             return v.duplicate()
@@ -225,6 +251,13 @@ class EagerTensor:
         :class:`~tenferro_ad.errors.Extract` when the group refuses the extraction (the
         allocation is aliased by another descriptor, or the value borrows a caller's
         owner).  In both cases ``err.value`` is this same handle, still usable. O(1).
+
+        Cost: no allocation; no copy (the owner moves out); no sync; no dispatch; O(1).
+
+        Raises:
+            NotUnique: another direct owner holds the value (nothing changes).
+            Extract: the allocation cannot be moved out (nothing changes).
+            UseAfterMoveError: ``self`` was already consumed.
         """
         rec = self._r("into_value")
         c = rec.container
@@ -266,13 +299,32 @@ class EagerTensor:
 
     # -- host reads ------------------------------------------------------------------------
     def to_numpy(self) -> np.ndarray[Any, Any]:
-        """Copy the values into a new numpy array (one ``TRANSFER`` copy event). O(size)."""
+        """Copy the values into a new numpy array (one ``TRANSFER`` copy event). O(size).
+
+        A copy, never a borrow: the array is C-contiguous, writable and the caller's;
+        writing it never changes the value (read in place with ``value()`` instead).
+
+        Cost: allocates the numpy array (outside the ledger: no allocation event); copies
+        the bytes once (a recorded ``TRANSFER``); synchronizes once (the provider's host
+        map: counted, O(1) for host memory); no dispatch (a host copy); O(size).
+
+        Raises:
+            UseAfterMoveError: ``self`` was consumed by ``into_value()``.
+            CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing copied).
+            AccessError: the provider could not map the memory for reading."""
         rec = self._r("to_numpy")
         with rec.view("to_numpy") as v:
             return v.to_numpy()
 
     def item(self) -> Any:
-        """The single element as a Python scalar (a host read; no ledger event)."""
+        """The single element as a Python scalar (a host read; no ledger event).
+
+        Cost: no allocation; no copy (reads the record's array in place); no sync; no
+        dispatch; O(1).
+
+        Raises:
+            UseAfterMoveError: ``self`` was consumed by ``into_value()``.
+            LayoutError: the value has more or fewer than one element."""
         return scalar(self._r("item").a, "item", _identity)
 
     def __float__(self) -> float:
@@ -292,7 +344,11 @@ class EagerTensor:
 
     def tolist(self) -> Any:
         """The values as nested Python lists (a scalar for rank 0), like ``ndarray.tolist``.
-        A host read: O(size) Python objects, no ledger event."""
+        A host read: O(size) Python objects, no ledger event.
+
+        Cost: no allocation (Python objects only, no ledger event); no copy (reads the
+        record's array in place); no sync; no dispatch; O(size).
+        Raises: UseAfterMoveError (``self`` was consumed by ``into_value()``)."""
         return self._r("tolist").a.tolist()
 
     def _repr_html_(self) -> str:

@@ -199,7 +199,15 @@ class Optimizer:
         )
 
     def learning_rate(self, count: int | None = None) -> float:
-        """The learning rate of the update after ``count`` updates (default: the next one)."""
+        """The learning rate of the update after ``count`` updates (default: the next one).
+
+        A constant rate ignores ``count``; a schedule is called with it.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1) plus the schedule's call.
+
+        Raises:
+            Exception: whatever a schedule raises, unchanged (a constant rate raises
+                nothing); ``TypeError``/``ValueError`` when its result is not a number."""
         lr = self.lr
         c = self.steps if count is None else count
         return float(lr(c)) if callable(lr) else lr
@@ -211,7 +219,25 @@ class Optimizer:
 
         O(size) kernel work, all of it numpy ufuncs writing in place (``out=``) into the
         parameters, their state and the optimizer's scratch: no temporaries, no copy events;
-        allocation events only for a new parameter's state or a larger scratch.
+        allocation events only for a new parameter's state or a larger scratch.  Everything
+        is checked before anything is written: a refused step changes nothing.
+
+        Cost: allocates only a new parameter's state and a larger scratch; no copy of host
+        parameters (``ShardedTensor`` parameters: two recorded ``TRANSFER`` copies per
+        shard); synchronizes through each buffer's host map (counted, O(1) on the host;
+        with the devices for shards); no dispatch for host owners (numpy ufuncs; shards
+        upload through their engines); O(size of the parameters).
+
+        Raises:
+            ArgumentError: the structures or shapes differ, a parameter appears twice, a
+                non-finite learning rate, or state for another structure.
+            ArgumentTypeError: a parameter is not an owner or not floating, a gradient is
+                not a value, or ``grads`` is a ``Gradients`` bundle.
+            BorrowError: a parameter is borrowed elsewhere.
+            UseAfterMoveError: a parameter or gradient owner was consumed.
+            AccessError: a provider could not map a buffer for writing; raised mid-write,
+                so earlier parameters are already updated and ``steps`` counted (the one
+                failure the all-or-nothing checks cannot rule out).
         """
         triples, structure = _structure(params, grads)
         if is_sharded(triples):  # tenferro_storage.sharding values: see _sharded.py
@@ -367,7 +393,11 @@ class Optimizer:
         (``"params['w']"``), not by the parameters' identity.  The buffers are copies (one
         ``EXPLICIT_DUPLICATE`` per buffer); hyperparameters and schedules are not included:
         they are the constructor's arguments.
-        """
+
+        Cost: allocates one owner per state buffer; copies each buffer once (recorded
+        ``EXPLICIT_DUPLICATE``); synchronizes once per buffer (the provider's host map;
+        counted, O(1) on the host); no dispatch (host copies); O(size of the state).
+        Raises: CopyForbiddenError (inside ``ledger.forbid_copies()``)."""
         return {
             "format": STATE_DICT_FORMAT,
             "optimizer": type(self).__name__,
@@ -388,6 +418,17 @@ class Optimizer:
         The buffers are copied into new owners (one ``EXPLICIT_DUPLICATE`` each), so the
         dict stays the caller's.  Shapes and dtypes are checked against the parameters at
         the next :meth:`step`, which must have the paths the dict names.
+
+        Cost: allocates one owner per state buffer; copies each buffer once (recorded
+        ``EXPLICIT_DUPLICATE``); synchronizes once per buffer (the provider's host map;
+        counted, O(1) on the host); no dispatch (host copies); O(size of the state).
+
+        Raises:
+            ArgumentError: not a state dict of this optimizer, or an entry's keys, count,
+                dtype, shape or buffer shapes do not fit (nothing changes).
+            ArgumentTypeError: a buffer is not an owner or view.
+            UseAfterMoveError: a buffer owner was consumed.
+            CopyForbiddenError: inside ``ledger.forbid_copies()`` (nothing changes).
         """
         name = type(self).__name__
         sd = state_dict
