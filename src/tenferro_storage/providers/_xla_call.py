@@ -1,7 +1,7 @@
-"""Scoped calls of XLA programs: ``execute_scoped`` (the general path over borrowed
-views), and a prepared scoped call of one XLA program: what
-``runtime.execute_scoped_read_only`` checks and builds on every call, done once per program, so a call with whole owners as
-inputs costs little more than XLA's own dispatch.
+"""Scoped calls of XLA programs: ``execute_scoped``, the general path over borrowed
+views, and :class:`ScopedCall`, a prepared call of one program: what
+``runtime.execute_scoped_read_only`` checks and builds on every call, done once per
+program, so a call with whole owners as inputs costs little more than XLA's own dispatch.
 
 Once (:meth:`XlaProvider.prepare_scoped <._xla.XlaProvider.prepare_scoped>`): the
 program is this engine's, donates nothing and its arity is known; the ledger labels and
