@@ -12,8 +12,7 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._traced._jit import ExecutionFailed
-from tenferro_ad.errors import DonationError
+from tenferro_ad.errors import DonationError, ExecutionFailed
 from tenferro_storage import AllocationReason, ledger
 from tenferro_storage import runtime as rt
 from tenferro_storage.errors import ScopedSubmitRejected, SubmitRejected, UseAfterMoveError

@@ -24,8 +24,8 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
 from tenferro_ad._core._primitive import REGISTRY
-from tenferro_ad._traced._jit import Compiled, ExecutionFailed
-from tenferro_ad.errors import LoweringError
+from tenferro_ad._traced._jit_run import Compiled
+from tenferro_ad.errors import ExecutionFailed, LoweringError
 from tenferro_storage import ledger
 from tenferro_storage import runtime as rt
 from tenferro_storage._ledger import LEDGER

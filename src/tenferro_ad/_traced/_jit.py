@@ -48,26 +48,34 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
-import tenferro_storage as ts
 from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
-from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage.errors import shown
 from tenferro_storage.providers import XlaProvider
 from tenferro_storage.providers._sharded import Mesh, ShardedTensor
 from tenferro_storage.runtime._engine import lookup
 
 from .._core._handle import EagerTensor
-from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError, ExecutionFailed
+from ..errors import ArgumentTypeError, DonationError, EngineUnavailableError
 from ._compile import compile_graph
-from ._graph import Graph, TreeDef
+from ._graph import TreeDef
+from ._jit_run import (
+    STORAGE,
+    UNPLANNED,
+    Compiled,
+    FastPlan,
+    donation_inputs,
+    fast_call,
+    fn_name,
+    owner_signature,
+    plan_fast,
+    run_detached,
+    run_scoped,
+)
 from ._retained import ProgramRetainedEntry, retained
 from ._sharded import ShardedJitted
 from ._trace import Tracer, aval_of, call_with_keywords, run_bound, trace_flat
 from ._xla import compile_xla
-
-_SCALARS = (bool, int, float, complex)
-_borrow = ts.kernel.borrow_named
-_STORAGE = (ts.Tensor, ts.TensorView, ts.TensorViewMut)
 
 
 @attrs.frozen
@@ -79,15 +87,6 @@ class CacheInfo:
     misses: int
     size: int
 
-
-@attrs.frozen(eq=False)
-class Compiled:
-    """One cache entry: the traced graph, its runtime program (a host ``CompiledGraph`` or
-    an XLA ``ExecutableProgram``) and the seconds spent tracing and compiling it."""
-
-    graph: Graph
-    program: rt.CompiledGraph | rt.ExecutableProgram
-    compile_seconds: float
 
 
 ENGINES = ("auto", "host", "xla")
@@ -148,7 +147,7 @@ class Jitted:
         self.reuse = reuse
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
-        self._fast: dict[Any, _FastPlan | None] = {}  # XLA calls over whole owners
+        self._fast: dict[Any, FastPlan | None] = {}  # XLA calls over whole owners
         self._sharded: dict[Any, ShardedJitted] = {}  # over ShardedTensor arguments' mesh
         functools.update_wrapper(self, f)
 
@@ -174,7 +173,7 @@ class Jitted:
         for i in nums:
             if not 0 <= i < len(args):
                 raise ArgumentTypeError(
-                    f"jit({_name(self.f)}): static_argnums entry {i} is out of range for a "
+                    f"jit({fn_name(self.f)}): static_argnums entry {i} is out of range for a "
                     f"call with {len(args)} positional arguments"
                 )
         static_pos = {i: args[i] for i in nums}
@@ -185,7 +184,7 @@ class Jitted:
                 hash(v)
             except TypeError:
                 raise ArgumentTypeError(
-                    f"jit({_name(self.f)}): static {what} must be hashable (it is part of the "
+                    f"jit({fn_name(self.f)}): static {what} must be hashable (it is part of the "
                     f"compile cache key), got a {type(v).__name__}; pass a tuple instead of a "
                     "list, or make it a traced argument"
                 ) from None
@@ -194,7 +193,7 @@ class Jitted:
             d = d % len(args) if -len(args) <= d < len(args) else d
             if d in static_pos:
                 raise ArgumentTypeError(
-                    f"jit({_name(self.f)}): positional argument {d} is both static and donated"
+                    f"jit({fn_name(self.f)}): positional argument {d} is both static and donated"
                 )
             donated.append(d - sum(1 for i in static_pos if i < d))
         key = (tuple(sorted(static_pos.items())), tuple(sorted(static_kw.items())),
@@ -232,11 +231,11 @@ class Jitted:
         entry = self.lower(*args, **kwargs)
         program = entry.program
         if not isinstance(program, rt.CompiledGraph):  # an XLA executable: report the
-            program = compile_graph(entry.graph, _name(self.f))  # host program's halves
+            program = compile_graph(entry.graph, fn_name(self.f))  # host program's halves
         return retained(entry.graph, program)
 
     def __repr__(self) -> str:
-        return f"jit({_name(self.f)}, engine={self.engine})"
+        return f"jit({fn_name(self.f)}, engine={self.engine})"
 
     def _entry(
         self, leaves: Sequence[Any], tree: TreeDef, nargs: int = -1,
@@ -261,7 +260,7 @@ class Jitted:
                                      nargs)
             program: rt.CompiledGraph | rt.ExecutableProgram
             if self._xla:
-                program = compile_xla(graph, self._provider, _name(self.f), donate)
+                program = compile_xla(graph, self._provider, fn_name(self.f), donate)
             else:
                 program = compile_graph(graph, getattr(self.f, "__name__", "jit"),
                                         scratch_bytes=self.scratch_bytes, reuse=self.reuse,
@@ -275,15 +274,15 @@ class Jitted:
             f, args, kwargs, static = self._split_static(args, kwargs)
         if self._xla and not kwargs:  # the steady state of a training loop: owners in
             leaves, tree = tree_flatten(args)
-            sig = _owner_signature(leaves)
+            sig = owner_signature(leaves)
             if sig is not None:
                 key = (tree, sig, static)
-                plan = self._fast.get(key, _UNPLANNED)
-                if plan is _UNPLANNED:
-                    plan = self._fast[key] = _plan(
+                plan = self._fast.get(key, UNPLANNED)
+                if plan is UNPLANNED:
+                    plan = self._fast[key] = plan_fast(
                         self.engine, self._entry(leaves, tree, -1, f, static))
                 if plan is not None:
-                    outs = _fast_call(plan, leaves)
+                    outs = fast_call(plan, leaves)
                     if outs is not None:
                         return tree_unflatten(plan.out_tree, outs)
         nargs = -1
@@ -303,79 +302,20 @@ class Jitted:
         if any(isinstance(x, EagerTensor) for x in leaves):
             if donated:
                 raise DonationError(
-                    f"jit({_name(self.f)}): handles are bound eagerly on the tape, so donated "
+                    f"jit({fn_name(self.f)}): handles are bound eagerly on the tape, so donated "
                     f"argument leaves {list(donated)} cannot be written in place; donate only "
                     "when calling with owners or numpy arrays"
                 )
             return tree_unflatten(entry.graph.out_tree, run_bound(entry.graph, leaves))
         engine = self.engine
         if donated:
-            outs = _detached(engine, entry, _donation_inputs(self.f, engine, leaves, donated))
-        elif any(isinstance(x, _STORAGE) for x in leaves):
-            outs = _scoped(engine, entry, leaves)
+            outs = run_detached(engine, entry, donation_inputs(self.f, engine, leaves, donated))
+        elif any(isinstance(x, STORAGE) for x in leaves):
+            outs = run_scoped(engine, entry, leaves)
         else:
-            outs = _detached(engine, entry, leaves)
+            outs = run_detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
 
-
-@attrs.frozen(eq=False)
-class _FastPlan:
-    """What a signature's XLA call over whole owners needs beyond its inputs: the prepared
-    call (checks done once), each output's result index and whether it repeats an
-    earlier output (a recorded ``EXPLICIT_DUPLICATE``), and the output structure."""
-
-    call: Any  # tenferro_storage.providers.ScopedCall
-    outputs: tuple[tuple[int, bool], ...]
-    out_tree: TreeDef
-    engine: rt.EngineId
-
-
-_UNPLANNED: Any = object()
-
-
-def _owner_signature(leaves: Sequence[Any]) -> tuple[Any, ...] | None:
-    """Each leaf's (shape, dtype) when every leaf is a live, unborrowed-for-writing owner
-    (else ``None``: the general path). O(leaves), no allocation beyond the tuple."""
-    sig = []
-    for x in leaves:
-        if type(x) is not ts.Tensor or x._moved_by is not None or x._exclusive is not None:
-            return None
-        d = x._desc
-        sig.append((d.shape, d.dtype))
-    return tuple(sig)
-
-
-def _plan(engine: rt.EngineId, entry: Compiled) -> _FastPlan | None:
-    """The fast plan of an XLA program whose outputs are all its own results (an input
-    returned as is takes the general path). O(outputs), once per signature."""
-    program = entry.program
-    if not isinstance(program, rt.ExecutableProgram):
-        return None
-    call = lookup(engine).prepare_scoped(program)  # type: ignore[union-attr]
-    if call is None or rt.OutputKind.IDENTITY in program.output_kinds:
-        return None
-    n = program.n_inputs
-    outputs = tuple(
-        (o.value - n, o.kind is rt.OutputKind.REPEATED) for o in program.outputs
-        if o.value is not None
-    )
-    return _FastPlan(call, outputs, entry.graph.out_tree, engine)
-
-
-def _fast_call(plan: _FastPlan, leaves: Sequence[Any]) -> list[Any] | None:
-    """Run a planned call: fresh result owners in output order (a repeated output is a
-    recorded copy, as on the general path); ``None``: take the general path. O(leaves +
-    outputs) plus the execution."""
-    results = plan.call(leaves)
-    if results is None or type(results) is list:
-        return None if results is None else [
-            results[k].duplicate() if again else results[k] for k, again in plan.outputs
-        ]
-    raise ExecutionFailed(f"jit: the program failed on {plan.engine}: {results}", results)
-
-
-def _name(f: Any) -> str:
-    return str(getattr(f, "__name__", "f"))
 
 
 def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:
@@ -399,165 +339,6 @@ def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) ->
         leaves.extend(range(starts[i], starts[i + 1]))
     return tuple(leaves)
 
-
-def _donation_inputs(
-    f: Any, engine: rt.EngineId, leaves: Sequence[Any], donated: tuple[int, ...]
-) -> list[Any]:
-    """Check every leaf of a donating call before anything is consumed: donated leaves are
-    unborrowed owners or numpy values, the others numpy values, and the engine writes
-    into inputs.  Returns the leaves (owners are consumed by the submission). O(leaves)."""
-    provider = lookup(engine)
-    if not getattr(provider, "supports_donation", False):
-        raise DonationError(f"jit({_name(f)}): {engine} does not write into donated inputs")
-    refusal = getattr(provider, "donation_refusal", None)
-    seen: set[int] = set()
-    for i, x in enumerate(leaves):
-        if i in donated:
-            if isinstance(x, ts.Tensor):
-                if id(x) in seen:
-                    raise DonationError(
-                        f"jit({_name(f)}): donated argument leaf {i} is an owner already "
-                        "passed as another leaf; one owner is consumed once"
-                    )
-                seen.add(id(x))
-                try:  # an exclusive borrow succeeds only on a live, unborrowed owner
-                    with x.as_view_mut():
-                        pass
-                except TenferroError as exc:
-                    raise DonationError(
-                        f"jit({_name(f)}): donated argument leaf {i} cannot be consumed: {exc}"
-                    ) from None
-            if refusal is not None and (why := refusal(x)):
-                raise DonationError(f"jit({_name(f)}): donated argument leaf {i}: {why}")
-            if isinstance(x, ts.Tensor):
-                pass
-            elif isinstance(x, _STORAGE):
-                raise DonationError(
-                    f"jit({_name(f)}): donated argument leaf {i} is a {type(x).__name__} (a "
-                    "borrow, never written by a call); donate the owner itself"
-                )
-        elif isinstance(x, _STORAGE):
-            raise DonationError(
-                f"jit({_name(f)}): a donating call runs detached and owns every input, but "
-                f"argument leaf {i} is a borrowed {type(x).__name__}; donate it as well, or "
-                "pass a numpy array"
-            )
-    return list(leaves)
-
-
-def _imported(x: Any, dtype: np.dtype[Any]) -> ts.Tensor[Any, Any]:
-    if isinstance(x, ts.Tensor):  # a donated owner: consumed by the group, no copy
-        return x
-    return ts.from_numpy(np.asarray(x, dtype=dtype) if isinstance(x, _SCALARS) else x)
-
-
-def _detached(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
-    group = ts.AllocationGroup()
-    slots = [group.insert(_imported(x, v.dtype)) for x, v in zip(leaves, entry.graph.invars,
-                                                                  strict=True)]
-    outcome = rt.submit(engine, entry.program, rt.ExecutionInputs(group, slots)).wait()
-    if isinstance(outcome, rt.RetiredFailed):
-        raise _failed_donation(engine, entry.program, leaves, outcome)
-    if not isinstance(outcome, rt.Completed):
-        raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
-                              outcome.cause)
-    bundle = outcome.bundle
-    group = bundle.group
-    taken: dict[Any, ts.Tensor[Any, Any]] = {}
-    outs: list[Any] = []
-    for out, kind in zip(bundle.outputs, bundle.kinds, strict=True):
-        if kind is rt.OutputKind.REPEATED:  # the same value twice: an explicit copy
-            outs.append(taken[out].duplicate())
-        else:
-            assert isinstance(out, ts.DescriptorSlot)  # programs from graphs have no metadata
-            t = group.try_extract(out)
-            domain = ts.providers.domain_of(t)
-            if domain != "host" and not domain.startswith("xla-"):
-                t = rt.download(t)  # simulated device memory: one recorded TRANSFER
-            taken[out] = t
-            outs.append(t)
-    return outs
-
-
-def _failed_donation(
-    engine: rt.EngineId,
-    program: rt.CompiledGraph | rt.ExecutableProgram,
-    leaves: Sequence[Any],
-    outcome: rt.RetiredFailed[rt.ExecutionInputs],
-) -> ExecutionFailed:
-    """The exception for a failed detached run: donated owners the program did not write
-    go back into the caller's objects, written ones into ``.donated``. O(donated)."""
-    group, bindings = outcome.inputs.into_parts()
-    handed: dict[int, ts.Tensor[Any, Any]] = {}
-    for k in program.donated:
-        x = leaves[k]
-        if not isinstance(x, ts.Tensor):
-            continue  # a numpy argument: only its import was written
-        owner = group.try_extract(bindings[k])  # donation proved it is the sole record
-        if k in outcome.clobbered:
-            handed[k] = owner
-        else:
-            x._take_back(owner, "jit")
-    clobbered = tuple(k for k in outcome.clobbered if isinstance(leaves[k], ts.Tensor))
-    note = (
-        f"; donated argument leaf(s) {list(clobbered)} hold what the program wrote "
-        "(handed over in .donated)" if clobbered else ""
-    )
-    return ExecutionFailed(
-        f"jit: the program failed on {engine}: {outcome.cause}{note}",
-        outcome.cause,
-        handed,
-        clobbered,
-    )
-
-
-def _scoped(engine: rt.EngineId, entry: Compiled, leaves: Sequence[Any]) -> list[Any]:
-    views, imported = [], []
-    holder = f"jit({entry.program.name}): a running call"  # named borrows: no call-site walk
-    try:
-        for x, v in zip(leaves, entry.graph.invars, strict=True):
-            if not isinstance(x, _STORAGE):
-                x = _imported(x, v.dtype)
-                imported.append(x)
-            views.append(_borrow(x, holder))
-        outcome = rt.execute_scoped_read_only(engine, entry.program, rt.ScopedReadInputs(views))
-        if not isinstance(outcome, rt.Completed):
-            raise ExecutionFailed(f"jit: the program failed on {engine}: {outcome.cause}",
-                                  outcome.cause)
-        bundle = outcome.bundle
-        kinds = bundle.kinds
-        group, refs = bundle.into_owned_group()
-        return _scoped_outputs(group, refs, kinds)
-    finally:
-        for view in views:
-            view.release()
-        imported.clear()
-
-
-def _scoped_outputs(
-    group: ts.AllocationGroup, refs: Sequence[Any], kinds: Sequence[rt.OutputKind]
-) -> list[Any]:
-    """Fresh owners of a scoped call's outputs: a fresh output is moved out of the bundle's
-    group (no copy); an input returned as is (a borrow of the caller's value) and the second
-    occurrence of a value are recorded ``EXPLICIT_DUPLICATE`` copies -- two owners of one
-    value need two allocations. O(outputs)."""
-    taken: dict[Any, ts.Tensor[Any, Any]] = {}
-    outs: list[Any] = []
-    try:
-        for ref, kind in zip(refs, kinds, strict=True):
-            if isinstance(ref, ts.TensorView):
-                outs.append(ref.duplicate())
-            elif kind is rt.OutputKind.REPEATED:
-                outs.append(taken[ref].duplicate())
-            else:
-                assert isinstance(ref, ts.DescriptorSlot)  # programs from graphs have no metadata
-                taken[ref] = t = group.try_extract(ref)
-                outs.append(t)
-    finally:
-        for ref in refs:
-            if isinstance(ref, ts.TensorView):
-                ref.release()
-    return outs
 
 
 @overload

@@ -93,7 +93,6 @@ from ..runtime._submission import (
     SubmitErrorKind,
     detached_bundle,
     execution_error,
-    scoped_bundle,
 )
 from ._device import (
     DeviceRead,
@@ -103,7 +102,7 @@ from ._device import (
     prepare_read,
 )
 from ._retirement import ProviderEvent, RetirementRecord
-from ._xla_call import ScopedCall
+from ._xla_call import ScopedCall, execute_scoped
 from ._xla_support import (
     XlaCounters,
     _free,
@@ -538,49 +537,7 @@ class XlaProvider(ExecutionProvider):
         buffers (``block_until_ready``); dispatches the executable on the device; O(views + the
         program's work).
         Raises: nothing."""
-        operation = program.name or "xla program"
-        counters = self.counters
-        counters.submissions += 1
-        self.context.count(enqueues=1, dispatches=1)
-        inputs._moved_by = "runtime.execute_scoped_read_only"
-        scratch = 0
-        handles: list[Any] | None = None
-        results: Any = None
-        try:
-            handles = [self._import_desc(v._desc, operation) for v in inputs._views]
-            if program.scratch_bytes:
-                scratch = LEDGER.allocate(
-                    AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
-                    f"{operation} scratch @{self.domain.name}",
-                )
-            results = call_x64(self._jax, program.executable, *handles)
-            counters.executions += 1
-            self._jax.block_until_ready(results)
-        except Exception as exc:
-            inputs._moved_by = None
-            where = program.name or "xla program"
-            return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
-                                 inputs)
-        except BaseException:
-            # An interrupt: XLA must be done reading the caller's views before they are the
-            # caller's again (results enqueued: wait for them; none: nothing was enqueued).
-            if results is not None:
-                self._jax.block_until_ready(results)
-            results = None
-            inputs._moved_by = None
-            raise
-        finally:
-            handles = None
-            if scratch:
-                LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, scratch)
-        counters.retirements += 1
-        inputs._moved_by = None
-        fresh = {
-            program.n_inputs + k: self._own(h, AllocationReason.OPERATION_OUTPUT, operation)
-            for k, h in enumerate(results)
-        }
-        del results
-        return Completed(scoped_bundle(program, inputs, fresh))
+        return execute_scoped(self, program, inputs)
 
     # -- completion ---------------------------------------------------------------------------
     def _reap(self) -> None:

@@ -1,6 +1,7 @@
-"""A prepared scoped call of one XLA program: what ``runtime.execute_scoped_read_only``
-checks and builds on every call, done once per program, so a call with whole owners as
-inputs costs little more than XLA's own dispatch.
+"""Scoped calls of XLA programs: ``execute_scoped``, the general path over borrowed
+views, and :class:`ScopedCall`, a prepared call of one program: what
+``runtime.execute_scoped_read_only`` checks and builds on every call, done once per
+program, so a call with whole owners as inputs costs little more than XLA's own dispatch.
 
 Once (:meth:`XlaProvider.prepare_scoped <._xla.XlaProvider.prepare_scoped>`): the
 program is this engine's, donates nothing and its arity is known; the ledger labels and
@@ -24,7 +25,16 @@ from .._ledger import LEDGER, AllocationReason
 from .._root import adopt_external_many
 from .._tensor import Tensor
 from ..runtime._executable import ExecutableProgram
-from ..runtime._submission import ExecutionError, ExecutionErrorKind, execution_error
+from ..runtime._submission import (
+    Completed,
+    ExecutionError,
+    ExecutionErrorKind,
+    RetiredFailed,
+    ScopedExecutionOutcome,
+    ScopedReadInputs,
+    execution_error,
+    scoped_bundle,
+)
 from ._xla_support import call_x64
 
 _OUTPUT = AllocationReason.OPERATION_OUTPUT
@@ -121,4 +131,58 @@ class ScopedCall:
         return out
 
 
-__all__ = ["ScopedCall"]
+def execute_scoped(
+    provider: Any, program: Any, inputs: ScopedReadInputs
+) -> ScopedExecutionOutcome:
+    """``provider``'s scoped read-only execution of ``program`` over the caller's borrowed
+    views (``XlaProvider.execute_scoped``): the views are imported (zero-copy where XLA
+    can read them in place, else one recorded ``TRANSFER``), the call waits for the
+    results, and each result becomes a fresh owner (one ``OPERATION_OUTPUT`` allocation).
+    A failed execution is ``RetiredFailed`` with the caller's inputs; an interrupt waits
+    for what was enqueued, leaves the views the caller's and propagates."""
+    operation = program.name or "xla program"
+    counters = provider.counters
+    counters.submissions += 1
+    provider.context.count(enqueues=1, dispatches=1)
+    inputs._moved_by = "runtime.execute_scoped_read_only"
+    scratch = 0
+    handles: list[Any] | None = None
+    results: Any = None
+    try:
+        handles = [provider._import_desc(v._desc, operation) for v in inputs._views]
+        if program.scratch_bytes:
+            scratch = LEDGER.allocate(
+                AllocationReason.OPERATION_OUTPUT, program.scratch_bytes,
+                f"{operation} scratch @{provider.domain.name}",
+            )
+        results = call_x64(provider._jax, program.executable, *handles)
+        counters.executions += 1
+        provider._jax.block_until_ready(results)
+    except Exception as exc:
+        inputs._moved_by = None
+        where = program.name or "xla program"
+        return RetiredFailed(execution_error(ExecutionErrorKind.KERNEL_FAILED, where, exc),
+                             inputs)
+    except BaseException:
+        # An interrupt: XLA must be done reading the caller's views before they are the
+        # caller's again (results enqueued: wait for them; none: nothing was enqueued).
+        if results is not None:
+            provider._jax.block_until_ready(results)
+        results = None
+        inputs._moved_by = None
+        raise
+    finally:
+        handles = None
+        if scratch:
+            LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, scratch)
+    counters.retirements += 1
+    inputs._moved_by = None
+    fresh = {
+        program.n_inputs + k: provider._own(h, AllocationReason.OPERATION_OUTPUT, operation)
+        for k, h in enumerate(results)
+    }
+    del results
+    return Completed(scoped_bundle(program, inputs, fresh))
+
+
+__all__ = ["ScopedCall", "execute_scoped"]
