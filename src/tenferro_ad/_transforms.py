@@ -262,7 +262,7 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
             row_blocks = []
             for a, shapes in enumerate(in_shapes):
                 row = []
-                for j, (ishape, idt) in enumerate(shapes):
+                for j, (ishape, _idt) in enumerate(shapes):
                     runs = cols[a][j]
                     if not runs:
                         row.append(_zeros(oshape + ishape, odt))  # JAX: the output's dtype
