@@ -17,10 +17,12 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage._pytree import PyTreeDef, tree_flatten
 
+from ._core._dispatch import bind
 from ._core._gradients import foreign_roots, own
 from ._core._handle import EagerTensor, make_handle
 from ._core._jvp import JvpContext
 from ._core._namespace import HANDLE_NS
+from ._core._primitive import IDENTITY
 from ._core._retention import AdValueRecord, constant_record, record_borrow, record_owner
 from ._core._state import STATE, no_grad
 from ._core._tape import check_cotangent
@@ -95,7 +97,11 @@ def jvp(f: Callable[..., Any], primals: Any, tangents: Any) -> tuple[Any, Any]:
                     rec = record_borrow(leaf, "primal", f"jvp: primal {k}")
                     borrowed.append(rec)
                 elif isinstance(leaf, EagerTensor):
-                    rec = leaf._r("jvp")
+                    # its own input: an alias record (no copy), so that a handle passed
+                    # twice, or also closed over by ``f``, is one tangent per position
+                    # and a constant elsewhere (the tangents are keyed by record)
+                    leaf._r("jvp")
+                    rec = bind(IDENTITY, leaf)._r("jvp")
                 else:
                     arr = np.asarray(leaf)
                     if arr.dtype.kind not in "fc":

@@ -192,7 +192,7 @@ def jacrev(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
                 for a, shapes in enumerate(in_shapes):
                     row_blocks.append([
                         _finish([r[a][j] for r in rows], oshape + ishape, "jacrev")
-                        if rows else _zeros(oshape + ishape, np.result_type(odt, idt))
+                        if rows else _zeros(oshape + ishape, idt)  # JAX: the argument's dtype
                         for j, (ishape, idt) in enumerate(shapes)
                     ])
                 blocks.append(row_blocks)
@@ -262,10 +262,10 @@ def jacfwd(f: Callable[..., Any], argnums: int | tuple[int, ...] = 0) -> Callabl
             row_blocks = []
             for a, shapes in enumerate(in_shapes):
                 row = []
-                for j, (ishape, idt) in enumerate(shapes):
+                for j, (ishape, _idt) in enumerate(shapes):
                     runs = cols[a][j]
                     if not runs:
-                        row.append(_zeros(oshape + ishape, np.result_type(odt, idt)))
+                        row.append(_zeros(oshape + ishape, odt))  # JAX: the output's dtype
                         continue
                     h = stack([r[i] for r in runs], axis=-1)  # out.shape + (n_in,)
                     row.append(_finish([h], oshape + ishape, "jacfwd"))

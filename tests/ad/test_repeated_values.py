@@ -34,8 +34,12 @@ def _np(x: Any) -> Any:
 
 
 def _same(kind: str) -> tuple[Any, Any]:
-    """The same object twice: one owner, or one numpy array."""
-    h = ts.from_numpy(V) if kind == "owner" else V.copy()
+    """The same object twice: one handle (the issue's case), one owner, or one numpy
+    array."""
+    if kind == "handle":
+        h: Any = ad.constant(V.copy())
+    else:
+        h = ts.from_numpy(V) if kind == "owner" else V.copy()
     return h, h
 
 
@@ -47,7 +51,7 @@ def _s(a: Any, b: Any) -> Any:
     return (a * b * b).sum() if isinstance(a, jnp.ndarray) else ad.sum(a * b * b)
 
 
-@pytest.mark.parametrize("kind", ["owner", "array"])
+@pytest.mark.parametrize("kind", ["handle", "owner", "array"])
 def test_jvp_with_one_object_passed_twice_uses_each_tangent(kind: str) -> None:
     a, b = _same(kind)
     want = jax.jvp(_f, (V, V), (T1, T2))[1]
@@ -56,7 +60,7 @@ def test_jvp_with_one_object_passed_twice_uses_each_tangent(kind: str) -> None:
     assert np.allclose(_np(jitted(a, b)), want)
 
 
-@pytest.mark.parametrize("kind", ["owner", "array"])
+@pytest.mark.parametrize("kind", ["handle", "owner", "array"])
 @pytest.mark.parametrize(
     "name", ["jacfwd", "jacrev", "hessian", "grad", "vjp", "linearize"]
 )
@@ -86,14 +90,37 @@ def test_transforms_with_argnums_0_1_on_one_object_match_jax(kind: str, name: st
                            np.asarray(want, dtype=float))
 
 
+@pytest.mark.parametrize("name", ["jvp", "jacfwd", "linearize", "hessian"])
+def test_a_handle_argument_also_closed_over_is_a_constant_in_the_closure(name: str) -> None:
+    """Forward mode keyed tangents by the handle's record, so a handle passed as the
+    argument and also closed over got the argument's tangent in the closure too
+    (``jvp(lambda a: a * h, (h,), (t,))`` gave ``2 h t``; JAX: ``h t``)."""
+    h = ad.constant(V.copy())
+    if name == "jvp":
+        got = ad.jvp(lambda a: a * h, (h,), (T1,))[1]
+        want = jax.jvp(lambda a: a * V, (V,), (T1,))[1]
+    elif name == "jacfwd":
+        got, want = ad.jacfwd(lambda a: a * h)(h), jax.jacfwd(lambda a: a * V)(V)
+    elif name == "linearize":
+        got = ad.linearize(lambda a: a * h, h)[1](T1)
+        want = jax.linearize(lambda a: a * V, V)[1](T1)
+    else:
+        got = ad.hessian(lambda a: ad.sum(a * a * h))(h)
+        want = jax.hessian(lambda a: jnp.sum(a * a * V))(V)
+    assert np.allclose(_np(got), np.asarray(want))
+
+
 def _twice(x: Any) -> Any:
     y = x * 2.0
     return y, y
 
 
+@pytest.mark.parametrize("kind", ["array", "owner", "handle"])
 @pytest.mark.parametrize("fn", [_twice, lambda x: (x, x)], ids=["computed", "argument"])
-def test_jvp_of_a_function_returning_one_value_twice(fn: Any) -> None:
-    h = ts.from_numpy(V)
+def test_jvp_of_a_function_returning_one_value_twice(fn: Any, kind: str) -> None:
+    """Item 12 as the issue met it (autograd's tests pass numpy arrays): ``lambda x: (x, x)``
+    on an array raised UseAfterMoveError from into_value."""
+    h = _same(kind)[0]
     with ledger.capture() as rec:
         out, tan = ad.jvp(fn, (h,), (T1,))
     want_out, want_tan = jax.jvp(fn, (V,), (T1,))

@@ -1,6 +1,7 @@
 """Arguments JAX accepts are accepted in both modes (issue 26, items 8, 9, 10): keyword
 arguments to jit/vmap, has_aux under jit/vmap, dict arguments to jacrev/jacfwd, nested
-in_axes, zero-size jacobians (JAX's shape and the function's dtype), big-endian arrays
+in_axes, zero-size jacobians (JAX's shape and dtype: jacfwd the output's, jacrev the
+argument's), big-endian arrays
 (converted as numpy converts them), jax arrays in vmap as in jit, and a jvp tangent
 that differs from its primal only in byte order."""
 
@@ -92,6 +93,33 @@ def test_zero_size_jacobians_have_jaxs_shape_and_the_functions_dtype(
     theirs = getattr(jax, name)(fns[fn](jnp))(x)
     assert ours.shape == theirs.shape
     assert ours.dtype == theirs.dtype
+
+
+@pytest.mark.parametrize("wrap", ["eager", "jit"])
+@pytest.mark.parametrize("name", ["jacfwd", "jacrev", "hessian"])
+@pytest.mark.parametrize(("src", "dst", "empty"), [
+    (np.float64, np.float32, "input"), (np.float32, np.float64, "input"),
+    (np.float64, np.float32, "output"), (np.float32, np.float64, "output"),
+])
+def test_zero_size_jacobian_blocks_across_a_cast_take_jaxs_dtype(
+    src: type, dst: type, empty: str, name: str, wrap: str
+) -> None:
+    """Issue 26 item 8, a function whose output dtype differs from its argument's: an empty
+    block has the dtype a non-empty one has (JAX: jacfwd the output's, jacrev the
+    argument's), not the promotion of the two (R^0 -> R^3 float64 -> float32 under jacfwd
+    gave float64, R^3 -> R^0 float32 -> float64 under jacrev/hessian gave float64)."""
+    n_in, n_out = (0, 3) if empty == "input" else (3, 0)
+
+    def make(m: Any, n_out: int = n_out) -> Any:
+        return lambda v: (m.sum(v) + np.ones(3, src))[:n_out].astype(dst)
+
+    t = getattr(ad, name)(make(ad))
+    ours = _np((ad.jit(t) if wrap == "jit" else t)(np.ones(n_in, src)))
+    theirs = getattr(jax, name)(make(jnp))(np.ones(n_in, src))
+    assert (ours.shape, ours.dtype) == (theirs.shape, theirs.dtype)
+    # the dtype a non-empty block of the same transform has
+    full = _np(getattr(ad, name)(make(ad, 1))(np.ones(2, src)))
+    assert full.dtype == ours.dtype
 
 
 def test_big_endian_arrays_are_converted_in_every_mode() -> None:
