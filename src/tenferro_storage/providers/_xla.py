@@ -67,7 +67,6 @@ from .._root import (
     ExternalMemory,
     adopt_external,
     aligned_copy,
-    replace_external,
 )
 from .._tensor import Tensor, TensorView
 from ..errors import AccessError, BindError, SubmitRejected, TransferError
@@ -81,18 +80,13 @@ from ..runtime._engine import (
 from ..runtime._executable import ExecutableProgram
 from ..runtime._program import ProgramOutput
 from ..runtime._submission import (
-    Completed,
-    ExecutionErrorKind,
     ExecutionHandle,
     ExecutionInputs,
     OutcomeCell,
-    RetiredFailed,
     ScopedExecutionOutcome,
     ScopedReadInputs,
     SubmitError,
     SubmitErrorKind,
-    detached_bundle,
-    execution_error,
 )
 from ._device import (
     DeviceRead,
@@ -103,6 +97,7 @@ from ._device import (
 )
 from ._retirement import ProviderEvent, RetirementRecord
 from ._xla_call import ScopedCall, execute_scoped
+from ._xla_retire import finish, hand_back
 from ._xla_support import (
     XlaCounters,
     _free,
@@ -472,7 +467,7 @@ class XlaProvider(ExecutionProvider):
         except BaseException as exc:  # a post-admission failure of any type: Draining
             if not isinstance(exc, Exception):
                 if work.where:  # an interrupt before the executable ran: nothing enqueued
-                    self._hand_back(work, inputs)
+                    hand_back(work, inputs)
                     raise
                 interrupt = exc
             work.results = exc
@@ -503,23 +498,6 @@ class XlaProvider(ExecutionProvider):
             return None
         assert isinstance(program, ExecutableProgram)
         return None if program.donated else ScopedCall(self, program)
-
-    def _hand_back(self, work: _Work, inputs: ExecutionInputs) -> None:
-        """Nothing was enqueued (an interrupt during input preparation or at the enqueue):
-        completion is proven, so the record is released once and the exact package goes
-        back into the caller's ``inputs``. O(bindings)."""
-        work.inputs = None  # the zero-copy imports end: nothing reads them
-        if work.scratch:
-            LEDGER.release(AllocationReason.OPERATION_OUTPUT, work.program.scratch_bytes,
-                           work.scratch)
-            work.scratch = 0
-        record = work.record
-        assert record is not None and record.event is not None
-        record.event.complete()
-        record.release()
-        work.record = None
-        package, work.package, work.cell = work.package, None, None
-        inputs._give_back(package)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
@@ -562,74 +540,9 @@ class XlaProvider(ExecutionProvider):
             if work.record is None:
                 return
             with attributed_to(work.thread):
-                self._finish(work)
+                finish(self, work)
         finally:
             work.lock.release()
-
-    def _finish(self, work: _Work) -> None:
-        program: ExecutableProgram = work.program
-        record = work.record
-        assert record is not None
-        results = work.results
-        cause = None
-        if isinstance(results, BaseException):
-            kind = (ExecutionErrorKind.PROVIDER_FAILED if work.where
-                    else ExecutionErrorKind.KERNEL_FAILED if isinstance(results, Exception)
-                    else ExecutionErrorKind.PANIC)
-            cause = execution_error(kind, work.where or program.name or "xla program", results)
-            results = None
-        else:
-            try:
-                self._jax.block_until_ready(results)
-            except Exception as exc:
-                cause = execution_error(ExecutionErrorKind.PROVIDER_FAILED, "xla", exc)
-        # a donated buffer XLA took (deleted on its side) holds what the program left
-        clobbered = () if cause is None else tuple(
-            k for k in program.donated
-            if work.inputs is not None and k < len(work.inputs) and
-            getattr(work.inputs[k], "is_deleted", lambda: False)()
-        )
-        work.inputs = None  # the imported buffers (zero-copy host imports end here)
-        if work.scratch:
-            LEDGER.release(AllocationReason.OPERATION_OUTPUT, program.scratch_bytes, work.scratch)
-            work.scratch = 0
-        assert record.event is not None
-        record.event.complete()
-        package = work.package
-        fresh: dict[int, Tensor[Any, Any]] = {}
-        if cause is None and results is not None:
-            group = package._group
-            for k, handle in enumerate(results):
-                v = program.n_inputs + k
-                src = program.backing_input(v)
-                if src is None:
-                    fresh[v] = self._own(handle, AllocationReason.OPERATION_OUTPUT,
-                                         program.name or "xla")
-                    continue
-                # donation: the result is in the donated input's bytes; its record holds it
-                group = package._group
-                storage = group._allocations[group._rec_alloc[package._bindings[src]._index]]
-                replace_external(storage._root, handle)
-                if handle.unsafe_buffer_pointer() == work.donated_ptrs.get(src):
-                    self.counters.donations_reused += 1
-        results = None
-        work.results = None
-        record.release()
-        work.record = None
-        work.package = None
-        self.counters.retirements += 1
-        outcome: Any
-        if cause is None:
-            outcome = Completed(detached_bundle(program, package, fresh))
-        else:
-            fresh.clear()
-            package._clobbered = clobbered
-            outcome = RetiredFailed(cause, package, clobbered)
-        del package
-        cell = work.cell
-        work.cell = None
-        assert cell is not None
-        cell.publish(outcome)
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every admitted execution retired (tests). O(pending).
