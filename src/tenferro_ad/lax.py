@@ -84,8 +84,8 @@ def scan(
     ``unroll`` is accepted for JAX compatibility and ignored.  Errors raised by ``f``
     itself pass through unchanged.
 
-    Cost: eagerly, ``f``'s ops per step (each allocates its result and dispatches through
-    its inputs' provider) plus one stack per ys leaf (allocates ys); no copy of tenferro
+    Cost: eagerly, ``f``'s ops per step (each allocates its result and runs its host kernel: no
+    dispatch) plus one stack per ys leaf (allocates ys); no copy of tenferro
     values (``xs[i]`` is a view; numpy leaves are imported by the body's ops, one recorded
     ``TRANSFER`` each); no sync (nothing is read on the host); traced, one equation (per
     output dtype) whatever ``length`` is, which the jit's engine dispatches as one loop;
@@ -210,7 +210,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Callable[[Any, Any], Any], init_
     int64 index (int32 on the XLA engine's default).
 
     Cost: as :func:`scan` (int bounds: allocates the index range and each step's results;
-    no copy; no sync; dispatches each op) or :func:`while_loop` (tensor bounds, eagerly:
+    no copy; no sync; no dispatch eagerly) or :func:`while_loop` (tensor bounds, eagerly:
     synchronizes once per iteration to read the predicate); O(upper - lower) times the
     body's work.
 
@@ -263,7 +263,7 @@ def while_loop(
     refused (:class:`~tenferro_ad.errors.ReverseModeError`), as in JAX.
 
     Cost: eagerly, both functions' ops per iteration (each allocates its result and
-    dispatches through its inputs' provider; no copy), and the predicate is read on the
+    runs its host kernel, no dispatch; no copy), and the predicate is read on the
     host each iteration (synchronizes once per iteration); traced, one equation per
     output dtype, dispatched as one loop by the jit's engine (no sync until its results
     are read); O(iterations) times the body's work.
@@ -326,7 +326,7 @@ def switch(index: Any, branches: Sequence[Callable[..., Any]], *operands: Any) -
     (:class:`ArgumentTypeError` names the branch otherwise).
 
     Cost: eagerly, the selected branch's ops only (each allocates its result and
-    dispatches through its inputs' provider; no copy); reading a tensor ``index``
+    runs its host kernel, no dispatch; no copy); reading a tensor ``index``
     synchronizes once (a Python int does not); traced, one equation per output dtype
     (under ``vmap`` with a batched index, every branch runs and each element selects its
     own); O(1) plus the selected branch's work.
@@ -404,7 +404,7 @@ def cond(pred: Any, true_fun: Callable[..., Any], false_fun: Callable[..., Any],
     selects per element, as in JAX.
 
     Cost: as :func:`switch` with two branches: eagerly, the selected branch's ops (each
-    allocates its result and dispatches through its inputs' provider; no copy); reading a
+    allocates its result and runs its host kernel, no dispatch; no copy); reading a
     tensor ``pred`` synchronizes once (a Python bool does not); traced, one equation per
     output dtype; O(1) plus the selected branch's work.
 
