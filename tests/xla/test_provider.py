@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from typing import Any
 
 import jax
@@ -300,3 +301,19 @@ def test_float64_host_inputs_stay_float64_when_jax_runs_without_x64(donate: bool
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["float64", repr(float(np.sum(np.full(4, 1.0 / 3.0) * 3.0) - 4.0))]
+
+
+@pytest.mark.parametrize(
+    "platform, readable",
+    [("cpu", True), ("cuda", False), ("rocm", False), ("tpu", False), ("METAL", False)],
+)
+def test_only_a_cpu_device_s_buffers_are_host_readable_in_place(
+    platform: str, readable: bool
+) -> None:
+    """The host reads an XLA buffer in place only on the CPU platform; any accelerator's
+    buffers (JAX's platform names, Apple's ``METAL`` among them) are not host-visible, so
+    a read must transfer.  A stand-in device: only its ``platform`` and ``id`` are read.
+    Mutant: ``platform == "cpu"`` turned into ``<=`` (``"METAL"`` sorts before ``"cpu"``)."""
+    provider = XlaProvider(types.SimpleNamespace(platform=platform, id=7))
+    assert provider.domain.host_readable is readable
+    assert ("host-readable in place" in provider.describe()) is readable
