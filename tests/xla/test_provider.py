@@ -317,3 +317,20 @@ def test_only_a_cpu_device_s_buffers_are_host_readable_in_place(
     provider = XlaProvider(types.SimpleNamespace(platform=platform, id=7))
     assert provider.domain.host_readable is readable
     assert ("host-readable in place" in provider.describe()) is readable
+
+
+def test_a_donated_buffer_backs_the_result_of_its_shape_not_an_earlier_one_of_its_dtype(
+    xla_engine: Any,
+) -> None:
+    """With a scalar result of the same dtype listed first, the donated ``(4,)`` buffer is
+    paired with the ``(4,)`` result: both results read back right and the donated buffer
+    is reused.  Mutant: ``_backing``'s ``shape == ... and dtype == ...`` turned into
+    ``... or dtype == ...`` (the scalar paired with the buffer)."""
+    counters = _provider(xla_engine).counters
+    step = ad.jit(lambda p, g: (ad.sum(p * g), p - 0.5 * g), engine="xla", donate_argnums=0)
+    p = ad.jit(lambda a: a + 0.0, engine="xla")(np.arange(4.0))  # an engine buffer
+    reused = counters.donations_reused
+    s, q = step(p, np.ones(4))
+    assert s.to_numpy() == 6.0
+    np.testing.assert_array_equal(q.to_numpy(), np.arange(4.0) - 0.5)
+    assert counters.donations_reused == reused + 1
