@@ -128,3 +128,20 @@ def test_a_vmap_refusal_names_the_argument_and_the_leaf_inside_it(
 
     with pytest.raises(ad.errors.ArgumentError, match=f"^vmap: {re.escape(where)}"):
         ad.vmap(f, in_axes=in_axes)(*args)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("batched", [(True, True), (True, False), (False, True)])
+def test_vmap_of_concatenate_joins_along_the_same_axis_of_each_example(
+    axis: int, batched: tuple[bool, bool]
+) -> None:
+    """``vmap(concatenate)`` joins each example's operands along ``axis`` of the example
+    (one past the batch axis), an unbatched operand broadcast to every example, as JAX.
+    Mutant: the batching rule's ``axis + 1`` made ``axis + 2``."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(4, 2, 3) if batched[0] else (2, 3))
+    b = rng.normal(size=(4, 2, 3) if batched[1] else (2, 3))
+    in_axes = tuple(0 if t else None for t in batched)
+    got = ad.vmap(lambda p, q: ad.concatenate([p, q], axis=axis), in_axes=in_axes)(a, b)
+    want = jax.vmap(lambda p, q: jnp.concatenate([p, q], axis=axis), in_axes=in_axes)(a, b)
+    close(got, want)
