@@ -11,6 +11,7 @@ never in every CI run (see README.md beside this file for how long it takes)::
     python tests/mutation/generated.py run --area ad-core --per-area 10
     python tests/mutation/generated.py report                       # the last session again
     python tests/mutation/generated.py count                        # mutants per area
+    python tests/mutation/generated.py recheck --results OLD/results.json   # survivors again
 
 Each job works in its own copy of the repository (``src``, ``tests``, ``scripts`` ...);
 the working tree is never mutated.  Results land in a cosmic-ray session database
@@ -18,10 +19,13 @@ the working tree is never mutated.  Results land in a cosmic-ray session databas
 mutants not drawn are marked skipped there, as cosmic-ray's own filters do.
 
 Outcomes: ``killed`` (the tests failed), ``survived`` (they passed), ``incompetent``
-(the mutant does not import or times out: counted as killed, reported apart) and
+(the mutant does not import: counted as killed, reported apart), ``timeout`` (the tests
+ran past ``--timeout``: counted as killed, as cosmic-ray does, but in a column of its own
+-- on a loaded machine re-run it with a larger limit before trusting it) and
 ``equivalent`` (a survivor listed in ``equivalents.toml`` beside this file, keyed by
 module, operator and occurrence, with the reason no test can tell).  The kill rate is
 killed / (sampled - equivalent survivors).  Exit status 0 when it reaches ``--min-rate``.
+``recheck`` re-applies a recorded sample's survivors to the current tree (see README.md).
 """
 
 from __future__ import annotations
