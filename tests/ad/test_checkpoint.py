@@ -532,3 +532,35 @@ def test_a_consuming_backward_lowers_the_peak_when_an_early_segment_is_the_large
     np.testing.assert_array_equal(released, kept)
     # two boundaries (h2, h3) are gone by then
     assert peak_kept - peak_released == 2 * n * 8
+
+
+@pytest.mark.parametrize("policy", [ad.save_everything, ad.save_nothing])
+def test_a_nested_region_gives_back_its_saved_counts_so_its_output_can_be_moved_out(
+    policy: Any,
+) -> None:
+    """A region recorded inside another region hands the values its policy saved to the
+    enclosing region and gives back the counts it took on them: after backward (gradient
+    ``3 cos x``) and the tape's release, the inner region's output (returned through the
+    outer one) is uniquely held again and ``into_value`` moves it out without a copy.
+    Mutant: ``_attach``'s nested branch ``rec.count -= 1`` made ``-= 0`` (a count left
+    behind: ``NotUnique``)."""
+    x0 = np.array([0.5, 1.0, 2.0])
+
+    def inner(v: Any) -> Any:
+        return ad.sin(v) * 3.0
+
+    def outer(v: Any) -> Any:
+        return ad.checkpoint(inner, policy=policy)(v)
+
+    with ad.Tape() as tape:
+        x = tape.watch(ts.from_numpy(x0.copy()))
+        y = ad.checkpoint(outer)(x)
+        grads = tape.backward(ad.sum(y))
+        g = grads.take_grad(x)
+        assert g is not None
+        np.testing.assert_allclose(g.to_numpy(), 3 * np.cos(x0))
+    del grads, g
+    with capture() as rec:
+        value = y.into_value()
+    assert not rec.copies
+    np.testing.assert_allclose(value.to_numpy(), 3 * np.sin(x0))

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tenferro_ad as ad
 from tenferro_ad.ops import _einsum_path as E
 
 jax.config.update("jax_enable_x64", True)
@@ -180,3 +181,51 @@ def test_unary_expand_is_the_transpose_of_unary_extract(
     lhs = np.vdot(E.unary_einsum(x, sub, out_shape), y)
     rhs = np.vdot(x, E.unary_einsum(y, E.unary_transpose_subscripts(sub), shape))
     assert lhs == pytest.approx(rhs, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "sub, shapes",
+    [
+        ("...ij,...jk->...ik", [(2, 3), (5, 3, 4)]),  # '...' is no axis here, one there
+        ("...ij,...jk->...ik", [(6, 5, 2, 3), (5, 3, 4)]),  # two axes here, one there
+        ("...ij,jk->...ik", [(6, 5, 2, 3), (3, 4)]),
+        ("i...,i...->...", [(3,), (3, 2, 2)]),
+    ],
+)
+def test_an_ellipsis_covers_each_operand_s_own_number_of_axes(
+    sub: str, shapes: list[tuple[int, ...]]
+) -> None:
+    """``...`` stands for as many leading broadcast axes as each operand has beyond its
+    named labels -- none, one or two, differing between operands -- aligned from the
+    right as numpy does.  Mutant: the per-operand ellipsis rank ``len(shp) - (len(t) -
+    3)`` turned into ``&``."""
+    rng = np.random.default_rng(11)
+    ops = [rng.normal(size=s) for s in shapes]
+    np.testing.assert_allclose(E.contract(sub, *ops), np.einsum(sub, *ops), rtol=1e-12)
+
+
+def test_a_misfit_interleaved_operand_names_its_own_argument_positions() -> None:
+    """In the interleaved form ``einsum(a, [0, 1], b, [1, 2, 3], [0, 3])`` operand 1 and
+    its labels are arguments 2 and 3, and the refusal names them.  Mutant: ``2 * i + 1``
+    turned into ``3 * i + 1`` (arguments 2 and 4)."""
+    with pytest.raises(E.EinsumError, match=r"^einsum: arguments 2 and 3 do not fit: .* "
+                                            r"argument 2 has rank 2"):
+        ad.einsum(np.ones((2, 3)), [0, 1], np.ones((3, 4)), [1, 2, 3], [0, 3])
+
+
+@pytest.mark.parametrize(
+    "sub, sa, sb",
+    [("ij,jk->k", (2, 3), (3, 4)), ("iij,jk->ik", (3, 3, 2), (2, 4)),
+     ("ij,kjl->k", (2, 3), (4, 3, 5))],
+    ids=["private-sum-in-a", "diagonal-in-a", "private-sums-in-both"],
+)
+def test_the_pairwise_kernel_reduces_private_and_repeated_labels_first(
+    sub: str, sa: tuple[int, ...], sb: tuple[int, ...]
+) -> None:
+    """``binary_einsum`` (the ``einsum_binary`` primitive's kernel) takes subscripts whose
+    operands have labels only they use, or repeated ones: each operand is first reduced
+    to its core labels by a unary step.  Mutant: the left operand's preparation
+    ``ta + "->" + ua`` turned into ``- ua`` (TypeError)."""
+    rng = np.random.default_rng(12)
+    a, b = rng.normal(size=sa), rng.normal(size=sb)
+    np.testing.assert_allclose(E.binary_einsum(a, b, sub), np.einsum(sub, a, b), rtol=1e-12)

@@ -4,6 +4,7 @@ supports it), reverse-over-reverse on a random direction, and edge points."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax
@@ -116,3 +117,19 @@ def test_polygamma_rejects_a_negative_order() -> None:
     """polygamma names the bad argument."""
     with pytest.raises(ValueError, match="polygamma: argument 'n'"):
         ad.scipy.special.polygamma(-1, ts.from_numpy(np.array([1.0])))
+
+
+@pytest.mark.parametrize("decimals", [2**31, -(2**31) - 1, 2**40])
+def test_round_refuses_decimals_outside_numpy_s_range_and_states_the_range(
+    decimals: int,
+) -> None:
+    """``decimals`` must fit a C int (numpy's own limit): outside it the refusal names the
+    argument, the value and the exact range.  Mutant: the
+    range's lower end ``-(2**31)`` printed as ``-(2 % 31)``."""
+    x = np.array([1.25, -2.5])
+    with pytest.raises(ad.errors.ArgumentError, match=re.escape(
+        f"round: argument 'decimals' {decimals} is outside the range numpy rounds to "
+        f"[{-(2**31)}, {2**31 - 1}]"
+    )):
+        ad.round(x, decimals=decimals)
+    np.testing.assert_array_equal(ad.round(x, decimals=1).to_numpy(), np.round(x, 1))

@@ -11,6 +11,7 @@ never in every CI run (see README.md beside this file for how long it takes)::
     python tests/mutation/generated.py run --area ad-core --per-area 10
     python tests/mutation/generated.py report                       # the last session again
     python tests/mutation/generated.py count                        # mutants per area
+    python tests/mutation/generated.py recheck --results OLD/results.json   # survivors again
 
 Each job works in its own copy of the repository (``src``, ``tests``, ``scripts`` ...);
 the working tree is never mutated.  Results land in a cosmic-ray session database
@@ -18,10 +19,13 @@ the working tree is never mutated.  Results land in a cosmic-ray session databas
 mutants not drawn are marked skipped there, as cosmic-ray's own filters do.
 
 Outcomes: ``killed`` (the tests failed), ``survived`` (they passed), ``incompetent``
-(the mutant does not import or times out: counted as killed, reported apart) and
+(the mutant does not import: counted as killed, reported apart), ``timeout`` (the tests
+ran past ``--timeout``: counted as killed, as cosmic-ray does, but in a column of its own
+-- on a loaded machine re-run it with a larger limit before trusting it) and
 ``equivalent`` (a survivor listed in ``equivalents.toml`` beside this file, keyed by
 module, operator and occurrence, with the reason no test can tell).  The kill rate is
 killed / (sampled - equivalent survivors).  Exit status 0 when it reaches ``--min-rate``.
+``recheck`` re-applies a recorded sample's survivors to the current tree (see README.md).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -219,28 +224,81 @@ def mark_skipped(session: Path, keep: set[str]) -> None:
 
 def run_one(work: Path, m: Mutant, tests: list[str], timeout: float) -> tuple[str, float, str]:
     """Apply ``m`` in ``work`` with cosmic-ray, run its tests, restore. Returns
-    ``(outcome, seconds, diff)`` with outcome ``killed``/``survived``/``incompetent``."""
-    env = {**os.environ, "PYTHONPATH": str(work.resolve() / "src"), "TENFERRO_TEST_WORKERS": "0",
-           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "dev")}
-    env.pop("CI", None)
+    ``(outcome, seconds, diff)`` with outcome ``killed``/``survived``/``incompetent``/
+    ``timeout`` (the tests ran past ``timeout``: counted as killed, reported apart)."""
     command = " ".join(["python", "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
                         "-p", "no:randomly", *tests])
     t0 = time.perf_counter()
-    proc = subprocess.run(
+    code, stdout, stderr = _run_group(
         [sys.executable, "-c", _WORKER, m.module, m.operator, str(m.occurrence), command,
-         str(timeout), json.dumps([m.start, m.end])],
-        cwd=work, env=env, capture_output=True, text=True, timeout=timeout + 120,
-    )
+         str(timeout), json.dumps([m.start, m.end])], work, timeout + 120)
     seconds = time.perf_counter() - t0
+    if code is None:  # the worker itself hung (killed mid-mutation: put the file back)
+        shutil.copy2(ROOT / m.module, work / m.module)
+        return "timeout", seconds, ""
     try:
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        result = json.loads(stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):
-        return "incompetent", seconds, proc.stderr[-2000:]
+        return "incompetent", seconds, stderr[-2000:]
     outcome = {"killed": "killed", "survived": "survived"}.get(
         str(result.get("test_outcome")), "incompetent")
     if result.get("worker_outcome") == "no-test":
         outcome = "incompetent"
+    if outcome == "killed" and result.get("timed_out"):
+        outcome = "timeout"
     return outcome, seconds, str(result.get("diff") or "")
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(work.resolve() / "src"), "TENFERRO_TEST_WORKERS": "0",
+           "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "dev")}
+    env.pop("CI", None)
+    return env
+
+
+def _run_group(argv: list[str], work: Path, timeout: float) -> tuple[int | None, str, str]:
+    """Run ``argv`` in ``work`` in its own process group; ``(None, ...)`` when it ran past
+    ``timeout`` (the whole group, pytest included, is then killed)."""
+    proc = subprocess.Popen(argv, cwd=work, env=_env(work), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        return None, out, err
+    return proc.returncode, out, err
+
+
+def recheck(work: Path, row: dict[str, object], tests: list[str],
+            timeout: float) -> tuple[str, float]:
+    """Re-apply a recorded mutant's diff (``row["diff"]``) to the *current* source with
+    ``patch`` (context fuzz allowed: lines may have moved since the sample was drawn), run
+    ``tests``, restore the file.  Outcome ``killed``/``survived``/``timeout``,
+    ``not-applicable`` (the mutated line no longer exists) or ``ambiguous`` (its context
+    now occurs more than once): the last two need a check by hand."""
+    diff = "\n".join(ln for ln in str(row["diff"]).splitlines()
+                     if ln != "--- mutation diff ---") + "\n"
+    target = work / str(row["module"])
+    original = target.read_bytes()
+    t0 = time.perf_counter()
+    before = "".join(ln[1:] + "\n" for ln in diff.splitlines()[2:]
+                     if ln[:1] in (" ", "-"))
+    if original.decode().count(before) > 1:  # patch would pick the nearest: maybe not it
+        return "ambiguous", 0.0
+    applied = subprocess.run(["patch", "-p1", "-F2", "-s", "--no-backup-if-mismatch",
+                              "-r", "-"], cwd=work, input=diff, text=True,
+                             capture_output=True)
+    try:
+        if applied.returncode != 0:
+            return "not-applicable", time.perf_counter() - t0
+        code, _, _ = _run_group([sys.executable, "-m", "pytest", "-x", "-q", "-p",
+                                 "no:cacheprovider", "-p", "no:randomly", *tests],
+                                work, timeout)
+    finally:
+        target.write_bytes(original)
+    outcome = "timeout" if code is None else "survived" if code == 0 else "killed"
+    return outcome, time.perf_counter() - t0
 
 
 # runs inside the copy: cosmic-ray applies the mutation, runs the command, restores the file
@@ -257,7 +315,7 @@ spec = MutationSpec(module_path=Path(module), operator_name=operator,
 r = mutate_and_test([spec], command, float(timeout))
 print(json.dumps({"worker_outcome": r.worker_outcome.value,
                   "test_outcome": r.test_outcome.value if r.test_outcome else None,
-                  "diff": r.diff}))
+                  "timed_out": r.output == "timeout", "diff": r.diff}))
 """
 
 
@@ -267,7 +325,7 @@ def record_results(session: Path, sample: Sequence[Mutant], rows: list[dict[str,
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     outcome = {"killed": TestOutcome.KILLED, "survived": TestOutcome.SURVIVED,
-               "incompetent": TestOutcome.INCOMPETENT}
+               "incompetent": TestOutcome.INCOMPETENT, "timeout": TestOutcome.KILLED}
     by_key = {(r["module"], r["operator"], r["occurrence"]): r for r in rows}
     with use_db(str(session), WorkDB.Mode.open) as db:
         for m in sample:
@@ -299,12 +357,12 @@ def report(rows: list[dict[str, object]], min_rate: float) -> int:
     for r in rows:
         outcome = str(r["outcome"])
         key = (str(r["module"]), str(r["operator"]), int(str(r["occurrence"])))
-        if outcome == "survived" and key in equivalents:
+        if outcome in ("survived", "not-applicable", "ambiguous") and key in equivalents:
             outcome = "equivalent"
         per[str(r["area"])][outcome] += 1
     total: Counter[str] = Counter()
-    print(f"{'area':10} {'sampled':>7} {'killed':>6} {'incomp.':>7} {'survived':>8} "
-          f"{'equiv.':>6} {'rate':>7}")
+    print(f"{'area':10} {'sampled':>7} {'killed':>6} {'incomp.':>7} {'timeout':>7} "
+          f"{'survived':>8} {'equiv.':>6} {'rate':>7}")
     for area in sorted(per):
         c = per[area]
         total.update(c)
@@ -312,26 +370,29 @@ def report(rows: list[dict[str, object]], min_rate: float) -> int:
     print(_row("total", total))
     for r in rows:
         key = (str(r["module"]), str(r["operator"]), int(str(r["occurrence"])))
-        if r["outcome"] == "survived" and key not in equivalents:
-            print(f"\nSURVIVED {r['area']} {r['module']}:{r['line']} {r['operator']} "
-                  f"#{r['occurrence']}\n{r['diff']}")
+        if r["outcome"] in ("survived", "not-applicable", "ambiguous") and (
+                key not in equivalents):
+            print(f"\n{str(r['outcome']).upper()} {r['area']} {r['module']}:{r['line']} "
+                  f"{r['operator']} #{r['occurrence']}\n{r['diff']}")
     return 0 if _rate(total) >= min_rate else 1
 
 
-def _rate(c: Counter[str]) -> float:
-    counted = c["killed"] + c["incompetent"] + c["survived"]
-    return (c["killed"] + c["incompetent"]) / counted if counted else 1.0
+def _rate(c: Counter[str]) -> float:  # a mutant not re-applied counts as a survivor
+    counted = (c["killed"] + c["incompetent"] + c["timeout"] + c["survived"]
+               + c["not-applicable"] + c["ambiguous"])
+    return (c["killed"] + c["incompetent"] + c["timeout"]) / counted if counted else 1.0
 
 
 def _row(name: str, c: Counter[str]) -> str:
     n = sum(c.values())
-    return (f"{name:10} {n:7} {c['killed']:6} {c['incompetent']:7} {c['survived']:8} "
-            f"{c['equivalent']:6} {100 * _rate(c):6.1f}%")
+    return (f"{name:10} {n:7} {c['killed']:6} {c['incompetent']:7} {c['timeout']:7} "
+            f"{c['survived'] + c['not-applicable'] + c['ambiguous']:8} {c['equivalent']:6} "
+            f"{100 * _rate(c):6.1f}%")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("command", choices=("run", "report", "count"))
+    p.add_argument("command", choices=("run", "report", "count", "recheck"))
     p.add_argument("--per-area", type=int, default=45)
     p.add_argument("--seed", type=int, default=28)
     p.add_argument("--area", action="append", choices=sorted(AREAS))
@@ -340,12 +401,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--min-rate", type=float, default=0.90)
     p.add_argument("--workdir", type=Path, default=ROOT / ".mutation")
     p.add_argument("--reinit", action="store_true", help="enumerate the mutants afresh")
+    p.add_argument("--results", type=Path, help="recheck: a results.json (default: the last)")
     a = p.parse_args(argv)
     a.workdir = a.workdir.resolve()  # the copies' PYTHONPATH must not depend on the cwd
     session = a.workdir / "session.sqlite"
     results = a.workdir / "results.json"
     if a.command == "report":
         return report(json.loads(results.read_text()), a.min_rate)
+    if a.command == "recheck":
+        return _recheck(a, json.loads((a.results or results).read_text()))
     copies = [make_copy(a.workdir / f"copy{j}") for j in range(max(1, a.jobs))]
     if a.reinit or not session.exists():  # (enumerating every mutant takes a few minutes)
         init_session(copies[0], session)
@@ -387,6 +451,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     record_results(session, sample, rows)
     print(f"\n{len(rows)} mutants in {time.perf_counter() - t0:.0f} s on {len(copies)} job(s)")
     return report(rows, a.min_rate)
+
+
+def _recheck(a: argparse.Namespace, rows: list[dict[str, object]]) -> int:
+    """Re-run a recorded sample's survivors (not listed as equivalent) against the current
+    tree and tests; the sample's rows with the new outcomes go to ``recheck.json``."""
+    equivalents = load_equivalents()
+    work = make_copy(a.workdir / "recheck")
+    tests_of = index_tests()
+    out = []
+    for r in rows:
+        key = (str(r["module"]), str(r["operator"]), int(str(r["occurrence"])))
+        if r["outcome"] == "survived" and key not in equivalents and (
+                not a.area or r["area"] in a.area):
+            tests = tests_of.get(str(r["module"])) or [f"tests/{r['area']}"]
+            outcome, secs = recheck(work, r, tests, a.timeout)
+            print(f"{outcome:14} {r['module']}:{r['line']} {r['operator']} "
+                  f"#{r['occurrence']} ({secs:.0f}s)", flush=True)
+            r = {**r, "outcome": outcome, "tests": tests, "rechecked": True}
+        out.append(r)
+    save_results(a.workdir / "recheck.json", out)
+    return report(out, a.min_rate)
 
 
 if __name__ == "__main__":

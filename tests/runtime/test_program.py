@@ -101,6 +101,46 @@ def test_multi_output_instructions_return_tuples() -> None:
             },
             "METADATA",
         ),
+        # more inputs than value slots (refused before any slot is looked at)
+        ({"n_inputs": 2, "n_values": 1, "instructions": (), "outputs": ()}, "inconsistent"),
+        # a constant bound to a slot past the last value
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 2,
+                "instructions": (),
+                "outputs": (),
+                "constants": (rt.Constant(5, 1.0),),
+            },
+            "constant slot 5 is out of range",
+        ),
+        # an instruction that releases a program output
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 3,
+                "instructions": (
+                    rt.Instruction(np.negative, (0,), (1,)),
+                    rt.Instruction(np.exp, (1,), (2,), release_after=(1, 2)),
+                ),
+                "outputs": (rt.ProgramOutput(rt.OutputKind.FRESH, 2),),
+            },
+            "releases value 2, an input, output or released",
+        ),
+        # a value released twice
+        (
+            {
+                "n_inputs": 1,
+                "n_values": 4,
+                "instructions": (
+                    rt.Instruction(np.negative, (0,), (1,)),
+                    rt.Instruction(np.exp, (1,), (2,), release_after=(1,)),
+                    rt.Instruction(np.sin, (2,), (3,), release_after=(1, 2)),
+                ),
+                "outputs": (rt.ProgramOutput(rt.OutputKind.FRESH, 3),),
+            },
+            "releases value 1, an input, output or released",
+        ),
     ],
 )
 def test_an_inconsistent_graph_is_rejected_at_construction(
@@ -252,3 +292,37 @@ def test_the_generated_host_run_records_one_allocation_and_one_release_per_kerne
         np.testing.assert_allclose(out[3].to_numpy(), c.sum())
         del out
     assert p._host_run is not None
+
+
+def _reuse_program(donated: tuple[int, ...]) -> rt.CompiledGraph:
+    """``exp(cos(sin x))`` doubled, the doubling written into cos's buffer (slot 2, past the
+    inputs, released one instruction earlier)."""
+    fresh = rt.OutputKind.FRESH
+    return rt.CompiledGraph(1, 5, (
+        rt.Instruction(np.sin, (0,), (1,), name="sin"),
+        rt.Instruction(np.cos, (1,), (2,), release_after=(1,), name="cos"),
+        rt.Instruction(np.exp, (2,), (3,), release_after=(2,), name="exp"),
+        rt.Instruction(np.add, (3, 3), (4,), release_after=(3,), name="add", into=2),
+    ), (rt.ProgramOutput(fresh, value=4),), "reuse", donated=donated)
+
+
+@pytest.mark.parametrize("donated", [(), (0,)], ids=["generated-host-run", "interpreter"])
+def test_a_buffer_released_earlier_is_reused_by_into_on_both_host_paths(
+    donated: tuple[int, ...],
+) -> None:
+    """An ``into=`` instruction writing into an intermediate released by an *earlier*
+    instruction reuses that buffer (no allocation, no copy, one release fewer) on the
+    generated host run and on the interpreter (a donated input forces it: it runs the
+    ``kept`` bookkeeping and the host ``out=`` array).  Mutants: ``_kept`` only for slot
+    ``n_inputs`` (``>=`` -> ``is``), the interpreter keeping the slots it should drop
+    (``not s in keep``), the host branch asking a missing device for the buffer."""
+    p = _reuse_program(donated)
+    x = np.arange(4.0)
+    with ledger.capture() as rec:
+        out = rt.run_program(p, [x], writable={0: x} if donated else None)
+        assert list(out) == [4]
+    assert rec.allocations == {ts.AllocationReason.OPERATION_OUTPUT: 3}
+    assert rec.releases == 2 and not rec.copies
+    e = np.exp(np.cos(np.sin(np.arange(4.0))))
+    np.testing.assert_allclose(out[4].to_numpy(), e + e)
+    del out

@@ -318,3 +318,21 @@ def test_strided_preparation_builds_no_plan_and_reproves_nothing(
     after = ts.host_provider.counters.snapshot()
     assert after["validations"] == before["validations"]
     assert after["maps"] - before["maps"] == 4  # 3 prepares + to_numpy, one map each
+
+
+@pytest.mark.parametrize(
+    "key", [(5,), (0, 7), (None, 0, -4), (slice(None), None, 3), (-3,)],
+    ids=["axis0", "axis1", "newaxis-before", "newaxis-between", "negative-axis0"],
+)
+def test_an_out_of_bounds_index_names_the_axis_and_size_numpy_names(key: Any) -> None:
+    """An integer index out of range is refused naming the index, the *parent's* axis it
+    indexes (``None`` entries add no parent axis) and that axis's size, in numpy's words;
+    the owner is unchanged.  Mutant: the reported axis ``axis - 1`` made ``axis << 1``."""
+    a = np.arange(6.0).reshape(2, 3)
+    t = ts.from_numpy(a.copy())
+    with pytest.raises(IndexError) as want:
+        a[key]
+    with pytest.raises(ts.errors.BadIndexError) as got:
+        t[key]
+    assert str(got.value).endswith(f"argument 'key': {want.value}")
+    np.testing.assert_array_equal(t.to_numpy(), a)

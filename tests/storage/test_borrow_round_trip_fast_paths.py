@@ -285,3 +285,27 @@ def test_borrow_arrays_a_refused_host_array_leaves_no_leaf_borrowed(
         assert "held by" not in _conflict(t)
         view.release()
         t.fill(0.0)
+
+
+def test_a_conflict_names_each_holder_while_any_of_its_named_borrows_lives() -> None:
+    """Named shared borrows are counted per holder: with two borrows by one holder and one
+    given back, a conflicting exclusive borrow still names that holder; once the last is
+    given back it is no longer named.  Mutant: ``_unname_holder``'s ``k > 0`` turned into
+    ``k < 0`` (the holder forgotten at its first release)."""
+    x = ts.from_numpy(np.arange(3.0))
+    held = "Tape#9: residual of mul"
+    a = ts.kernel.borrow_named(x, held)
+    b = ts.kernel.borrow_named(x, held)
+    c = ts.kernel.borrow_named(x, "jit#2: argument 0")
+    a.release()
+    with pytest.raises(ts.errors.BorrowError, match=f"held by {held}; jit#2: argument 0"):
+        x.as_view_mut()
+    c.release()
+    with pytest.raises(ts.errors.BorrowError, match=f"1 shared borrow is live, held by {held}"):
+        x.as_view_mut()
+    b.release()
+    with pytest.raises(ts.errors.BorrowError) as err:  # (a plain shared borrow: no name)
+        with x.as_view():
+            x.as_view_mut()
+    assert "held by" not in str(err.value)
+    x.as_view_mut().release()

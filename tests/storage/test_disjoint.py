@@ -440,3 +440,22 @@ def test_the_outcome_does_not_depend_on_slot_order(
     rnd.shuffle(shuffled)
     assert _outcome(group, requested) == _outcome(group, shuffled)
     assert _outcome(group, requested[::-1]) == _outcome(group, requested)
+
+
+def test_records_that_only_touch_are_never_called_an_overlap() -> None:
+    """A contiguous record lying exactly in the gap of a strided one (it starts where the
+    strided record's first element ends and ends where its last begins) shares no byte:
+    refused only as not provably disjoint, never as an overlap (an OVERLAP claims a byte
+    written twice).  Both request orders.  Mutant: ``_surely_shared``'s half-open
+    intersection ``x[0] < hi`` turned into ``<=`` (the contiguous record first)."""
+    group, base = _matrix_group()
+    for contiguous_first in (True, False):  # (the pair is examined in record order)
+        if contiguous_first:
+            gap = group.alias(base, shape=(1,), strides=(1,), offset=1)  # bytes [8,16)
+            ends = group.alias(base, shape=(2,), strides=(2,))  # bytes [0,8) and [16,24)
+        else:
+            ends = group.alias(base, shape=(2,), strides=(2,))
+            gap = group.alias(base, shape=(1,), strides=(1,), offset=1)
+        assert _cause(group, [ends, gap]) is DisjointCause.NOT_PROVABLY_DISJOINT
+        assert _cause(group, [gap, ends]) is DisjointCause.NOT_PROVABLY_DISJOINT
+    _usable(group, base)

@@ -435,3 +435,19 @@ def test_validation_counts_one_per_descriptor_build() -> None:
     v = t.as_view()[::2, ::-3].T
     assert ts.host_provider.counters.validations == before + 1  # derivations reuse the proofs
     del v
+
+
+@pytest.mark.parametrize("name", ["bool", "float64"])
+@pytest.mark.parametrize("shape", [(INTP_MAX, 2), (2**32, 2**32), (INTP_MAX // 3 + 1, 1, 3)])
+def test_an_element_count_past_the_index_range_is_refused_as_such(
+    name: str, shape: tuple[int, ...]
+) -> None:
+    """A broadcast (all strides 0) whose element count exceeds the platform index range is
+    refused for that reason -- before any byte arithmetic, for one-byte dtypes too -- and
+    the error names the shape.  Mutant: the count check ``size > INTP_MAX`` turned into
+    ``is`` (the byte-size check later still refuses it, with another reason)."""
+    case = LayoutCase(name, shape, (0,) * len(shape), 0, 4)
+    with pytest.raises(LayoutError) as info:
+        _build(case)
+    assert "the element count overflows the platform index range" in info.value.reason
+    assert info.value.shape == shape

@@ -502,3 +502,21 @@ def test_hot_cases_stay_within_their_bytecode_budget(case: str, budget: int) -> 
 
     round_trip()  # the leaf type is known from now on
     assert _instructions(round_trip) <= budget
+
+
+def test_the_leaf_type_cache_stays_bounded_however_many_leaf_types_are_seen() -> None:
+    """Flattening remembers leaf types for its fast path, but at most ``_LEAF_TYPES_MAX`` of
+    them: a program that makes classes on the fly must not grow the cache without bound,
+    and its leaves still flatten as leaves past the limit.  Mutant: the bound check
+    ``len(...) < _LEAF_TYPES_MAX`` turned into ``is not`` (never identical for 4096)."""
+    saved = set(pt._LEAF_TYPES)
+    try:
+        extra = pt._LEAF_TYPES_MAX - len(pt._LEAF_TYPES) + 50
+        for k in range(extra):
+            leaf = type(f"Leaf{k}", (), {})()
+            leaves, _ = pt.tree_flatten([leaf, (leaf,)])
+            assert leaves == [leaf, leaf]
+        assert len(pt._LEAF_TYPES) == pt._LEAF_TYPES_MAX
+    finally:
+        pt._LEAF_TYPES.clear()
+        pt._LEAF_TYPES.update(saved)

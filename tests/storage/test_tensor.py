@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import tracemalloc
+import typing
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -20,7 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro_storage as ts
-from tenferro_storage import ledger
+from tenferro_storage import _creation, _rank, ledger
 from tenferro_storage.errors import CopyForbiddenError, DTypeError, LayoutError
 from tests.strategies import (
     LABEL_DTYPE_NAMES,
@@ -421,3 +422,15 @@ def test_deprecated_random_initializers_warn_and_draw_as_before(fn: Any, dtype: 
     np.testing.assert_array_equal(b.to_numpy(), ref)
     with pytest.raises(TypeError, match="float dtype"), pytest.warns(DeprecationWarning):
         fn(2, dtype="int64")
+
+
+@pytest.mark.parametrize("name", ["zeros", "ones", "full"])
+def test_a_creation_function_declares_one_overload_per_static_rank(name: str) -> None:
+    """``zeros``/``ones``/``full`` carry one registered overload per static rank (0 to 4,
+    then dynamic), in that order, so a type checker and ``typing.get_overloads`` (IDEs,
+    the docs) give ``Tensor[Any, RankN]`` for an N-tuple shape.  Mutant: one ``@overload``
+    decorator removed from ``ones`` (that signature silently stops being an overload)."""
+    fn = getattr(_creation, name)
+    got = [typing.get_type_hints(o)["return"] for o in typing.get_overloads(fn)]
+    ranks = [_rank.Rank0, _rank.Rank1, _rank.Rank2, _rank.Rank3, _rank.Rank4, _rank.DynRank]
+    assert [typing.get_args(r)[1] for r in got] == ranks

@@ -3,6 +3,7 @@ for primitives without a rule, in/out axes, and the errors of vmap."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import jax
@@ -101,3 +102,46 @@ def test_tril_triu_ride_along_the_batch() -> None:
     bg = traced.vmap(traced.trace(lambda a: ad.linalg.tril(a) - ad.linalg.triu(a, 1))(x[0]), 3)
     assert "concatenate" not in {e.prim.name for e in bg.eqns}
     close(traced.eval_graph(bg, x), np.tril(x) - np.triu(x, 1))
+
+
+@pytest.mark.parametrize(
+    "args, in_axes, where",
+    [
+        ((np.ones(3), (np.ones(3), np.ones(4))), 0, "argument 0 and argument 1 (leaf 1) disagree"),
+        ((np.ones(3), (np.ones(4), np.ones(3))), 0, "argument 0 and argument 1 (leaf 0) disagree"),
+        ((np.ones(4), np.ones(3), np.ones(3)), 0, "argument 0 and argument 1 disagree"),
+        ((np.ones(3), (np.ones(3), np.ones(3))), (0, (0, 2)), "argument 1 (leaf 1) has 1 axes"),
+    ],
+    ids=["tuple-leaf-1", "tuple-leaf-0", "plain", "axis-out-of-range"],
+)
+def test_a_vmap_refusal_names_the_argument_and_the_leaf_inside_it(
+    args: tuple[Any, ...], in_axes: Any, where: str
+) -> None:
+    """A refused ``vmap`` call names the positional argument holding the offending value,
+    and the leaf inside a tuple argument (a nested ``in_axes`` prefix is spread over the
+    tuple's leaves first).  Mutants: ``_argument_of``'s ``leaf < start + kid.num_leaves``
+    turned into ``start & kid.num_leaves``; ``_prefix_axes``' ``axes is None`` turned into
+    ``is not None`` (a nested prefix taken as one axis)."""
+
+    def f(a: Any, b: Any, c: Any = 0.0) -> Any:
+        return ad.sum(a) + sum(ad.sum(t) for t in (b if isinstance(b, tuple) else (b,)))
+
+    with pytest.raises(ad.errors.ArgumentError, match=f"^vmap: {re.escape(where)}"):
+        ad.vmap(f, in_axes=in_axes)(*args)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("batched", [(True, True), (True, False), (False, True)])
+def test_vmap_of_concatenate_joins_along_the_same_axis_of_each_example(
+    axis: int, batched: tuple[bool, bool]
+) -> None:
+    """``vmap(concatenate)`` joins each example's operands along ``axis`` of the example
+    (one past the batch axis), an unbatched operand broadcast to every example, as JAX.
+    Mutant: the batching rule's ``axis + 1`` made ``axis + 2``."""
+    rng = np.random.default_rng(5)
+    a = rng.normal(size=(4, 2, 3) if batched[0] else (2, 3))
+    b = rng.normal(size=(4, 2, 3) if batched[1] else (2, 3))
+    in_axes = tuple(0 if t else None for t in batched)
+    got = ad.vmap(lambda p, q: ad.concatenate([p, q], axis=axis), in_axes=in_axes)(a, b)
+    want = jax.vmap(lambda p, q: jnp.concatenate([p, q], axis=axis), in_axes=in_axes)(a, b)
+    close(got, want)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import attrs
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad import traced
 from tenferro_ad._traced._compile import compile_graph
 from tenferro_ad.errors import DonationError
 from tenferro_storage import AllocationReason, ledger
@@ -245,3 +247,28 @@ def test_a_fused_instruction_is_never_rewritten_into_a_buffer() -> None:
     fused = [i for i in ins if i.name.startswith("fused")]
     assert fused and all(i.into is None for i in fused)
     close(jf(xs, ys), np.cos(np.exp(np.cos(ys).T).T + np.sin(xs) * 2.0) * 3.0)
+
+
+def test_an_equation_on_literals_only_reuses_a_dead_buffer() -> None:
+    """An elementwise equation whose operands are all literals (a hand-built graph, or one
+    whose literal is too large to fold at trace time) may write into a dead value's buffer:
+    its ``out=`` kernel takes no array argument and computes the right value.  Mutant:
+    ``OutKernel``'s slot count ``default=-1`` made ``+1`` (a kernel expecting two arrays)."""
+    x = np.linspace(0.5, 1.5, 64)
+    c = np.linspace(0.0, 1.0, 64)
+
+    def f(a: Any) -> Any:
+        t = ad.sum(ad.sin(a))
+        return ad.exp(a) * t
+
+    g = ad.trace(f)(x)
+    assert [e.prim.name for e in g.eqns] == ["sin", "sum", "exp", "mul"]
+    e = g.eqns[2]
+    lit_only = traced.Eqn(e.prim, (traced.Lit(c),), e.params, out=e.out)
+    g = attrs.evolve(g, eqns=(*g.eqns[:2], lit_only, *g.eqns[3:]))
+    traced.check(g)
+    p = compile_graph(g, "literal-exp")
+    assert p.instructions[2].into == 1  # exp(const) written into sin's dead buffer
+    out = rt.run_program(p, [x])
+    np.testing.assert_allclose(out[p.outputs[0].value].to_numpy(), np.exp(c) * np.sin(x).sum())  # type: ignore[index]
+    del out

@@ -3,6 +3,8 @@ errors of data-dependent control flow, and evaluation's ownership and ledger acc
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 import numpy as np
 import pytest
@@ -206,3 +208,26 @@ def test_public_ops_accept_tracers_in_any_position() -> None:
     """ad.add(numpy, tracer) and friends trace (the constant becomes a literal)."""
     g = traced.trace(lambda x: ad.add(np.ones((2, 3)), x) + ad.maximum(0.0, x))(X)
     np.testing.assert_allclose(traced.eval_graph(g, X).to_numpy(), 1 + X + np.maximum(0, X))
+
+
+def test_checkpoint_blocks_close_at_their_depth_before_the_next_equation() -> None:
+    """A printed graph shows each checkpoint region as a block: a nested region closes at
+    its own indentation before the enclosing region's next equation, and the outer block
+    closes before the equations after it (the last lines are not left to the end).
+    Mutants: the mid-graph closing line's ``+`` turned into ``%`` or ``|`` (TypeError)."""
+
+    def inner(v: Any) -> Any:
+        return ad.exp(ad.sin(v) * 0.5)
+
+    def outer(a: Any) -> Any:
+        return ad.tanh(ad.checkpoint(inner)(a * 2.0)) + 1.0
+
+    text = str(ad.trace(lambda x: ad.sum(ad.checkpoint(outer)(x) * 3.0))(np.ones(3)))
+    lines = text.split("\n")
+    shape = [ln[: len(ln) - len(ln.lstrip())] + ln.strip().split(" ")[0] for ln in lines[1:-1]]
+    assert shape == [
+        "    checkpoint[outer", "      b:f64[3]",
+        "      checkpoint[inner", "        c:f64[3]", "        d:f64[3]", "        e:f64[3]",
+        "      }", "      f:f64[3]", "      g:f64[3]",
+        "    }", "    h:f64[3]", "    i:f64[]",
+    ]

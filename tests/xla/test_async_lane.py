@@ -361,3 +361,22 @@ def test_donation_on_failure_hands_the_donated_owner_back(xla_engine: Any) -> No
     with pytest.raises(ts.errors.UseAfterMoveError):
         q.to_numpy()  # the caller's object stays consumed
     assert _provider(xla_engine).drain(10.0)
+
+
+def test_every_scoped_execution_counts_one_submission_on_the_provider(
+    xla_engine: Any,
+) -> None:
+    """A scoped read-only execution on the XLA engine is one submission, one enqueue and one
+    dispatch in the provider's counters, as a detached one is (the counters are how the
+    engine's work is audited).  Mutant: ``execute_scoped``'s ``submissions += 1`` made
+    ``+= 0``."""
+    provider = _provider(xla_engine)
+    program = ad.jit(lambda a: ad.tanh(a) * 2.0, engine=xla_engine).lower(np.ones(8)).program
+    x = ts.from_numpy(np.full(8, 0.5))
+    with x.as_view() as v:
+        before = provider.counters.submissions
+        for k in range(1, 3):
+            outcome = rt.execute_scoped_read_only(xla_engine, program, rt.ScopedReadInputs([v]))
+            assert isinstance(outcome, rt.Completed)
+            assert provider.counters.submissions == before + k
+            outcome.bundle.release()

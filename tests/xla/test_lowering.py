@@ -160,3 +160,34 @@ def test_grad_of_jit_and_jit_of_grad_on_the_xla_engine_agree_with_eager() -> Non
     want = ad.grad(f)(ts.from_numpy(x)).to_numpy()
     _close(ad.jit(ad.grad(f), engine="xla")(x), want, 1e-12)
     _close(ad.grad(ad.jit(f, engine="xla"))(ts.from_numpy(x)), want, 1e-12)
+
+
+@pytest.mark.parametrize("offset", [-2, -1, 0, 1, 3])
+@pytest.mark.parametrize("axes", [(0, 1), (1, 0)])
+def test_a_diagonal_s_gradient_embeds_on_the_same_offset_on_the_xla_engine(
+    offset: int, axes: tuple[int, int]
+) -> None:
+    """The gradient of ``sum(diagonal(x, offset)**2)`` puts ``2 * diagonal`` back on that
+    diagonal (the ``diag_embed`` lowering), below the main diagonal too, as eager and JAX
+    do.  Mutant: the lowering's rows for a negative offset ``k - offset`` turned into
+    ``k * offset``."""
+    x = np.arange(12.0).reshape(3, 4)
+
+    def f(t: Any) -> Any:
+        return ad.sum(ad.linalg.diagonal(t, offset=offset, axis1=axes[0], axis2=axes[1]) ** 2)
+
+    got = ad.jit(ad.grad(f), engine="xla")(x).to_numpy()
+    want = jax.grad(lambda t: jnp.sum(jnp.diagonal(t, offset, *axes) ** 2))(jnp.asarray(x))
+    np.testing.assert_array_equal(got, np.asarray(want))
+    np.testing.assert_array_equal(got, ad.grad(f)(x).to_numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_complex_to_real_cast_takes_the_real_part_on_the_xla_engine(dtype: Any) -> None:
+    """``astype`` from complex to a real dtype keeps the real part (numpy's and eager's
+    value) without JAX's complex-to-real cast, which warns and is to become an error.
+    Mutant: the lowering's ``iscomplexobj(a)`` test negated (the real part never taken)."""
+    z = np.array([1 + 2j, -3 + 0.5j])
+    got = ad.jit(lambda t: ad.astype(t * 2.0, dtype), engine="xla")(z).to_numpy()
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got, (2 * z.real).astype(dtype))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import types
 from typing import Any
 
 import jax
@@ -300,3 +301,36 @@ def test_float64_host_inputs_stay_float64_when_jax_runs_without_x64(donate: bool
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["float64", repr(float(np.sum(np.full(4, 1.0 / 3.0) * 3.0) - 4.0))]
+
+
+@pytest.mark.parametrize(
+    "platform, readable",
+    [("cpu", True), ("cuda", False), ("rocm", False), ("tpu", False), ("METAL", False)],
+)
+def test_only_a_cpu_device_s_buffers_are_host_readable_in_place(
+    platform: str, readable: bool
+) -> None:
+    """The host reads an XLA buffer in place only on the CPU platform; any accelerator's
+    buffers (JAX's platform names, Apple's ``METAL`` among them) are not host-visible, so
+    a read must transfer.  A stand-in device: only its ``platform`` and ``id`` are read.
+    Mutant: ``platform == "cpu"`` turned into ``<=`` (``"METAL"`` sorts before ``"cpu"``)."""
+    provider = XlaProvider(types.SimpleNamespace(platform=platform, id=7))
+    assert provider.domain.host_readable is readable
+    assert ("host-readable in place" in provider.describe()) is readable
+
+
+def test_a_donated_buffer_backs_the_result_of_its_shape_not_an_earlier_one_of_its_dtype(
+    xla_engine: Any,
+) -> None:
+    """With a scalar result of the same dtype listed first, the donated ``(4,)`` buffer is
+    paired with the ``(4,)`` result: both results read back right and the donated buffer
+    is reused.  Mutant: ``_backing``'s ``shape == ... and dtype == ...`` turned into
+    ``... or dtype == ...`` (the scalar paired with the buffer)."""
+    counters = _provider(xla_engine).counters
+    step = ad.jit(lambda p, g: (ad.sum(p * g), p - 0.5 * g), engine="xla", donate_argnums=0)
+    p = ad.jit(lambda a: a + 0.0, engine="xla")(np.arange(4.0))  # an engine buffer
+    reused = counters.donations_reused
+    s, q = step(p, np.ones(4))
+    assert s.to_numpy() == 6.0
+    np.testing.assert_array_equal(q.to_numpy(), np.arange(4.0) - 0.5)
+    assert counters.donations_reused == reused + 1
