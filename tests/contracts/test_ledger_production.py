@@ -29,6 +29,7 @@ from tests.contracts.ledger_support import (
     copy_working_tree,
     load_script,
     make_standin,
+    run_batch,
     run_script,
 )
 
@@ -181,15 +182,25 @@ def _check(candidate: Path, receipt: Path) -> Outcome:
 def test_runner_receipt_over_the_production_manifest_validates(
     candidate: Path, production: dict[str, Any], tmp_path: Path
 ) -> None:
-    standin = make_standin(tmp_path)
-    receipt = tmp_path / "receipt.json"
-    outcome = _run(candidate, receipt, _env(standin, candidate, mode="exec"), standin)
-    assert_clean(outcome)
-    data = json.loads(receipt.read_text("utf-8"))
+    """The runner starts every active argv once; the script checks run for real, and every
+    ``python3 -m pytest TARGET`` gets the status pytest gives for that target alone, read
+    from one pytest run over all the targets beforehand (the same tests, conftest and
+    options: ~20 process start-ups and the tests named twice -- a node id beside its file --
+    are what it saves).  An exit status that is not 0 reaches the receipt as before."""
     active = sorted(
         (r for r in production["obligations"] if r["state"]["kind"] == "active"),
         key=lambda r: r["id"],
     )
+    standin = make_standin(tmp_path)
+    env = _env(standin, candidate, mode="batch")
+    targets = [r["command"]["argv"][3] for r in active if r["command"]["kind"] == "pytest"]
+    batch = run_batch(candidate, targets, tmp_path / "batch.json", env)
+    env["LEDGER_STANDIN_BATCH"] = str(tmp_path / "batch.json")
+    receipt = tmp_path / "receipt.json"
+    outcome = _run(candidate, receipt, env, standin)
+    assert outcome.rc == 0, f"{outcome.envelope}\n{batch.stdout[-4000:]}"
+    assert_clean(outcome)
+    data = json.loads(receipt.read_text("utf-8"))
     assert [e["obligation_id"] for e in data["executions"]] == [r["id"] for r in active]
     # The canonical argv of every active command ran exactly once (rows sharing one typed
     # command share its execution), and no deferred argv ran.
