@@ -484,7 +484,7 @@ if " ".join(argv) in codes:
 mode = os.environ.get("LEDGER_STANDIN_MODE")
 if mode == "batch" and len(argv) == 4 and argv[1:3] == ["-m", "pytest"]:
     sys.path.insert(0, {repo!r})
-    from tests.contracts.ledger_support import batch_status
+    from tests.contracts.ledger_batch import batch_status
     with open(os.environ["LEDGER_STANDIN_BATCH"], encoding="utf-8") as f:
         sys.exit(batch_status(json.load(f), argv[3]))
 if mode in ("exec", "batch"):
@@ -530,73 +530,6 @@ def make_standin(directory: Path) -> StandIn:
     )
     exe.chmod(0o755)
     return StandIn(bin_dir, directory / "standin-calls.jsonl")
-
-
-# ------------------------------------------------------------------------------------------
-# One pytest run for every pytest command of a manifest (the stand-in's mode "batch")
-
-BATCH_PLUGIN = "tests.contracts.ledger_batch"
-
-
-def _selectors() -> ModuleType:
-    load_script("check_storage_ownership_contracts", CHECKER)  # puts _contracts on the path
-    return importlib.import_module("_contracts.selectors")
-
-
-def batch_targets(targets: Sequence[str]) -> list[str]:
-    """``targets`` without those another target already runs (a test inside a file or
-    directory that is itself a target), in their first order: the batch runs each test
-    once, as pytest would not deduplicate a node id given beside its file."""
-    matches = _selectors()._matches
-    unique = list(dict.fromkeys(targets))
-    return [t for t in unique if not any(o != t and matches(o, t) for o in unique)]
-
-
-def run_batch(
-    root: Path, targets: Sequence[str], out: Path, env: Mapping[str, str]
-) -> subprocess.CompletedProcess[str]:
-    """One ``python -m pytest`` over ``batch_targets(targets)`` in ``root`` (serial unless
-    ``env`` says otherwise, no cache written, collection errors do not stop the run) that
-    records every node's outcome in ``out`` through :mod:`tests.contracts.ledger_batch`."""
-    return subprocess.run(
-        [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", BATCH_PLUGIN,
-            "--continue-on-collection-errors", *batch_targets(targets),
-        ],
-        cwd=root,
-        env={**env, "LEDGER_BATCH_OUT": str(out)},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
-def batch_status(run: Mapping[str, Any], target: str) -> int:
-    """The exit status ``python -m pytest TARGET`` alone would give, from a batch ``run``
-    (:mod:`tests.contracts.ledger_batch`'s record) that included ``target``: 2 when the
-    collection of its file (or of a directory above it) failed, 4 when it is a node id that
-    names no collected test (pytest's "not found"), 5 when it is a file or directory with
-    no test, 1 when any of its tests failed in any phase, else 0.  A batch that
-    ended without a per-test account (interrupted, internal or usage error: status other
-    than 0, 1 and 5) or failed with no failed test (a session-level failure) gives its own
-    status to every target: nothing is attributed that the run did not show."""
-    status = int(run["status"])
-    if status not in (0, 1, 5):
-        return status
-    matches = _selectors()._matches
-    path = target.split("::", 1)[0]
-    for error in run["collect_errors"]:
-        if error in ("", ".") or matches(error, path) or matches(path, error):
-            return 2
-    nodes: Mapping[str, str] = run["nodes"]
-    mine = [outcome for node, outcome in nodes.items() if matches(target, node)]
-    if not mine:
-        return 4 if "::" in target else 5  # a node id that names nothing: "not found"
-    if "failed" in mine:
-        return 1
-    if status == 1 and "failed" not in nodes.values() and not run["collect_errors"]:
-        return 1
-    return 0
 
 
 def copy_working_tree(source: Path, dest: Path) -> Path:

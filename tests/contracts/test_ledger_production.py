@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.contracts.ledger_batch import run_batch
 from tests.contracts.ledger_support import (
     CHECKER,
     DOC_CHECKER,
@@ -29,7 +30,6 @@ from tests.contracts.ledger_support import (
     copy_working_tree,
     load_script,
     make_standin,
-    run_batch,
     run_script,
 )
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.contracts.ledger_batch import batch_status, run_batch
 from tests.contracts.ledger_support import (
     MANIFEST_REL,
     REPO_ROOT,
@@ -29,11 +30,9 @@ from tests.contracts.ledger_support import (
     activate,
     assert_clean,
     assert_one_fault,
-    batch_status,
     load_script,
     pytest_row,
     row,
-    run_batch,
     run_script,
     valid_receipt,
 )
