@@ -70,6 +70,9 @@ ACTIVE_IDS = {
     "p9-ledger-scenarios",
     "p9-scoped-read-only",
     "p9-take-grad",
+    # The cutover complete in the base, P6's zero-copy reinterpretation row was promoted in
+    # place (its rank-policy row still names a type-check file that does not exist).
+    "p6-reinterpret",
 }
 
 
@@ -114,11 +117,17 @@ def test_lifecycle_state_is_the_contractual_one(production: dict[str, Any]) -> N
     by_unit = {u: [r for r in rows if r["unit"] == u] for u in units}
     assert all(by_unit.values()), "every unit owns at least one obligation"
     # P0, P1, P2, P4 and P5 have every row active, and so has the cutover cohort (P3 + P9,
-    # activated together); everything after it is still wholly deferred.
-    for unit in ("P0", "P1", "P2", "P3", "P4", "P5", "P9"):
+    # activated together); P6, the one unit after it, has one row active; everything after
+    # P6 is still wholly deferred.
+    done = ("P0", "P1", "P2", "P3", "P4", "P5", "P9")
+    for unit in done:
         assert all(r["state"]["kind"] == "active" for r in by_unit[unit]), unit
+    assert {r["id"]: r["state"]["kind"] for r in by_unit["P6"]} == {
+        "p6-reinterpret": "active",
+        "p6-reinterpret-rank-policy": "deferred",
+    }
     for unit in units:
-        if unit not in ("P0", "P1", "P2", "P3", "P4", "P5", "P9"):
+        if unit not in (*done, "P6"):
             assert all(r["state"]["kind"] == "deferred" for r in by_unit[unit]), unit
     assert production["registry"]["cohorts"][0]["members"] == ["P3", "P9"]
     assert [g["id"] for g in production["registry"]["gates"]] == [f"G{i}" for i in range(1, 8)]
