@@ -320,6 +320,8 @@ def test_batch_mode_gives_every_target_the_status_pytest_gives_it_alone(
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # plain pytest for this plain tree (hypothesis, xdist, ... would cost ~1 s a run)
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
     }
     out = tmp_path / "batch.json"
     run_batch(root, _BATCH_TARGETS, out, env)
