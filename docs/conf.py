@@ -1,4 +1,7 @@
-"""Sphinx configuration for the tenferro docs site (``python -m sphinx -W -b html docs build/docs``)."""
+"""Sphinx configuration for the tenferro docs site.
+
+Built with ``python -m sphinx -W -b html docs build/docs``.
+"""
 
 from __future__ import annotations
 

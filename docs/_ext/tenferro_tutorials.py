@@ -1,9 +1,10 @@
 """Sphinx extension: the generated pages -- each tutorial with its output, and the API pages.
 
 At ``builder-inited`` every ``tutorials/NN_name.py`` is run as a user runs it (``python
-tutorials/NN_name.py``, its own process, two at a time) and written as ``docs/tutorials/NN_name.md``: the module docstring as the
-introduction, each ``# %%`` cell's comment as prose, its code as a block, then everything
-the tutorial printed.  A tutorial that raises fails the build.
+tutorials/NN_name.py``, its own process, two at a time) and written as
+``docs/tutorials/NN_name.md``: the module docstring as the introduction, each ``# %%`` cell's
+comment as prose, its code as a block, then everything the tutorial printed.  A tutorial that
+raises fails the build.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def cells(source: str) -> tuple[str, list[tuple[str, str]]]:
 def run(path: Path) -> str:
     """What the tutorial prints when run as ``python tutorials/NN_name.py``; a failure
     fails the build with its stderr."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    path_entries = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path_entries))
     done = subprocess.run(
         [sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, check=False
     )

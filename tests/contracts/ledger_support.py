@@ -465,8 +465,11 @@ STANDIN_SOURCE = """\
 # Stand-in interpreter.  Launched with LEDGER_STANDIN_LAUNCH set, it becomes the real interpreter
 # under its own name, so the tool it runs (the runner) sees it as sys.executable and starts every
 # `python3` argv through it.  Otherwise it records the argv it was given (as `python3 ...`), then
-# either exits with a configured status or (mode "exec") becomes the real interpreter.  Nested
-# invocations are not recorded.
+# either exits with a configured status or (mode "exec") becomes the real interpreter.  Mode
+# "batch" answers `python3 -m pytest TARGET` with the status pytest gives for TARGET alone, read
+# from one earlier pytest run over every target (tests/contracts/ledger_batch.py wrote it to
+# LEDGER_STANDIN_BATCH), and execs every other argv as mode "exec" does.  Nested invocations are
+# not recorded.
 import json, os, sys
 if os.environ.pop("LEDGER_STANDIN_LAUNCH", None):
     os.execv({python!r}, [sys.argv[0], *sys.argv[1:]])
@@ -478,7 +481,13 @@ os.environ["LEDGER_STANDIN_NESTED"] = "1"
 codes = json.loads(os.environ.get("LEDGER_STANDIN_EXIT", "{{}}"))
 if " ".join(argv) in codes:
     sys.exit(codes[" ".join(argv)])
-if os.environ.get("LEDGER_STANDIN_MODE") == "exec":
+mode = os.environ.get("LEDGER_STANDIN_MODE")
+if mode == "batch" and len(argv) == 4 and argv[1:3] == ["-m", "pytest"]:
+    sys.path.insert(0, {repo!r})
+    from tests.contracts.ledger_batch import batch_status
+    with open(os.environ["LEDGER_STANDIN_BATCH"], encoding="utf-8") as f:
+        sys.exit(batch_status(json.load(f), argv[3]))
+if mode in ("exec", "batch"):
     os.execv({python!r}, [{python!r}, *sys.argv[1:]])
 sys.exit(0)
 """
@@ -516,7 +525,9 @@ def make_standin(directory: Path) -> StandIn:
     bin_dir = directory / "standin-bin"
     bin_dir.mkdir(parents=True)
     exe = bin_dir / "python3"
-    exe.write_text(STANDIN_SOURCE.format(python=sys.executable), encoding="utf-8")
+    exe.write_text(
+        STANDIN_SOURCE.format(python=sys.executable, repo=str(REPO_ROOT)), encoding="utf-8"
+    )
     exe.chmod(0o755)
     return StandIn(bin_dir, directory / "standin-calls.jsonl")
 

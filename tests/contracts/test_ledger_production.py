@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.contracts.ledger_batch import run_batch
 from tests.contracts.ledger_support import (
     CHECKER,
     DOC_CHECKER,
@@ -69,6 +70,9 @@ ACTIVE_IDS = {
     "p9-ledger-scenarios",
     "p9-scoped-read-only",
     "p9-take-grad",
+    # The cutover complete in the base, P6's zero-copy reinterpretation row was promoted in
+    # place (its rank-policy row still names a type-check file that does not exist).
+    "p6-reinterpret",
 }
 
 
@@ -113,11 +117,17 @@ def test_lifecycle_state_is_the_contractual_one(production: dict[str, Any]) -> N
     by_unit = {u: [r for r in rows if r["unit"] == u] for u in units}
     assert all(by_unit.values()), "every unit owns at least one obligation"
     # P0, P1, P2, P4 and P5 have every row active, and so has the cutover cohort (P3 + P9,
-    # activated together); everything after it is still wholly deferred.
-    for unit in ("P0", "P1", "P2", "P3", "P4", "P5", "P9"):
+    # activated together); P6, the one unit after it, has one row active; everything after
+    # P6 is still wholly deferred.
+    done = ("P0", "P1", "P2", "P3", "P4", "P5", "P9")
+    for unit in done:
         assert all(r["state"]["kind"] == "active" for r in by_unit[unit]), unit
+    assert {r["id"]: r["state"]["kind"] for r in by_unit["P6"]} == {
+        "p6-reinterpret": "active",
+        "p6-reinterpret-rank-policy": "deferred",
+    }
     for unit in units:
-        if unit not in ("P0", "P1", "P2", "P3", "P4", "P5", "P9"):
+        if unit not in (*done, "P6"):
             assert all(r["state"]["kind"] == "deferred" for r in by_unit[unit]), unit
     assert production["registry"]["cohorts"][0]["members"] == ["P3", "P9"]
     assert [g["id"] for g in production["registry"]["gates"]] == [f"G{i}" for i in range(1, 8)]
@@ -181,15 +191,25 @@ def _check(candidate: Path, receipt: Path) -> Outcome:
 def test_runner_receipt_over_the_production_manifest_validates(
     candidate: Path, production: dict[str, Any], tmp_path: Path
 ) -> None:
-    standin = make_standin(tmp_path)
-    receipt = tmp_path / "receipt.json"
-    outcome = _run(candidate, receipt, _env(standin, candidate, mode="exec"), standin)
-    assert_clean(outcome)
-    data = json.loads(receipt.read_text("utf-8"))
+    """The runner starts every active argv once; the script checks run for real, and every
+    ``python3 -m pytest TARGET`` gets the status pytest gives for that target alone, read
+    from one pytest run over all the targets beforehand (the same tests, conftest and
+    options: ~20 process start-ups and the tests named twice -- a node id beside its file --
+    are what it saves).  An exit status that is not 0 reaches the receipt as before."""
     active = sorted(
         (r for r in production["obligations"] if r["state"]["kind"] == "active"),
         key=lambda r: r["id"],
     )
+    standin = make_standin(tmp_path)
+    env = _env(standin, candidate, mode="batch")
+    targets = [r["command"]["argv"][3] for r in active if r["command"]["kind"] == "pytest"]
+    batch = run_batch(candidate, targets, tmp_path / "batch.json", env)
+    env["LEDGER_STANDIN_BATCH"] = str(tmp_path / "batch.json")
+    receipt = tmp_path / "receipt.json"
+    outcome = _run(candidate, receipt, env, standin)
+    assert outcome.rc == 0, f"{outcome.envelope}\n{batch.stdout[-4000:]}"
+    assert_clean(outcome)
+    data = json.loads(receipt.read_text("utf-8"))
     assert [e["obligation_id"] for e in data["executions"]] == [r["id"] for r in active]
     # The canonical argv of every active command ran exactly once (rows sharing one typed
     # command share its execution), and no deferred argv ran.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +19,10 @@ from typing import Any
 
 import pytest
 
+from tests.contracts.ledger_batch import batch_status, run_batch
 from tests.contracts.ledger_support import (
     MANIFEST_REL,
+    REPO_ROOT,
     RUNNER,
     Outcome,
     Repo,
@@ -264,3 +267,73 @@ def test_other_argv0_is_looked_up_on_path(make_repo: Callable[..., Repo]) -> Non
     assert runner.resolve_argv(["python3", "-m", "pytest"]) == [sys.executable, "-m", "pytest"]
     assert runner.resolve_argv(["cargo", "test"]) == ["cargo", "test"]
     assert runner.resolve_argv(["python3.11", "x.py"]) == ["python3.11", "x.py"]
+
+
+# ------------------------------------------------------------------------------------------
+# The stand-in's mode "batch" answers as pytest itself would
+
+_BATCH_FILES = {
+    "tests/test_good.py": "import pytest\n\n\ndef test_a() -> None:\n    pass\n\n\n"
+    "@pytest.mark.parametrize('k', [1, 2])\ndef test_p(k: int) -> None:\n    assert k\n\n\n"
+    "@pytest.mark.skip(reason='skipped')\ndef test_s() -> None:\n    pass\n",
+    "tests/test_bad.py": "def test_ok() -> None:\n    pass\n\n\n"
+    "def test_no() -> None:\n    assert False\n",
+    "tests/test_teardown.py": "import pytest\n\n\n@pytest.fixture\ndef broken():\n    yield\n"
+    "    raise RuntimeError('teardown')\n\n\ndef test_t(broken: None) -> None:\n    pass\n",
+    "tests/test_broken.py": "import not_a_module_anywhere\n",
+    "tests/test_empty.py": "X = 1\n",
+    "tests/sub/test_deep.py": "def test_d() -> None:\n    pass\n",
+    "tests/sub/test_deep_bad.py": "def test_d() -> None:\n    assert False\n",
+}
+
+_BATCH_TARGETS = [
+    "tests/test_good.py",
+    "tests/test_good.py::test_a",
+    "tests/test_good.py::test_p",
+    "tests/test_good.py::test_p[2]",
+    "tests/test_good.py::test_s",
+    "tests/test_good.py::test_never_written",
+    "tests/test_good.py::test_p[3]",
+    "tests/test_bad.py",
+    "tests/test_bad.py::test_ok",
+    "tests/test_bad.py::test_no",
+    "tests/test_teardown.py",
+    "tests/test_broken.py",
+    "tests/test_empty.py",
+    "tests/sub",
+    "tests/sub/test_deep.py",
+]
+
+
+def test_batch_mode_gives_every_target_the_status_pytest_gives_it_alone(
+    tmp_path: Path,
+) -> None:
+    """What lets the production receipt test run its pytest commands as one run: for a
+    passing, a failing (in the call and in teardown), a skipped, an uncollectable, an empty
+    and a nonexistent target, a parametrized case and a directory, the status read from one
+    batch run equals the exit status of ``python -m pytest TARGET`` run by itself."""
+    root = tmp_path / "batch"
+    for rel, text in _BATCH_FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # plain pytest for this plain tree (hypothesis, xdist, ... would cost ~1 s a run)
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    out = tmp_path / "batch.json"
+    run_batch(root, _BATCH_TARGETS, out, env)
+    record = json.loads(out.read_text("utf-8"))
+    alone = {
+        t: subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", t],
+            cwd=root, env=env, capture_output=True, check=False,
+        ).returncode
+        for t in _BATCH_TARGETS
+    }
+    assert {t: batch_status(record, t) for t in _BATCH_TARGETS} == alone
+    assert set(alone.values()) == {0, 1, 2, 4, 5}
+    # A batch that never reached its tests gives its own status to every target.
+    assert batch_status({**record, "status": 3}, "tests/test_good.py") == 3

@@ -18,9 +18,22 @@ import numpy as np
 import pytest
 
 import tenferro_storage as ts
+from tenferro_storage import _access
 from tenferro_storage.errors import BorrowError, ExpiredBorrowError, UseAfterMoveError
 
 pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
+
+
+def test_a_marked_module_runs_each_test_once_in_debug_mode_and_once_in_the_default_mode(
+    borrow_mode: str, request: pytest.FixtureRequest
+) -> None:
+    """The marker's promise, checked where it is used: this test (as every test of a
+    marked module) is collected twice, and each run prepares accesses in its own mode --
+    the default one with borrow debug mode off, as users get it."""
+    assert _access._debug_borrows() is (borrow_mode == "debug")
+    runs = [i for i in request.session.items if i.name.startswith(request.node.originalname)]
+    modes = sorted(i.callspec.params["borrow_mode"] for i in runs)  # type: ignore[attr-defined]
+    assert modes == ["debug", "default"]
 
 
 @attrs.define
