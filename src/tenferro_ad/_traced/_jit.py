@@ -147,7 +147,9 @@ class Jitted:
         self.reuse = reuse
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
-        self._fast: dict[Any, FastPlan | None] = {}  # XLA calls over whole owners
+        # XLA calls over whole owners: per (structure, signature, static) its plan, and per
+        # (structure, static) the latest of them (tried first: no signature hashing)
+        self._fast: dict[Any, FastPlan | None] = {}
         self._sharded: dict[Any, ShardedJitted] = {}  # over ShardedTensor arguments' mesh
         functools.update_wrapper(self, f)
 
@@ -274,14 +276,21 @@ class Jitted:
             f, args, kwargs, static = self._split_static(args, kwargs)
         if self._xla and not kwargs:  # the steady state of a training loop: owners in
             leaves, tree = tree_flatten(args)
+            fast = self._fast
+            plan = fast.get((tree, static))  # the structure's latest plan: its prepared
+            if plan is not None:  # call checks the owners and their signature in one pass
+                outs = fast_call(plan, leaves)
+                if outs is not None:
+                    return tree_unflatten(plan.out_tree, outs)
             sig = owner_signature(leaves)
             if sig is not None:
                 key = (tree, sig, static)
-                plan = self._fast.get(key, UNPLANNED)
+                plan = fast.get(key, UNPLANNED)
                 if plan is UNPLANNED:
-                    plan = self._fast[key] = plan_fast(
-                        self.engine, self._entry(leaves, tree, -1, f, static))
+                    plan = fast[key] = plan_fast(
+                        self.engine, self._entry(leaves, tree, -1, f, static), sig)
                 if plan is not None:
+                    fast[(tree, static)] = plan
                     outs = fast_call(plan, leaves)
                     if outs is not None:
                         return tree_unflatten(plan.out_tree, outs)

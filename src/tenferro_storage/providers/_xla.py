@@ -59,7 +59,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from .. import _descriptor
-from .._dtypes import _BY_NUMPY, from_numpy_dtype
+from .._dtypes import _BY_NUMPY, DType, from_numpy_dtype
 from .._ledger import LEDGER, AllocationReason, CopyReason, attributed_to
 from .._root import (
     ALIGNMENT,
@@ -431,14 +431,17 @@ class XlaProvider(ExecutionProvider):
             raise interrupt
         return ExecutionHandle._make(engine, cell)
 
-    def prepare_scoped(self, program: object) -> ScopedCall | None:
-        """A :class:`ScopedCall` of ``program`` over whole owners: the checks that depend
-        only on the program done once (``None``: not this engine's program, or it
-        donates -- use ``runtime.execute_scoped_read_only``). O(1)."""
+    def prepare_scoped(
+        self, program: object, signature: Sequence[tuple[tuple[int, ...], DType]]
+    ) -> ScopedCall | None:
+        """A :class:`ScopedCall` of ``program`` over whole owners of ``signature`` (each
+        input's shape and dtype): the checks that depend only on the program done once
+        (``None``: not this engine's program, or it donates -- use
+        ``runtime.execute_scoped_read_only``). O(inputs)."""
         if not self.accepts(program):
             return None
         assert isinstance(program, ExecutableProgram)
-        return None if program.donated else ScopedCall(self, program)
+        return None if program.donated else ScopedCall(self, program, signature)
 
     def _hand_back(self, work: _Work, inputs: ExecutionInputs) -> None:
         """Nothing was enqueued (an interrupt during input preparation or at the enqueue):
