@@ -51,6 +51,7 @@ class CheckedDescriptor:
         "_array",
         "_flat",
         "_flat_readonly",
+        "_imported",
         "_injective",
         "_readonly",
         "_zero_copy",
@@ -83,6 +84,7 @@ class CheckedDescriptor:
     _flat_readonly: np.ndarray[Any, Any]  # lazily set by flat()
     _readonly: np.ndarray[Any, Any] | None
     _zero_copy: bool  # lazily set by importable_in_place()
+    _imported: tuple[Any, Any]  # lazily set by a runtime's in-place import: (importer, handle)
     _injective: WriteInjectivityProof | bool | None
 
     # -- byte envelope (for disjointness) ------------------------------------------

@@ -235,6 +235,21 @@ class XlaProvider(ExecutionProvider):
         finally:
             view.release()
 
+    def _alias(self, d: Any, operation: str) -> Any:
+        """An XLA buffer over the aligned contiguous host bytes of descriptor ``d``, made
+        once and cached on ``d`` by the prepared call: XLA reads the bytes in place at
+        each execution (what passing the numpy array does, without re-importing it per
+        call), never writes them, and the alias keeps nothing alive beyond ``d``.
+        ``None`` when XLA copied instead (the copy is recorded as the ``TRANSFER`` it is
+        and discarded; later calls import the array per call). O(1) or O(size)."""
+        arr = d.array()
+        handle = self._put(arr)
+        if handle.unsafe_buffer_pointer() == arr.ctypes.data or arr.size == 0:
+            return handle
+        LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, f"{operation} host -> "
+                    f"{self.domain.name} (XLA copied an aligned input)")
+        return None
+
     def _put(self, arr: np.ndarray[Any, Any]) -> Any:
         with self._jax.enable_x64(True):
             return self._jax.device_put(arr, self.device)

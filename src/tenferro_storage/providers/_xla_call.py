@@ -107,7 +107,7 @@ class ScopedCall:
         counters = provider.counters
         counters.submissions += 1
         provider.context.count(enqueues=1, dispatches=1)
-        zero_copy = 0 if provider.verify_zero_copy else -1  # -1: no in-place shortcut
+        zero_copy = -1 if provider.verify_zero_copy else 0  # -1: no in-place shortcut
         lent = 0
         scratch = 0
         try:
@@ -123,9 +123,14 @@ class ScopedCall:
                     named[holder] = named.get(holder, 0) + 1
                 lent += 1
                 if zero_copy >= 0 and type(d.buffer) is np.ndarray and d.importable_in_place():
-                    # host bytes XLA imports in place: _import_desc's common case, inlined
+                    # host bytes XLA imports in place: _import_desc's common case, inlined,
+                    # through the layout's cached in-place import (made on its first call)
                     zero_copy += 1
-                    handles.append(d._array)
+                    try:
+                        importer, h = d._imported
+                    except AttributeError:
+                        importer, h = d._imported = (provider, provider._alias(d, op))
+                    handles.append(h if importer is provider and h is not None else d._array)
                 else:
                     handles.append(provider._import_desc(d, op))
             if zero_copy > 0:
