@@ -203,7 +203,7 @@ def _give_back(held: list[_Held], staged: bool) -> None:
         for lender in reversed(lenders):
             if type(lender) is Tensor:  # Lender._unlend_named inlined for an owner
                 lender._shared -= 1
-                named = lender._named
+                named: Any = lender._named  # set: this scope's borrow named it
                 k = named.get(_OP, 0) - 1
                 if k > 0:
                     named[_OP] = k

@@ -110,8 +110,9 @@ class ScopedCall:
         zero_copy = -1 if provider.verify_zero_copy else 0  # -1: no in-place shortcut
         lent = 0
         scratch = 0
+        handles: list[Any] = []
         try:
-            handles: list[Any] | None = []
+            put = handles.append
             for x, d in zip(owners, descs, strict=True):
                 x._shared += 1  # Lender._lend_named, inlined (one borrow per input)
                 x._who = holder
@@ -130,20 +131,20 @@ class ScopedCall:
                         importer, h = d._imported
                     except AttributeError:
                         importer, h = d._imported = (provider, provider._alias(d, op))
-                    handles.append(h if importer is provider and h is not None else d._array)
+                    put(h if importer is provider and h is not None else d._array)
                 else:
-                    handles.append(provider._import_desc(d, op))
+                    put(provider._import_desc(d, op))
             if zero_copy > 0:
                 counters.imports_zero_copy += zero_copy
             if self._scratch:
                 scratch = LEDGER.allocate(_OUTPUT, self._scratch, self._scratch_label)
-            results = call_x64(provider._jax, self._exe, *handles)  # type: ignore[misc]
+            results = call_x64(provider._jax, self._exe, *handles)
             counters.executions += 1
             provider._jax.block_until_ready(results)
         except Exception as exc:
             return execution_error(ExecutionErrorKind.KERNEL_FAILED, op, exc)
         finally:  # also on an interrupt, which propagates: no borrow or scratch outlives it
-            handles = None  # the zero-copy imports end here
+            handles.clear()  # the zero-copy imports of this call end here
             if scratch:
                 LEDGER.release(_OUTPUT, self._scratch, scratch)
             for i in range(lent):  # Lender._unlend_named, inlined
@@ -159,8 +160,9 @@ class ScopedCall:
         return self._own(results)
 
     def _own(self, results: Sequence[Any]) -> list[Tensor[Any, Any]]:
-        """One owner per result buffer: one allocation event each (one batched ledger
-        call), its whole-buffer descriptor from the per-result template. O(results)."""
+        """One owner per result buffer: one allocation event each (``adopt_external_many``:
+        one pass, the domain's lock taken once), its whole-buffer descriptor built from the
+        per-result template read at the first call. O(results)."""
         types = self._results
         if types is None:
             types = self._results = []
