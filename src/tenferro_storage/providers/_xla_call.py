@@ -106,7 +106,10 @@ class ScopedCall:
         op = self._op
         counters = provider.counters
         counters.submissions += 1
-        provider.context.count(enqueues=1, dispatches=1)
+        context = provider.context
+        with context.lock:  # ProviderContext.count(enqueues=1, dispatches=1), inlined
+            context.counters.enqueues += 1
+            context.counters.dispatches += 1
         zero_copy = -1 if provider.verify_zero_copy else 0  # -1: no in-place shortcut
         lent = 0
         scratch = 0
