@@ -48,6 +48,7 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
+from tenferro_storage import Tensor
 from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import shown
@@ -248,7 +249,7 @@ class Jitted:
         (default ``self.f``) is the function of the traced arguments, ``static`` the static
         values' key (part of the cache key)."""
         f = self.f if f is None else f
-        avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
+        avals = _avals(leaves)
         key = (tree, tuple((s, d.str) for s, d in avals), nargs, static)
         hit = self._cache.get(key)
         if hit is not None:
@@ -325,6 +326,20 @@ class Jitted:
             outs = run_detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
 
+
+
+def _avals(leaves: Sequence[Any]) -> list[tuple[tuple[int, ...], np.dtype[Any]]]:
+    """Each argument leaf's ``(shape, numpy dtype)``: a readable owner's straight from its
+    descriptor (the common leaf of a training step), any other leaf through ``aval_of``,
+    which also names a bad leaf. O(leaves)."""
+    out = []
+    for i, x in enumerate(leaves):
+        if type(x) is Tensor and x._moved_by is None and x._exclusive is None:
+            d = x._desc
+            out.append((d.shape, d.dtype.numpy))
+        else:
+            out.append(aval_of(x, f"jit: argument leaf {i}"))
+    return out
 
 
 def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:
