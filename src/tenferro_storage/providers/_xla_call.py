@@ -126,13 +126,20 @@ class ScopedCall:
                 else:
                     named[holder] = named.get(holder, 0) + 1
                 lent += 1
-                if zero_copy >= 0 and type(d.buffer) is np.ndarray and d.importable_in_place():
-                    # host bytes XLA imports in place: _import_desc's common case, inlined,
-                    # through the layout's cached in-place import (made on its first call)
+                # host bytes XLA imports in place (_import_desc's common case, inlined):
+                # through the layout's in-place import, made on its first call and cached
+                try:
+                    importer, h = d._imported
+                except AttributeError:
+                    importer = h = None
+                if zero_copy < 0:
+                    put(provider._import_desc(d, op))
+                elif importer is provider and h is not None:
                     zero_copy += 1
-                    try:
-                        importer, h = d._imported
-                    except AttributeError:
+                    put(h)
+                elif type(d.buffer) is np.ndarray and d.importable_in_place():
+                    zero_copy += 1
+                    if importer is None:
                         importer, h = d._imported = (provider, provider._alias(d, op))
                     put(h if importer is provider and h is not None else d._array)
                 else:
