@@ -139,7 +139,17 @@ def _leaf(leaf: _Leaf, held: list[_Held]) -> np.ndarray[Any, Any]:
         d = leaf._d("borrow")
         lender = leaf._lender
     storage: Any = leaf._storage
-    lender._lend_named(_OP)  # the shared borrow, named (as kernel.borrow_named takes it)
+    if t is Tensor:  # the shared borrow, named: Lender._lend_named inlined for an owner
+        o._shared += 1
+        o._who = _OP
+        o._site = None
+        named = o._named
+        if named is None:
+            o._named = {_OP: 1}
+        else:
+            named[_OP] = named.get(_OP, 0) + 1
+    else:
+        lender._lend_named(_OP)  # (as kernel.borrow_named takes it)
     held.append(lender)
     try:
         # a live owner's storage is live: its root directly (a view's through the checks)
@@ -191,7 +201,16 @@ def _give_back(held: list[_Held], staged: bool) -> None:
     lenders: list[Any] = held
     if not staged:
         for lender in reversed(lenders):
-            lender._unlend_named(_OP)
+            if type(lender) is Tensor:  # Lender._unlend_named inlined for an owner
+                lender._shared -= 1
+                named: Any = lender._named  # set: this scope's borrow named it
+                k = named.get(_OP, 0) - 1
+                if k > 0:
+                    named[_OP] = k
+                else:
+                    named.pop(_OP, None)
+            else:
+                lender._unlend_named(_OP)
         return
     for p in lenders:  # prepared accesses
         lender = p._lender

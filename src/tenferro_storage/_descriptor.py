@@ -51,6 +51,7 @@ class CheckedDescriptor:
         "_array",
         "_flat",
         "_flat_readonly",
+        "_imported",
         "_injective",
         "_readonly",
         "_zero_copy",
@@ -83,6 +84,7 @@ class CheckedDescriptor:
     _flat_readonly: np.ndarray[Any, Any]  # lazily set by flat()
     _readonly: np.ndarray[Any, Any] | None
     _zero_copy: bool  # lazily set by importable_in_place()
+    _imported: tuple[Any, Any]  # lazily set by a runtime's in-place import: (importer, handle)
     _injective: WriteInjectivityProof | bool | None
 
     # -- byte envelope (for disjointness) ------------------------------------------
@@ -190,10 +192,19 @@ class CheckedDescriptor:
         ro = self._readonly
         if ro is None:
             buffer = self.buffer
-            offset, strides = self._geometry()
-            if type(buffer) is not np.ndarray:  # device memory: its host view, or refused
+            device = type(buffer) is not np.ndarray
+            if device:  # device memory: its host view, or refused
                 buffer = buffer.host_readonly()  # type: ignore[attr-defined]
                 assert isinstance(buffer, np.ndarray)
+                whole = _WHOLE_META.get(self.shape)
+                if (whole is not None and self.strides == whole[0] and self.start == 0
+                        and self.offset == 0 and buffer.shape == self.shape
+                        and buffer.dtype == self.dtype.numpy and buffer.flags.c_contiguous):
+                    # the whole buffer in C order (a fresh result's): its frozen view as is
+                    self._readonly = buffer
+                    return buffer
+            offset, strides = self._geometry()
+            if device:
                 if (offset == 0 and buffer.shape == self.shape and buffer.strides == strides
                         and buffer.dtype == self.dtype.numpy):
                     self._readonly = buffer  # the whole buffer: its frozen view as is

@@ -549,7 +549,14 @@ class ExternalRootResource(DeviceRootResource):
         domain: ExternalDomain = memory.domain  # type: ignore[assignment]
         with domain.lock:
             domain._live.pop(alloc_id, None)
-        LEDGER.release(self.reason, memory._nbytes, alloc_id)
+        led = LEDGER  # LEDGER.release, its common case (no capture active) inlined
+        if led.captures or led.watching:
+            led.release(self.reason, memory._nbytes, alloc_id)
+        else:
+            try:
+                del led.live[alloc_id]
+            except KeyError:  # not live: LEDGER.release records the double release
+                led.release(self.reason, memory._nbytes, alloc_id)
         domain.counters.releases += 1
         handle, memory._handle = memory._handle, None
         if handle is not None:
@@ -604,7 +611,7 @@ def adopt_external_many(
     led = LEDGER
     out: list[OwnedStorage] = []
     ids: list[tuple[int, int]] = []
-    make = OwnedStorage._make
+    new = OwnedStorage.__new__
     for handle, nbytes in zip(handles, sizes, strict=True):
         memory = ExternalMemory.__new__(ExternalMemory)
         memory._handle = handle
@@ -624,7 +631,15 @@ def adopt_external_many(
             led.live[alloc_id] = nbytes
         _BUFFERS[id(memory)] = alloc_id
         ids.append((alloc_id, nbytes))
-        out.append(make(root, 0, nbytes))  # type: ignore[arg-type]
+        claim = new(OwnedStorage)  # OwnedStorage._make(root, 0, nbytes), inlined
+        claim._moved_by = None
+        claim._shared = 0
+        claim._exclusive = None
+        claim._named = None
+        claim._root = root
+        claim.start = 0
+        claim.stop = nbytes
+        out.append(claim)
     with domain.lock:
         domain._live.update(ids)
     domain.counters.allocations += len(out)

@@ -195,6 +195,42 @@ def test_a_call_over_owners_records_what_the_general_path_records(xla_engine: An
     assert fast == general and f._fast  # the owners' call was planned
 
 
+def test_one_structure_called_with_owners_of_several_signatures_runs_each_its_own_program(
+    xla_engine: Any,
+) -> None:
+    """The structure's latest prepared call declines owners of another shape or dtype
+    (its one input pass checks them), so the call compiles or reuses that signature's
+    program instead of feeding the wrong executable."""
+    f = ad.jit(lambda a, b: ad.sum(ad.sin(a) * b), engine=xla_engine)
+    for n, dt in [(4, np.float64), (3, np.float64), (4, np.float32), (4, np.float64),
+                  (3, np.float64), (4, np.float32)]:
+        xs = np.linspace(0.1, 1.0, n).astype(dt)
+        got = f(ts.from_numpy(xs), ts.from_numpy(xs * 2))
+        assert got.dtype.numpy == dt
+        np.testing.assert_allclose(got.item(), np.sum(np.sin(xs) * xs * 2), rtol=1e-6)
+    assert f.cache_info().misses == 3 and f.cache_info().size == 3
+
+
+def test_an_owner_written_in_place_between_calls_is_read_anew_without_a_copy(
+    xla_engine: Any,
+) -> None:
+    """The prepared call imports an owner's aligned host bytes in place once per layout
+    and XLA reads them at each execution: a write between calls is seen, nothing is
+    copied, and each call counts its zero-copy import."""
+    f = ad.jit(lambda a: a * 2.0, engine=xla_engine)
+    x = ts.from_numpy(np.ones((4, 4)))
+    f(x)
+    provider = _provider(xla_engine)
+    for k in range(3):
+        with x.prepare_host_mut() as p:
+            p.as_array()[...] = np.arange(16.0).reshape(4, 4) + k
+        before = provider.counters.imports_zero_copy
+        with ledger.capture() as rec, ledger.forbid_copies():
+            y = f(x)
+        assert rec.copies == {} and provider.counters.imports_zero_copy == before + 1
+        np.testing.assert_array_equal(y.to_numpy(), 2 * (np.arange(16.0).reshape(4, 4) + k))
+
+
 def test_a_call_over_an_exclusively_borrowed_or_consumed_owner_raises_as_before(
     xla_engine: Any,
 ) -> None:

@@ -48,6 +48,7 @@ from typing import Any, overload
 import attrs
 import numpy as np
 
+from tenferro_storage import Tensor
 from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import tree_flatten, tree_unflatten
 from tenferro_storage.errors import shown
@@ -147,7 +148,9 @@ class Jitted:
         self.reuse = reuse
         self.donate_argnums = donate_argnums
         self._cache: dict[Any, Compiled] = {}
-        self._fast: dict[Any, FastPlan | None] = {}  # XLA calls over whole owners
+        # XLA calls over whole owners: per (structure, signature, static) its plan, and per
+        # (structure, static) the latest of them (tried first: no signature hashing)
+        self._fast: dict[Any, FastPlan | None] = {}
         self._sharded: dict[Any, ShardedJitted] = {}  # over ShardedTensor arguments' mesh
         functools.update_wrapper(self, f)
 
@@ -246,7 +249,7 @@ class Jitted:
         (default ``self.f``) is the function of the traced arguments, ``static`` the static
         values' key (part of the cache key)."""
         f = self.f if f is None else f
-        avals = [aval_of(x, f"jit: argument leaf {i}") for i, x in enumerate(leaves)]
+        avals = _avals(leaves)
         key = (tree, tuple((s, d.str) for s, d in avals), nargs, static)
         hit = self._cache.get(key)
         if hit is not None:
@@ -274,14 +277,21 @@ class Jitted:
             f, args, kwargs, static = self._split_static(args, kwargs)
         if self._xla and not kwargs:  # the steady state of a training loop: owners in
             leaves, tree = tree_flatten(args)
+            fast = self._fast
+            plan = fast.get((tree, static))  # the structure's latest plan: its prepared
+            if plan is not None:  # call checks the owners and their signature in one pass
+                outs = fast_call(plan, leaves)
+                if outs is not None:
+                    return tree_unflatten(plan.out_tree, outs)
             sig = owner_signature(leaves)
             if sig is not None:
                 key = (tree, sig, static)
-                plan = self._fast.get(key, UNPLANNED)
+                plan = fast.get(key, UNPLANNED)
                 if plan is UNPLANNED:
-                    plan = self._fast[key] = plan_fast(
-                        self.engine, self._entry(leaves, tree, -1, f, static))
+                    plan = fast[key] = plan_fast(
+                        self.engine, self._entry(leaves, tree, -1, f, static), sig)
                 if plan is not None:
+                    fast[(tree, static)] = plan
                     outs = fast_call(plan, leaves)
                     if outs is not None:
                         return tree_unflatten(plan.out_tree, outs)
@@ -316,6 +326,20 @@ class Jitted:
             outs = run_detached(engine, entry, leaves)
         return tree_unflatten(entry.graph.out_tree, outs)
 
+
+
+def _avals(leaves: Sequence[Any]) -> list[tuple[tuple[int, ...], np.dtype[Any]]]:
+    """Each argument leaf's ``(shape, numpy dtype)``: a readable owner's straight from its
+    descriptor (the common leaf of a training step), any other leaf through ``aval_of``,
+    which also names a bad leaf. O(leaves)."""
+    out = []
+    for i, x in enumerate(leaves):
+        if type(x) is Tensor and x._moved_by is None and x._exclusive is None:
+            d = x._desc
+            out.append((d.shape, d.dtype.numpy))
+        else:
+            out.append(aval_of(x, f"jit: argument leaf {i}"))
+    return out
 
 
 def _donated_leaves(tree: TreeDef, argnums: tuple[int, ...], nargs: int = -1) -> tuple[int, ...]:

@@ -38,13 +38,16 @@ class Compiled:
 @attrs.frozen(eq=False)
 class FastPlan:
     """What a signature's XLA call over whole owners needs beyond its inputs: the prepared
-    call (checks done once), each output's result index and whether it repeats an
-    earlier output (a recorded ``EXPLICIT_DUPLICATE``), and the output structure."""
+    call (checks done once; it declines owners of another signature), each output's
+    result index and whether it repeats an earlier output (a recorded
+    ``EXPLICIT_DUPLICATE``), whether the outputs are the results as they come (then no
+    per-output work), and the output structure."""
 
     call: Any  # tenferro_storage.providers.ScopedCall
     outputs: tuple[tuple[int, bool], ...]
     out_tree: TreeDef
     engine: rt.EngineId
+    direct: bool
 
 
 UNPLANNED: Any = object()
@@ -62,13 +65,14 @@ def owner_signature(leaves: Sequence[Any]) -> tuple[Any, ...] | None:
     return tuple(sig)
 
 
-def plan_fast(engine: rt.EngineId, entry: Compiled) -> FastPlan | None:
-    """The fast plan of an XLA program whose outputs are all its own results (an input
-    returned as is takes the general path). O(outputs), once per signature."""
+def plan_fast(engine: rt.EngineId, entry: Compiled, sig: tuple[Any, ...]) -> FastPlan | None:
+    """The fast plan of an XLA program over owners of signature ``sig`` whose outputs are
+    all its own results (an input returned as is takes the general path). O(outputs),
+    once per signature."""
     program = entry.program
     if not isinstance(program, rt.ExecutableProgram):
         return None
-    call = lookup(engine).prepare_scoped(program)  # type: ignore[union-attr]
+    call = lookup(engine).prepare_scoped(program, sig)  # type: ignore[union-attr]
     if call is None or rt.OutputKind.IDENTITY in program.output_kinds:
         return None
     n = program.n_inputs
@@ -76,18 +80,19 @@ def plan_fast(engine: rt.EngineId, entry: Compiled) -> FastPlan | None:
         (o.value - n, o.kind is rt.OutputKind.REPEATED) for o in program.outputs
         if o.value is not None
     )
-    return FastPlan(call, outputs, entry.graph.out_tree, engine)
+    direct = outputs == tuple((k, False) for k in range(program.n_results))
+    return FastPlan(call, outputs, entry.graph.out_tree, engine, direct)
 
 
 def fast_call(plan: FastPlan, leaves: Sequence[Any]) -> list[Any] | None:
     """Run a planned call: fresh result owners in output order (a repeated output is a
-    recorded copy, as on the general path); ``None``: take the general path. O(leaves +
-    outputs) plus the execution."""
+    recorded copy, as on the general path); ``None``: take the general path (or another
+    signature's plan). O(leaves + outputs) plus the execution."""
     results = plan.call(leaves)
     if results is None or type(results) is list:
-        return None if results is None else [
-            results[k].duplicate() if again else results[k] for k, again in plan.outputs
-        ]
+        if results is None or plan.direct:
+            return results
+        return [results[k].duplicate() if again else results[k] for k, again in plan.outputs]
     raise ExecutionFailed(f"jit: the program failed on {plan.engine}: {results}", results)
 
 

@@ -59,7 +59,7 @@ from typing import Any, ClassVar, Final
 import numpy as np
 
 from .. import _descriptor
-from .._dtypes import _BY_NUMPY, from_numpy_dtype
+from .._dtypes import _BY_NUMPY, DType, from_numpy_dtype
 from .._ledger import LEDGER, AllocationReason, CopyReason, attributed_to
 from .._root import (
     ALIGNMENT,
@@ -266,6 +266,21 @@ class XlaProvider(ExecutionProvider):
             return t
         finally:
             view.release()
+
+    def _alias(self, d: Any, operation: str) -> Any:
+        """An XLA buffer over the aligned contiguous host bytes of descriptor ``d``, made
+        once and cached on ``d`` by the prepared call: XLA reads the bytes in place at
+        each execution (what passing the numpy array does, without re-importing it per
+        call), never writes them, and the alias keeps nothing alive beyond ``d``.
+        ``None`` when XLA copied instead (the copy is recorded as the ``TRANSFER`` it is
+        and discarded; later calls import the array per call). O(1) or O(size)."""
+        arr = d.array()
+        handle = self._put(arr)
+        if handle.unsafe_buffer_pointer() == arr.ctypes.data or arr.size == 0:
+            return handle
+        LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, f"{operation} host -> "
+                    f"{self.domain.name} (XLA copied an aligned input)")
+        return None
 
     def _put(self, arr: np.ndarray[Any, Any]) -> Any:
         with self._jax.enable_x64(True):
@@ -486,18 +501,21 @@ class XlaProvider(ExecutionProvider):
             raise interrupt
         return ExecutionHandle._make(engine, cell)
 
-    def prepare_scoped(self, program: object) -> ScopedCall | None:
-        """A :class:`ScopedCall` of ``program`` over whole owners: the checks that depend
-        only on the program done once (``None``: not this engine's program, or it
-        donates -- use ``runtime.execute_scoped_read_only``). O(1).
+    def prepare_scoped(
+        self, program: object, signature: Sequence[tuple[tuple[int, ...], DType]]
+    ) -> ScopedCall | None:
+        """A :class:`ScopedCall` of ``program`` over whole owners of ``signature`` (each
+        input's shape and dtype): the checks that depend only on the program done once
+        (``None``: not this engine's program, or it donates -- use
+        ``runtime.execute_scoped_read_only``).
 
         Cost: allocates the :class:`ScopedCall` record (formats its labels once); no copy; no
-        sync; no dispatch (nothing runs until it is called); O(1).
+        sync; no dispatch (nothing runs until it is called); O(inputs).
         Raises: nothing."""
         if not self.accepts(program):
             return None
         assert isinstance(program, ExecutableProgram)
-        return None if program.donated else ScopedCall(self, program)
+        return None if program.donated else ScopedCall(self, program, signature)
 
     def execute_scoped(
         self, engine: EngineId, program: Any, inputs: ScopedReadInputs
