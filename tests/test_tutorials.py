@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import multiprocessing  # noqa: F401  (see below)
 import re
 import runpy
 from pathlib import Path
 
 import pytest
 
+# The first import of ``multiprocessing`` aliases ``sys.modules["__mp_main__"]`` to the
+# ``__main__`` of that moment for good; were that a tutorial run by ``runpy`` (quimb's stack
+# imports it), the tutorial's globals -- its tenferro values -- would stay alive after the
+# test.  Importing it here first keeps the alias on the test process's own ``__main__``.
 TUTORIALS = sorted((Path(__file__).resolve().parent.parent / "tutorials").glob("*.py"))
 
 

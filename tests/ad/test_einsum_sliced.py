@@ -146,3 +146,56 @@ def test_sliced_matches_numpy_property(seed: int, limit: int | None) -> None:
     tt.assert_allclose(r, np.einsum(eq, *arrs), rtol=1e-10, atol=1e-12)
     plan = S.sliced_plan(eq, tuple(a.shape for a in arrs), False, "auto", limit, 8)
     assert not set(plan.labels) & set("xad")
+
+
+@st.composite
+def _networks(draw: Any) -> tuple[str, tuple[tuple[int, ...], ...], frozenset[str]]:
+    """A random einsum (repeated labels, private sums, outer labels) and contracted labels
+    to slice."""
+    labels = "abcdefg"
+    size = {c: draw(st.integers(1, 3)) for c in labels}
+    n = draw(st.integers(1, 5))
+    terms = [draw(st.text(alphabet=labels, min_size=0, max_size=4)) for _ in range(n)]
+    used = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(used))[: draw(st.integers(0, len(used)))])
+    contracted = sorted(set(used) - set(output))
+    sliced = frozenset(c for c in contracted if draw(st.booleans()))
+    eq = ",".join(terms) + "->" + output
+    return eq, tuple(tuple(size[c] for c in t) for t in terms), sliced
+
+
+@settings(max_examples=60, deadline=None)
+@given(_networks())
+@example(("ab,bc,cd,da->", ((3, 2), (2, 3), (3, 2), (2, 3)), frozenset("b")))
+@example(("aab,bc->c", ((2, 2, 3), (3, 2)), frozenset()))
+def test_step_sizes_match_the_plan(net: tuple[str, Any, frozenset[str]]) -> None:
+    """The slicing estimate's step sizes, derived from label counts, are the sizes of the
+    steps the plan of the sliced contraction makes (same order)."""
+    eq, shapes, sliced = net
+    inputs, output, sizes = S.E.parse_subscripts(eq, shapes, "einsum", False)
+    path = S.E.plan(eq, shapes, "einsum", False, "greedy").path
+    sub, sshapes = S._without(inputs, output, sizes, sliced)
+    p = S.E.plan(sub, sshapes, "einsum", False, path)
+    want = [
+        int(np.prod(s.shape)) if isinstance(s, S.E.UnaryStep)
+        else int(np.prod([p.sizes[c] for c in s.subscripts.split("->")[1]]))
+        for s in p.steps
+    ]
+    assert S._step_sizes(inputs, output, sizes, sliced, path) == want
+
+
+def test_a_bound_below_the_floor_is_refused_without_a_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bound below the every-label-sliced estimate is refused after two estimates (the
+    plan's and the floor's), not after slicing label by label."""
+    calls = []
+    real = S._step_sizes
+    monkeypatch.setattr(S, "_step_sizes", lambda *a: calls.append(1) or real(*a))
+    eq = "ab,bc,cd,de,ef,fg,ga->"
+    with pytest.raises(EinsumError, match="'memory_limit'") as e:
+        S.sliced_plan(eq, ((4, 4),) * 7, False, "greedy", 10, 8)
+    assert len(calls) == 2
+    floor = int(str(e.value).split("estimated ")[1].split(" bytes")[0].replace(",", ""))
+    ok = S.sliced_plan(eq, ((4, 4),) * 7, False, "greedy", floor, 8)
+    assert ok.estimate == floor  # the floor itself is met

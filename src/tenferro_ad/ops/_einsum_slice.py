@@ -91,6 +91,54 @@ def _without(
     return ",".join(terms) + "->" + output, shapes
 
 
+def _step_sizes(
+    inputs: Sequence[str],
+    output: str,
+    sizes: dict[str, int],
+    sliced: frozenset[str],
+    path: tuple[tuple[int, ...], ...],
+) -> list[int]:
+    """The element count of every step :func:`~._einsum_path.plan` makes for the
+    contraction sliced over ``sliced`` along ``path``, in its order (its unary
+    preprocessing, its pairwise steps, a final permutation), derived from label counts
+    without building the plan: O(steps * rank) per call, no path search."""
+    work = ["".join(c for c in t if c not in sliced) for t in inputs]
+    outset = set(output)
+    held: dict[str, int] = {}  # label -> how many working terms hold it
+    for t in work:
+        for c in set(t):
+            held[c] = held.get(c, 0) + 1
+    steps: list[int] = []
+    for i, t in enumerate(work):  # 1. unary preprocessing (diagonals, private sums)
+        core = output if len(work) == 1 else "".join(
+            c for c in dict.fromkeys(t) if c in outset or held[c] > 1
+        )
+        if core != t:
+            steps.append(math.prod(sizes[c] for c in core))
+            for c in set(t) - set(core):
+                held[c] -= 1
+            work[i] = core
+    if len(work) > 1:  # 2. the pairwise path (opt_einsum's linear form)
+        for pair in path:
+            if len(pair) != 2:  # pragma: no cover - plan() skips these too
+                continue
+            i, j = sorted(pair)
+            ta, tb = work[i], work[j]
+            for c in (*set(ta), *set(tb)):
+                held[c] -= 1
+            work = [t for k, t in enumerate(work) if k not in (i, j)]
+            res = output if not work else "".join(
+                c for c in dict.fromkeys(ta + tb) if c in outset or held.get(c, 0) > 0
+            )
+            for c in set(res):
+                held[c] = held.get(c, 0) + 1
+            steps.append(math.prod(sizes[c] for c in res))
+            work.append(res)
+    if work[0] != output:  # 3. a final permutation
+        steps.append(math.prod(sizes[c] for c in output))
+    return steps
+
+
 def _estimate(
     inputs: Sequence[str],
     output: str,
@@ -99,19 +147,11 @@ def _estimate(
     path: tuple[tuple[int, ...], ...],
     itemsize: int,
 ) -> int:
-    """Estimated peak bytes (module docstring) of the contraction sliced over ``sliced``."""
-    sub, shapes = _without(inputs, output, sizes, sliced)
-    p = E.plan(sub, shapes, "einsum", False, path)
-    inter = 0
-    largest = 0
-    for s in p.steps:
-        if isinstance(s, E.UnaryStep):
-            n = math.prod(s.shape)
-        else:
-            res = s.subscripts.split("->")[1]
-            n = math.prod(p.sizes[c] for c in res)
-        inter += n
-        largest = max(largest, n)
+    """Estimated peak bytes (module docstring) of the contraction sliced over ``sliced``.
+    O(steps * rank) (:func:`_step_sizes`)."""
+    steps = _step_sizes(inputs, output, sizes, sliced, path)
+    inter = sum(steps)
+    largest = max(steps, default=0)
     operands = sum(math.prod(sizes[c] for c in t) for t in inputs)
     out = math.prod(sizes[c] for c in output)
     # one slice's intermediates (kept by its backward) + two cotangents in flight, the
@@ -155,7 +195,8 @@ def sliced_plan(
 
     Cached per (subscripts, shapes, optimize object, memory limit, itemsize): a repeated
     call is one dict lookup; the first call costs the path search (a cotengra optimizer's
-    ``search``, or opt_einsum's) plus O(labels^2 * steps) for the greedy slicing.  Raises
+    ``search``, or opt_einsum's) plus O(labels * sliced labels * steps * rank) for the
+    greedy slicing (each estimate is O(steps * rank): :func:`_step_sizes`).  Raises
     :class:`~._einsum_path.EinsumError` naming ``'memory_limit'`` when no slicing fits
     (with the smallest estimate reachable) and ``'optimize'`` for a tree that does not
     match the subscripts.
@@ -176,21 +217,22 @@ def sliced_plan(
             for pair in _path_of(",".join(inputs) + "->" + output, inputs, sizes, how)
         )
     est = _estimate(inputs, output, sizes, sliced, path, itemsize)
-    if memory_limit is not None:
-        while est > memory_limit:
-            cands = sorted(
-                c for c in sizes if c not in output and c not in sliced and sizes[c] > 1
+    if memory_limit is not None and est > memory_limit:
+        contracted = frozenset(c for c in sizes if c not in output and sizes[c] > 1)
+        # the estimate only falls as labels are sliced: every label sliced is the floor,
+        # so a bound below it is refused at once (not after slicing label by label)
+        floor = _estimate(inputs, output, sizes, sliced | contracted, path, itemsize)
+        if floor > memory_limit:
+            raise E.EinsumError(
+                f"einsum: argument 'memory_limit' {memory_limit:,} bytes is below what "
+                f"this contraction needs even sliced over every contracted label "
+                f"(estimated {floor:,} bytes: the output, the operands' gradients and one "
+                "slice's intermediates); raise the limit"
             )
-            if not cands:
-                raise E.EinsumError(
-                    f"einsum: argument 'memory_limit' {memory_limit:,} bytes is below what "
-                    f"this contraction needs even sliced over every contracted label "
-                    f"(estimated {est:,} bytes: the output, the operands' gradients and one "
-                    "slice's intermediates); raise the limit"
-                )
+        while est > memory_limit:
             scored = [
                 (_estimate(inputs, output, sizes, sliced | {c}, path, itemsize), -sizes[c], c)
-                for c in cands
+                for c in sorted(contracted - sliced)
             ]
             est, _, best = min(scored)
             sliced = sliced | {best}
