@@ -436,7 +436,7 @@ def _methods() -> dict[str, Any]:
             "variance", "var", "AxisError: an axis out of range.")),
         "std": _stat(sc.std, "std", stat_doc(
             "standard deviation", "std",
-            "ArgumentError: an axis out of range (not ``var``'s ``AxisError``).")),
+            "AxisError: an axis out of range.")),
         "cumsum": _scan(sc.cumsum, "cumsum", scan_doc("sum")),
         "cumprod": _scan(sc.cumprod, "cumprod", scan_doc("product")),
         "any": _plain(sc.any, "any", plain_doc(

@@ -14,7 +14,7 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
 from tenferro_ad._core._primitive import REGISTRY
-from tenferro_ad.errors import CheckpointError, NotUnique
+from tenferro_ad.errors import ArgumentTypeError, CheckpointError, NotUnique
 from tenferro_storage.ledger import AllocationReason, EventKind, capture
 
 OP = AllocationReason.OPERATION_OUTPUT
@@ -564,3 +564,19 @@ def test_a_nested_region_gives_back_its_saved_counts_so_its_output_can_be_moved_
         value = y.into_value()
     assert not rec.copies
     np.testing.assert_allclose(value.to_numpy(), 3 * np.sin(x0))
+
+
+def test_block_form_checks_the_policy_at_the_call_not_on_entering() -> None:
+    """``tape.checkpoint(policy=3)`` is refused by the call itself (no with-block needed),
+    naming the argument, like ``ad.checkpoint(f, policy=3)``."""
+    tape = ad.Tape()
+    with pytest.raises(ArgumentTypeError, match=r"Tape\.checkpoint: argument 'policy'"):
+        tape.checkpoint(policy=3)  # type: ignore[arg-type]
+    with tape:
+        x = tape.watch(np.ones(2))
+        with tape.checkpoint():
+            y = ad.sin(x)
+        loss = ad.sum(y)
+    g = tape.backward(loss, wrt=[x]).take_grad(x)
+    assert g is not None
+    np.testing.assert_allclose(ts.kernel.read_array(g), np.cos(np.ones(2)))

@@ -11,7 +11,9 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
-from tenferro_ad._core._primitive import REGISTRY
+from tenferro_ad._core._primitive import REGISTRY, Primitive
+from tenferro_ad.errors import ArgumentTypeError, IndexOutOfBoundsError
+from tenferro_storage.errors import TenferroError
 
 
 @pytest.fixture
@@ -68,3 +70,38 @@ def test_a_correct_rule_passes_the_check(sin_with: Callable[[Any, str], Any]) ->
     good = sin_with(lambda ops, g, x: ops.mul(g, ops.cos(x)), "test_good_rule")
     g = ad.grad(lambda v: ad.sum(extend.bind(good, v)))(ts.from_numpy(np.ones(3)))
     np.testing.assert_allclose(g.to_numpy(), np.cos(np.ones(3)))
+
+
+def _refusal(f: Callable[[], object]) -> BaseException:
+    with pytest.raises(TenferroError) as info:
+        f()
+    return info.value
+
+
+def test_defvjp_and_defjvp_refuse_extra_or_uncallable_rules_naming_the_primitive() -> None:
+    """Too many rules, or a rule that is neither callable, NONDIFF nor None, is an
+    ArgumentTypeError naming the primitive and the argument; nothing is stored."""
+    prim = Primitive("rule_checks_p", np.sin, 1)
+    for define in (prim.defvjp, prim.defjvp):
+        err = _refusal(lambda define=define: define(np.cos, np.cos))
+        assert isinstance(err, ArgumentTypeError)
+        assert "'rule_checks_p'" in str(err) and "argument 'rules'" in str(err)
+        err = _refusal(lambda define=define: define(5))
+        assert isinstance(err, ArgumentTypeError)
+        assert "'rule_checks_p'" in str(err) and "argument 0" in str(err)
+    assert prim.vjps == [None] and prim.jvps == [None]
+    prim.defvjp(extend.NONDIFF).defjvp(None)  # the sentinels stay accepted
+
+
+@pytest.mark.parametrize("i", [1, 5, -1])
+def test_rule_lookup_outside_the_arguments_names_the_index(i: int) -> None:
+    """vjp_rule/jvp_rule(i) with i outside 0..nargs-1 (negative included: it must not count
+    from the end) is an IndexOutOfBoundsError naming the primitive and ``i``."""
+    prim = Primitive("rule_index_p", np.sin, 1).defvjp(np.cos).defjvp(np.cos)
+    for lookup in (prim.vjp_rule, prim.jvp_rule):
+        err = _refusal(lambda lookup=lookup: lookup(i))
+        assert isinstance(err, IndexOutOfBoundsError)
+        assert "'rule_index_p'" in str(err) and f"argument 'i' is {i}" in str(err)
+    with pytest.raises(ArgumentTypeError, match="argument 'i' must be an int"):
+        prim.vjp_rule("0")  # type: ignore[arg-type]
+    assert prim.vjp_rule(0) is np.cos

@@ -261,3 +261,17 @@ def test_host_reads_equal_numpys(a: np.ndarray[Any, Any]) -> None:
             if a.size == 1:
                 assert float(x) == float(a.reshape(()))
                 assert f"{x:.4g}" == f"{a.reshape(()).item():.4g}"
+
+
+@pytest.mark.parametrize("name", ["std", "var", "nanmean", "average", "median", "logsumexp"])
+def test_composite_reductions_report_an_out_of_range_axis_as_axis_error(name: str) -> None:
+    """A composite (``std`` runs ``var``) raises the same AxisError numpy does, named for the
+    call the user made, not an ArgumentError from the inner op."""
+    x = ad.constant(np.ones((2, 3)))
+    with pytest.raises(np.exceptions.AxisError, match=rf"^{name}: argument 'axis'"):
+        getattr(ad, name)(x, axis=7)
+    with pytest.raises(np.exceptions.AxisError):
+        np.std(np.ones((2, 3)), axis=7)  # the oracle
+    if name in ("std", "var"):
+        with pytest.raises(np.exceptions.AxisError, match=rf"^{name}: argument 'axis'"):
+            getattr(x, name)(axis=7)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -9,6 +12,7 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad.errors import ArgumentError
 from tenferro_storage import ledger
+from tenferro_storage._provider import FaultInjected
 from tenferro_storage.errors import BorrowError, TenferroError
 
 
@@ -165,3 +169,48 @@ def test_the_same_parameter_twice_is_refused() -> None:
     with pytest.raises(ArgumentError, match="same parameter"):
         opt.step([p, p], [np.ones(2), np.ones(2)])
     assert opt.steps == 0
+
+
+def _count_maps(run: Callable[[], object]) -> int:
+    """How many host maps ``run`` makes (the buffers a step maps)."""
+    before = ts.host_provider.counters.resolutions
+    run()
+    return ts.host_provider.counters.resolutions - before
+
+
+@pytest.mark.parametrize("make", [lambda: ad.optim.SGD(0.1, 0.9), lambda: ad.optim.Adam(0.1)],
+                         ids=["sgd-momentum", "adam"])
+def test_a_provider_map_failure_at_any_buffer_changes_nothing(
+    make: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every buffer (scratch, state, parameter) is mapped before any is written: making
+    the provider's k-th map fail, for every k a step makes, leaves both parameters, the
+    state and ``steps`` as they were, and the optimizer usable."""
+    opt = make()
+    a, b = ts.from_numpy(np.array([1.0, -2.0])), ts.from_numpy(np.array([3.0, 4.0, 5.0]))
+    grads = [np.full(2, 0.5), np.full(3, -0.25)]
+    opt.step([a, b], grads)  # state and scratch exist now
+    probe = make()
+    pa, pb = ts.from_numpy(np.array([1.0, -2.0])), ts.from_numpy(np.array([3.0, 4.0, 5.0]))
+    probe.step([pa, pb], grads)
+    maps = _count_maps(lambda: probe.step([pa, pb], grads))
+    assert maps >= 4  # scratch, a's and b's state and the parameters themselves
+    for k in range(maps):
+        before = _snapshot(opt, [a, b])
+        calls = [0]
+        real = ts.host_provider.map_host
+
+        def failing(k: int = k, real: Callable[[], None] = real, calls: list[int] = calls) -> None:
+            calls[0] += 1
+            if calls[0] == k + 1:
+                raise FaultInjected(f"map {k} fails")
+            real()
+
+        monkeypatch.setattr(ts.host_provider, "map_host", failing)
+        with pytest.raises(TenferroError):
+            opt.step([a, b], grads)
+        monkeypatch.undo()
+        after = _snapshot(opt, [a, b])
+        _same(after, before)
+    opt.step([a, b], grads)
+    assert opt.steps == 2

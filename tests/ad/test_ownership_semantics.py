@@ -34,7 +34,7 @@ import pytest
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
-from tenferro_ad.errors import BackwardError, NotUnique
+from tenferro_ad.errors import ArgumentTypeError, BackwardError, NotUnique
 from tenferro_storage import AllocationReason, CopyReason, _access, ledger
 from tenferro_storage.errors import (
     AliasedOutputError,
@@ -863,3 +863,14 @@ def test_slicing_a_long_lived_handle_20000_times_keeps_memory_bounded(
     """A removed record's table entry goes too (its index is still never reused): the
     group does not grow with the number of slices a loop ever took."""
     assert slicing_measurement["growth"] < 64_000, slicing_measurement
+
+
+def test_tape_watch_and_retain_refuse_non_values_naming_the_argument() -> None:
+    """``Tape.retain`` of a non-handle and ``Tape.watch`` of a non-value are
+    ArgumentTypeErrors naming the method and the argument; nothing is tracked or kept."""
+    tape = ad.Tape()
+    with pytest.raises(ArgumentTypeError, match=r"Tape\.retain: argument 'x'"):
+        tape.retain(np.ones(3))  # type: ignore[arg-type]
+    with pytest.raises(ArgumentTypeError, match=r"Tape\.watch: argument 'value'"):
+        tape.watch(object())
+    assert tape.retained() == [] and len(tape.nodes) == 0

@@ -187,7 +187,7 @@ def tape_checkpoint(tape: Tape, policy: CheckpointPolicy | None = None) -> Any:
     referenced when it exits are the region's outputs.  ``policy`` defaults to
     ``save_nothing``.  O(1) to enter; O(ops) bookkeeping inside.  (``Tape.checkpoint``:
     the tape knows no regions; ``tenferro_ad._wiring`` installs this as its method.)
-    The call only builds the context manager: ``policy`` and the recording tape are
+    The call checks ``policy`` and builds the context manager; the recording tape is
     checked when the block is entered.
 
     Cost: no allocation (interior values are freed as the block drops them; backward
@@ -195,10 +195,19 @@ def tape_checkpoint(tape: Tape, policy: CheckpointPolicy | None = None) -> Any:
     inside the block.
 
     Raises:
-        ArgumentTypeError: ``policy`` is not a ``CheckpointPolicy`` (on entering).
+        ArgumentTypeError: ``policy`` is not a ``CheckpointPolicy`` (at the call).
         CheckpointError: ``tape`` is not recording where the block is entered.
     """
-    return region(tape, save_nothing if policy is None else policy)
+    policy = save_nothing if policy is None else policy
+    _check_policy(policy)
+    return region(tape, policy)
+
+
+def _check_policy(policy: object) -> None:
+    if not isinstance(policy, CheckpointPolicy):
+        raise ArgumentTypeError(
+            f"Tape.checkpoint: argument 'policy' must be a CheckpointPolicy, got {policy!r}"
+        )
 
 
 @contextmanager
@@ -211,10 +220,7 @@ def region(tape: Tape, policy: CheckpointPolicy = save_nothing) -> Iterator[None
     with ``clone()`` are not outputs: take the output itself.)  Everything else created
     inside is interior.  An exception inside the block publishes nothing.
     """
-    if not isinstance(policy, CheckpointPolicy):
-        raise ArgumentTypeError(
-            f"Tape.checkpoint: argument 'policy' must be a CheckpointPolicy, got {policy!r}"
-        )
+    _check_policy(policy)
     if STATE.tape is not tape and STATE.region is None:
         raise CheckpointError(
             "Tape.checkpoint: this tape is not recording here; use the block inside `with tape:`"

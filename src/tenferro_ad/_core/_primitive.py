@@ -27,13 +27,13 @@ primitive also receives ``**params`` in ``impl``.  Primitives are single-output.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import numpy as np
 
 from tenferro_storage.errors import shown
 
-from ..errors import ArgumentError, ArgumentTypeError, MissingRuleError
+from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, MissingRuleError
 
 Rule = Callable[..., Any]
 
@@ -168,26 +168,45 @@ class Primitive:
     def defvjp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one VJP rule per argument (``None`` leaves it missing). Returns self.
 
-        Rules are stored as given (not checked callable); a later call replaces them.
+        Each rule must be callable, :data:`NONDIFF` or ``None``; everything is checked
+        before anything is stored (a refused call changes nothing); a later call replaces
+        the rules it gives.
 
         Cost: no allocation; no copy; no sync; no dispatch; O(len(rules)).
-        Raises: TypeError (more rules than arguments; a builtin ``TypeError``)."""
+
+        Raises:
+            ArgumentTypeError: more rules than the primitive has arguments, or a rule that
+                is not callable (the message names the primitive and the argument)."""
         self._set(self.vjps, rules, "defvjp")
         return self
 
     def defjvp(self, *rules: Rule | _NonDiff | None) -> Primitive:
         """Register one JVP rule per argument (``None`` leaves it missing). Returns self.
 
-        Rules are stored as given (not checked callable); a later call replaces them.
+        Each rule must be callable, :data:`NONDIFF` or ``None``; everything is checked
+        before anything is stored (a refused call changes nothing); a later call replaces
+        the rules it gives.
 
         Cost: no allocation; no copy; no sync; no dispatch; O(len(rules)).
-        Raises: TypeError (more rules than arguments; a builtin ``TypeError``)."""
+
+        Raises:
+            ArgumentTypeError: more rules than the primitive has arguments, or a rule that
+                is not callable (the message names the primitive and the argument)."""
         self._set(self.jvps, rules, "defjvp")
         return self
 
     def _set(self, table: list[Rule | _NonDiff | None], rules: tuple[Any, ...], op: str) -> None:
         if len(rules) > max(self.nargs, 1):
-            raise TypeError(f"{op}({self.name!r}): {len(rules)} rules for {self.nargs} arguments")
+            raise ArgumentTypeError(
+                f"{op}({self.name!r}): argument 'rules': {len(rules)} rules for a primitive "
+                f"of {max(self.nargs, 1)} argument(s) (one rule per argument)"
+            )
+        for i, r in enumerate(rules):
+            if r is not None and not isinstance(r, _NonDiff) and not callable(r):
+                raise ArgumentTypeError(
+                    f"{op}({self.name!r}): argument {i} (the rule for argument {i}) must be "
+                    f"callable, NONDIFF or None, got {shown(r)}"
+                )
         for i, r in enumerate(rules):
             if r is not None:
                 table[i] = r
@@ -201,8 +220,10 @@ class Primitive:
 
         Raises:
             MissingRuleError: no rule registered for argument ``i``.
-            IndexError: ``i`` is at or past the argument count (a bare list ``IndexError``;
-                a negative ``i`` counts from the end)."""
+            IndexOutOfBoundsError: ``i`` is negative or at or past the argument count.
+            ArgumentTypeError: ``i`` is not an int."""
+        if type(i) is not int or not (0 <= i < len(self.vjps) or (self.variadic and i >= 0)):
+            self._bad_index("vjp_rule", i)
         r = self.vjps[0 if self.variadic else i]
         if r is None:
             raise MissingRuleError(self.name, "vjp", i)
@@ -217,12 +238,24 @@ class Primitive:
 
         Raises:
             MissingRuleError: no rule registered for argument ``i``.
-            IndexError: ``i`` is at or past the argument count (a bare list ``IndexError``;
-                a negative ``i`` counts from the end)."""
+            IndexOutOfBoundsError: ``i`` is negative or at or past the argument count.
+            ArgumentTypeError: ``i`` is not an int."""
+        if type(i) is not int or not (0 <= i < len(self.jvps) or (self.variadic and i >= 0)):
+            self._bad_index("jvp_rule", i)
         r = self.jvps[0 if self.variadic else i]
         if r is None:
             raise MissingRuleError(self.name, "jvp", i)
         return r
+
+    def _bad_index(self, op: str, i: object) -> NoReturn:
+        if type(i) is not int:
+            raise ArgumentTypeError(
+                f"{op}({self.name!r}): argument 'i' must be an int, got {shown(i)}"
+            )
+        raise IndexOutOfBoundsError(
+            f"{op}({self.name!r}): argument 'i' is {i}, outside the primitive's "
+            f"{max(self.nargs, 1)} argument(s) (0 to {max(self.nargs, 1) - 1})"
+        )
 
     def __repr__(self) -> str:
         return f"Primitive({self.name!r})"

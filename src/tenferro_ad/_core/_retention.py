@@ -360,17 +360,20 @@ def record_alias(base: AdValueRecord, view: np.ndarray[Any, Any], op: str) -> Ad
     return AdValueRecord(view, c, slot, op)
 
 
-def constant_record(value: Any, operation: str) -> AdValueRecord:
+def constant_record(value: Any, operation: str, argument: str = "") -> AdValueRecord:
     """Import a numpy array, list or scalar, or any DLPack producer (a JAX array, a torch
     tensor) as a constant record: one ``TRANSFER`` copy into a new owner (recorded).
-    Owners and views are not imported: ops borrow them."""
+    Owners and views are not imported: ops borrow them.  Anything else raises
+    ``ArgumentTypeError`` naming ``operation`` and, when given, ``argument`` (as the
+    message spells it: ``"argument 'value'"``)."""
     if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
         t = ts.from_numpy(value)
     elif hasattr(type(value), "__dlpack__"):
         t = ts.from_dlpack(value)
     else:
-        raise TypeError(
-            f"{operation}: unsupported argument type {type(value).__name__}; expected an "
+        named = f"{argument} has " if argument else ""
+        raise ArgumentTypeError(
+            f"{operation}: {named}unsupported argument type {type(value).__name__}; expected an "
             "EagerTensor, a Tensor owner or view (borrowed), a numpy array or DLPack array "
             "(JAX, torch: imported with a recorded TRANSFER copy) or a Python scalar"
         )

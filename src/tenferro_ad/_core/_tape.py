@@ -153,8 +153,7 @@ class Tape(NoCopy):
         O(1), O(size) for an import.
 
         Raises:
-            ArgumentTypeError: ``value`` is a view.
-            TypeError: ``value`` is no value, array, scalar or DLPack producer.
+            ArgumentTypeError: ``value`` is a view, or no value, array, scalar or DLPack.
             UseAfterMoveError: ``value`` is a consumed owner or handle.
             BorrowError: ``value`` is an owner that is borrowed (nothing moves).
             DTypeError: an imported array's dtype is not one tenferro stores.
@@ -171,7 +170,7 @@ class Tape(NoCopy):
                 "or pass the view to ops directly (borrowed, untracked)"
             )
         else:
-            rec = constant_record(value, "Tape.watch")
+            rec = constant_record(value, "Tape.watch", "argument 'value'")
             rec.op = "watch"
         vid = len(self.nodes)
         self.nodes.append(None)
@@ -186,7 +185,10 @@ class Tape(NoCopy):
 
         Raises:
             UseAfterMoveError: ``x`` was consumed by ``into_value()``.
-            AttributeError: ``x`` is not an ``EagerTensor`` (not checked by name)."""
+            ArgumentTypeError: ``x`` is not an ``EagerTensor`` (nothing is retained)."""
+        if not isinstance(x, EagerTensor):
+            raise ArgumentTypeError(f"Tape.retain: argument 'x' must be an EagerTensor, got "
+                                    f"{type(x).__name__}; watch a value to get one")
         rec = x._r("Tape.retain")
         rec.count += 1
         self._kept.append(rec)

@@ -487,6 +487,12 @@ def _located_error(
         rest = msg.split(":", 1)[1].lstrip() if named else msg
         if named and (isinstance(e, _NumpyAxisError) or _names_its_argument(rest)):
             return e
+        if isinstance(e, AxisError):  # from an inner op (``std`` -> ``var``): still an axis
+            # error (numpy's convention), named for the call the user made
+            what = re.match(r"[^:]*: argument '([^']+)'", str(e))
+            axis_error = AxisError(op, e.axis, e.ndim or 0, what.group(1) if what else "axis")
+            axis_error.__cause__ = e
+            return axis_error
         text = _with_argument(op, msg, fn, args, kwargs, isinstance(e, TypeError))
         if named and text == msg:
             return e

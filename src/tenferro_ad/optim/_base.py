@@ -159,6 +159,10 @@ class Scratch:
         self.g, self.w, self.r = g, w, r
 
 
+# (gradient, state, parameter array, state arrays, scratch) of one parameter to update
+_Mapped = tuple[Array, _State, Array, dict[str, Array], Scratch]
+
+
 class Optimizer:
     """The shared optimizer machinery (see the package docstring for the contract).
 
@@ -235,9 +239,9 @@ class Optimizer:
                 not a value, or ``grads`` is a ``Gradients`` bundle.
             BorrowError: a parameter is borrowed elsewhere.
             UseAfterMoveError: a parameter or gradient owner was consumed.
-            AccessError: a provider could not map a buffer for writing; raised mid-write,
-                so earlier parameters are already updated and ``steps`` counted (the one
-                failure the all-or-nothing checks cannot rule out).
+            AccessError: a provider could not map a buffer for writing; every buffer is
+                mapped before any is written, so this too changes nothing (no parameter,
+                state or ``steps``).
         """
         triples, structure = _structure(params, grads)
         if is_sharded(triples):  # tenferro_storage.sharding values: see _sharded.py
@@ -257,50 +261,63 @@ class Optimizer:
                 if p.grad is not None and p.path not in self._state
             }
             self._grow_scratch(checked)
-            # nothing can fail past this point: every array exists, and numpy's floating-point
-            # error settings are suspended so that no ufunc can raise halfway through
-            self._state.update(fresh)
-            self._structure, self._loaded_structure = structure, None
-            self.steps += 1
-            self._write(checked, views, lr, scale)
+            opened: list[Any] = []
+            try:
+                # map every buffer (scratch, state, parameter) before writing any: a provider
+                # that fails to map one leaves parameters, state and ``steps`` untouched
+                mapped = self._map_all(checked, views, fresh, opened)
+                # nothing can fail past this point: every array is mapped, and numpy's
+                # floating-point error settings are suspended so that no ufunc can raise
+                # halfway through
+                self._state.update(fresh)
+                self._structure, self._loaded_structure = structure, None
+                self.steps += 1
+                self._write(mapped, lr, scale)
+            finally:
+                for o in reversed(opened):
+                    o.release()
         finally:
             for v in views:
                 v.release()
 
-    def _write(self, checked: list[_Param], views: list[Any], lr: float, scale: float) -> None:
-        opened: list[Any] = []
-        try:
-            scratch_arrays: dict[tuple[str, str], Array] = {}
-            for key, t in self._scratch.items():
-                m = t.as_view_mut()
-                opened.append(m)
-                acc = m.prepare_host_mut()
-                opened.append(acc)
-                scratch_arrays[key] = acc.as_array()
-            with np.errstate(all="ignore"):
-                for p, v in zip(checked, views, strict=True):
-                    if p.grad is None:
-                        continue
-                    st = self._state[p.path]
-                    st.count += 1
-                    names = list(st.buffers)
-                    muts = [st.buffers[n].as_view_mut() for n in names]
-                    opened.extend(muts)
-                    accs = [m.prepare_host_mut() for m in muts]
-                    opened.extend(accs)
-                    w = v.prepare_host_mut()
-                    opened.append(w)
-                    arr = w.as_array()
-                    state = {n: a.as_array() for n, a in zip(names, accs, strict=True)}
-                    n = int(np.prod(p.shape, dtype=np.int64))
-                    dt, rt = p.dtype.name, _real(p.dtype).name
-                    s = Scratch(*(scratch_arrays[k][:n].reshape(p.shape)
-                                  for k in (("g", dt), ("w", dt), ("r", rt))))
-                    g = self._effective_gradient(arr, p.grad, scale, s)
-                    self._update(arr, g, state, st.count, lr, s)
-        finally:
-            for o in reversed(opened):
-                o.release()
+    def _map_all(self, checked: list[_Param], views: list[Any], fresh: dict[str, _State],
+                 opened: list[Any]) -> list[_Mapped]:
+        """Host arrays for every parameter with a gradient, its state and its scratch;
+        every borrow and mapping taken goes into ``opened`` (released by the caller)."""
+        scratch_arrays: dict[tuple[str, str], Array] = {}
+        for key, t in self._scratch.items():
+            m = t.as_view_mut()
+            opened.append(m)
+            acc = m.prepare_host_mut()
+            opened.append(acc)
+            scratch_arrays[key] = acc.as_array()
+        mapped: list[_Mapped] = []
+        for p, v in zip(checked, views, strict=True):
+            if p.grad is None:
+                continue
+            grad = p.grad
+            st = fresh.get(p.path) or self._state[p.path]
+            names = list(st.buffers)
+            muts = [st.buffers[n].as_view_mut() for n in names]
+            opened.extend(muts)
+            accs = [m.prepare_host_mut() for m in muts]
+            opened.extend(accs)
+            w = v.prepare_host_mut()
+            opened.append(w)
+            state = {n: a.as_array() for n, a in zip(names, accs, strict=True)}
+            n = int(np.prod(p.shape, dtype=np.int64))
+            dt, rt = p.dtype.name, _real(p.dtype).name
+            s = Scratch(*(scratch_arrays[k][:n].reshape(p.shape)
+                          for k in (("g", dt), ("w", dt), ("r", rt))))
+            mapped.append((grad, st, w.as_array(), state, s))
+        return mapped
+
+    def _write(self, mapped: list[_Mapped], lr: float, scale: float) -> None:
+        with np.errstate(all="ignore"):
+            for grad, st, arr, state, s in mapped:
+                st.count += 1
+                g = self._effective_gradient(arr, grad, scale, s)
+                self._update(arr, g, state, st.count, lr, s)
 
     def _effective_gradient(self, p: Array, g: Array, scale: float, s: Scratch) -> Array:
         """The descent direction's gradient: ``conj(g)`` (tenferro's gradient of a real loss
