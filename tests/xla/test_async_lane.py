@@ -9,6 +9,7 @@ general path's ledger events, its errors, and float64 without the user's x64 fla
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from collections import Counter
 from collections.abc import Callable
@@ -361,3 +362,60 @@ def test_donation_on_failure_hands_the_donated_owner_back(xla_engine: Any) -> No
     with pytest.raises(ts.errors.UseAfterMoveError):
         q.to_numpy()  # the caller's object stays consumed
     assert _provider(xla_engine).drain(10.0)
+
+
+class _Slow:
+    """A real result buffer that reports itself ready only ``delay`` seconds after the call
+    (a slow kernel): ``is_ready()`` answers at once, ``block_until_ready`` sleeps."""
+
+    def __init__(self, real: Any, delay: float) -> None:
+        self._real, self._at = real, time.monotonic() + delay
+
+    def is_ready(self) -> bool:
+        return time.monotonic() >= self._at
+
+    def block_until_ready(self) -> Any:
+        time.sleep(max(0.0, self._at - time.monotonic()))
+        return self
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.__array__(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _sleeping(delay: float) -> Callable[[Any], Any]:
+    def make(real: Any) -> Any:
+        def run(*args: Any) -> Any:
+            return [_Slow(r, delay) for r in real(*args)]
+
+        return run
+
+    return make
+
+
+def test_a_wait_with_a_timeout_never_outlasts_it_on_a_slow_execution(xla_engine: Any) -> None:
+    provider = _provider(xla_engine)
+    program = ad.jit(lambda a: a * 2.0, engine=xla_engine).lower(np.ones(8)).program
+    slow = attrs.evolve(program, executable=_sleeping(1.0)(program.executable))
+
+    def submit(v: float) -> Any:
+        group = ts.AllocationGroup()
+        slots = [group.insert(ts.from_numpy(np.full(8, v)))]
+        return rt.submit(xla_engine, slow, rt.ExecutionInputs(group, slots))
+
+    first = submit(1.0)  # keeps the reaper busy, so the waiter below comes before it
+    second = submit(2.0)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="ExecutionHandle.wait: no terminal outcome"):
+        second.wait(0.05)
+    assert time.monotonic() - start < 0.5  # the timeout, not the slow kernel's second
+    assert not second.done()  # unchanged: wait again
+    for handle, v in ((second, 2.0), (first, 1.0)):
+        outcome = handle.wait(10.0)
+        assert isinstance(outcome, rt.Completed)
+        out = outcome.bundle.into_output(0)
+        np.testing.assert_array_equal(out.to_numpy(), np.full(8, 2 * v))
+        del out, outcome
+    assert provider.drain(10.0)

@@ -300,3 +300,29 @@ def test_float64_host_inputs_stay_float64_when_jax_runs_without_x64(donate: bool
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["float64", repr(float(np.sum(np.full(4, 1.0 / 3.0) * 3.0) - 4.0))]
+
+
+def test_download_of_a_buffer_the_host_cannot_read_is_one_transfer_to_an_aligned_owner() -> None:
+    """As on a GPU: the host cannot read the buffer in place, download still works."""
+    provider = XlaProvider(jax.devices()[0])  # a fresh provider: its domain is ours to flip
+    d = provider.upload(ts.from_numpy(np.arange(6.0).reshape(2, 3)))
+    provider.domain.host_readable = False
+    try:
+        with pytest.raises(ts.errors.AccessError, match=r"runtime\.download\(value\)"):
+            d.to_numpy()  # the refusal names download as the way to the host ...
+        with ledger.forbid_copies(), pytest.raises(ts.errors.CopyForbiddenError):
+            rt.download(d)
+        with ledger.capture() as rec:
+            host = rt.download(d)  # ... and download is that way
+        assert rec.copies[CopyReason.TRANSFER] == 1
+        assert rec.allocations == {AllocationReason.TRANSFER_DESTINATION: 1}
+        assert ts.providers.domain_of(host) == "host"
+        assert not d._storage._root._allocation.host_viewed  # no host view kept: donatable
+        with ts.borrow_arrays(host) as got:
+            assert got.ctypes.data % 64 == 0
+        with host.as_view_mut() as m:
+            m.fill(1.0)
+        np.testing.assert_array_equal(host.to_numpy(), np.ones((2, 3)))
+    finally:
+        provider.domain.host_readable = True
+    np.testing.assert_array_equal(d.to_numpy(), np.arange(6.0).reshape(2, 3))

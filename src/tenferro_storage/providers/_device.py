@@ -54,6 +54,7 @@ from .._provider import FaultError, raise_fault
 from .._root import (
     DeviceDomain,
     DeviceMemory,
+    ExternalDomain,
     ExternalMemory,
     adopt_device,
     aligned_copy,
@@ -514,16 +515,36 @@ def download(value: _Value) -> Tensor[Any, Any]:
         domain = root.domain
         LEDGER.check_copy_allowed(f"download ({domain} -> host)")
         memory = root._allocation
-        src = memory.host_readonly() if type(memory) is ExternalMemory else None
-        out = aligned_copy(_device_array(desc, False) if src is None else desc.readonly(),
-                           desc.dtype.numpy)
+        staged = 0
+        if type(memory) is not ExternalMemory:
+            src = _device_array(desc, False)
+        elif memory.host_viewed or memory.domain.host_readable:  # type: ignore[attr-defined]
+            src = desc.readonly()  # the buffer read in place
+        else:  # the host cannot read it in place: the runtime stages it (device -> host)
+            src, staged = _staged_window(desc, memory)
+        out = aligned_copy(src, desc.dtype.numpy)
         t: Tensor[Any, Any] = Tensor._adopt(
             out, desc.dtype, AllocationReason.TRANSFER_DESTINATION, "download"
         )
+        if staged:
+            LEDGER.copy(CopyReason.MATERIALIZE, staged, f"download stage {domain}")
         LEDGER.copy(CopyReason.TRANSFER, out.nbytes, f"download {domain} -> host")
         return t
     finally:
         view.release()
+
+
+def _staged_window(
+    desc: CheckedDescriptor, memory: ExternalMemory
+) -> tuple[np.ndarray[Any, Any], int]:
+    """``desc``'s window over a host staging array of an external buffer the host cannot
+    read in place (the runtime's own device-to-host copy, e.g. ``np.asarray`` of a GPU
+    ``jax.Array``), and the staging bytes.  Not cached: the buffer keeps no host view, so
+    it stays donatable. O(size)."""
+    domain: ExternalDomain = memory.domain  # type: ignore[assignment]
+    staged = domain.host_view(memory._handle)
+    offset, strides = desc._geometry()
+    return readonly_over(staged, desc.shape, desc.dtype.numpy, offset, strides), staged.nbytes
 
 
 def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
