@@ -9,8 +9,8 @@ general path's ledger events, its errors, and float64 without the user's x64 fla
 from __future__ import annotations
 
 import subprocess
-import time
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -408,7 +408,7 @@ def test_a_wait_with_a_timeout_never_outlasts_it_on_a_slow_execution(xla_engine:
     first = submit(1.0)  # keeps the reaper busy, so the waiter below comes before it
     second = submit(2.0)
     start = time.monotonic()
-    with pytest.raises(TimeoutError, match="ExecutionHandle.wait: no terminal outcome"):
+    with pytest.raises(TimeoutError, match=r"ExecutionHandle\.wait: no terminal outcome"):
         second.wait(0.05)
     assert time.monotonic() - start < 0.5  # the timeout, not the slow kernel's second
     assert not second.done()  # unchanged: wait again

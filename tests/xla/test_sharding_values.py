@@ -196,8 +196,8 @@ def test_replace_shard_moves_in_a_matching_owner_and_refuses_anything_else(
     engine = mesh.engines[0]
     new = rt.upload(engine, ts.from_numpy(np.full(4, 3.0)))
     with new.as_view() as v:
-        with pytest.raises(ShardingError, match="replace_shard: argument 'owner' must be an "
-                                                "owning Tensor.*got TensorView"):
+        with pytest.raises(ShardingError, match=r"replace_shard: argument 'owner' must be an "
+                                                r"owning Tensor.*got TensorView"):
             s.replace_shard(0, v)  # type: ignore[arg-type]
         with pytest.raises(ts.errors.BorrowError):
             s.replace_shard(0, new)  # borrowed: refused, nothing moved

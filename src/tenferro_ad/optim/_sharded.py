@@ -4,10 +4,10 @@ XLA buffers are never written by the host, so a shard's update runs on a host co
 shard, one recorded ``TRANSFER`` down (``runtime.download``), the optimizer's own update
 rule in place on the host (the same kernels as for host owners, with one state per
 device: a shard's state lives with the rule that updates it; a gradient shard is read in
-place where the host can read its buffer, else it comes down by one ``TRANSFER`` too), one recorded ``TRANSFER``
-back up into the shard's domain (``runtime.upload``), which replaces the shard (the old
-one is released).  Replicas of a replicated parameter are updated alike from identical
-gradients, so they stay identical.
+place where the host can read its buffer, else it comes down by one ``TRANSFER`` too),
+one recorded ``TRANSFER`` back up into the shard's domain (``runtime.upload``), which
+replaces the shard (the old one is released).  Replicas of a replicated parameter are
+updated alike from identical gradients, so they stay identical.
 """
 
 from __future__ import annotations
