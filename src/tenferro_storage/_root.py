@@ -849,7 +849,7 @@ def _byte_offset(value: Any, operation: str, name: str) -> int:
         if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
             raise DTypeError(f"{operation}: argument {name!r} must be an integer byte offset, "
                              f"got {type(value).__name__}")
-        value = int(value)
+        return int(value)
     return value
 
 
