@@ -16,7 +16,6 @@ hands out a host array over device bytes.
 
 from __future__ import annotations
 
-import operator
 import os
 import sys
 import threading
@@ -859,6 +858,16 @@ def _whole_claim(root: RootResource) -> OwnedStorage:
     return storage
 
 
+def _byte_offset(value: Any, operation: str, name: str) -> int:
+    """``value`` as a byte offset: a Python or numpy integer, never a bool. O(1)."""
+    if type(value) is not int:
+        if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+            raise DTypeError(f"{operation}: argument {name!r} must be an integer byte offset, "
+                             f"got {type(value).__name__}")
+        return int(value)
+    return value
+
+
 class OwnedSpanClaim(Lender):
     """Unique ownership of ``byte_range`` of one root.  Move-only; never widened.
 
@@ -892,7 +901,8 @@ class OwnedSpanClaim(Lender):
     @property
     def byte_range(self) -> range:
         """The owned bytes of the root, ``range(start, stop)``."""
-        self._live("byte_range")
+        if self._moved_by is not None:
+            self._live(f"{type(self).__name__}.byte_range")
         return range(self.start, self.stop)
 
     @property
@@ -902,7 +912,8 @@ class OwnedSpanClaim(Lender):
     @property
     def root(self) -> RootResource:
         """The root this claim keeps alive (a reference: no ownership, no write authority)."""
-        self._live("root")
+        if self._moved_by is not None:
+            self._live(f"{type(self).__name__}.root")
         assert self._root is not None
         return self._root
 
@@ -914,21 +925,38 @@ class OwnedSpanClaim(Lender):
     def split(self, at: int) -> tuple[OwnedSpanClaim, OwnedSpanClaim]:
         """Consume this claim into ``[start, start+at)`` and ``[start+at, stop)``. O(1).
 
-        ``at`` is a byte count relative to the claim's start, ``0 <= at <= nbytes``.
-        A bad ``at`` raises ``LayoutError`` and leaves the claim unchanged.
+        ``at`` is a byte count relative to the claim's start, ``0 <= at <= nbytes``: a Python
+        or numpy integer (``DTypeError`` for anything else, ``bool`` included), and
+        ``LayoutError`` outside the claim; a refusal leaves the claim unchanged.
 
         Cost: no allocation; no copy; no sync; no dispatch; O(1).
-        Raises: LayoutError, BorrowError, UseAfterMoveError.
+        Raises: DTypeError, LayoutError, BorrowError, UseAfterMoveError.
         """
-        self._live("OwnedSpanClaim.split")
-        if not (isinstance(at, int) and 0 <= at <= self.stop - self.start):
+        return self._split(at, "OwnedSpanClaim.split")
+
+    def narrow(self, start: int, stop: int) -> OwnedSpanClaim:
+        """Consume this claim into the sub-range ``[start, stop)`` (relative bytes). O(1).
+
+        ``start``/``stop`` are Python or numpy integers (``DTypeError`` for anything else,
+        ``bool`` included) with ``0 <= start <= stop <= nbytes`` (``LayoutError``: claims
+        never widen); a refusal leaves the claim unchanged.
+
+        Cost: no allocation; no copy; no sync; no dispatch; O(1).
+        Raises: DTypeError, LayoutError, BorrowError, UseAfterMoveError."""
+        return self._narrow(start, stop, "OwnedSpanClaim.narrow")
+
+    def _split(self, at: Any, operation: str) -> tuple[OwnedSpanClaim, OwnedSpanClaim]:
+        self._live(operation)
+        at = _byte_offset(at, operation, "at")
+        if not 0 <= at <= self.stop - self.start:
             raise LayoutError(
-                "OwnedSpanClaim.split",
+                operation,
                 f"split point {shown(at)} is outside the claim's {self.stop - self.start} bytes",
                 span=self.span,
             )
-        root = self.root
-        self._consume("OwnedSpanClaim.split")
+        root = self._root
+        assert root is not None
+        self._consume(operation)
         self._root = None
         mid = self.start + at
         return (
@@ -936,29 +964,20 @@ class OwnedSpanClaim(Lender):
             OwnedSpanClaim._make(root, mid, self.stop),
         )
 
-    def narrow(self, start: int, stop: int) -> OwnedSpanClaim:
-        """Consume this claim into the sub-range ``[start, stop)`` (relative bytes). O(1).
-
-        Cost: no allocation; no copy; no sync; no dispatch; O(1).
-        Raises: DTypeError, LayoutError, BorrowError, UseAfterMoveError."""
-        self._live("OwnedSpanClaim.narrow")
+    def _narrow(self, start: Any, stop: Any, operation: str) -> OwnedSpanClaim:
+        self._live(operation)
         n = self.stop - self.start
-        try:  # numpy integers are byte offsets too; anything else is the wrong type
-            start, stop = operator.index(start), operator.index(stop)
-        except TypeError:
-            raise DTypeError(
-                f"OwnedSpanClaim.narrow: start and stop must be integers (byte offsets), got "
-                f"{type(start).__name__} and {type(stop).__name__}"
-            ) from None
+        start, stop = _byte_offset(start, operation, "start"), _byte_offset(stop, operation, "stop")
         if not 0 <= start <= stop <= n:
             raise LayoutError(
-                "OwnedSpanClaim.narrow",
+                operation,
                 f"range [{shown(start)}:{shown(stop)}) is not inside the claim's {n} bytes (claims "
                 "never widen)",
                 span=self.span,
             )
-        root = self.root
-        self._consume("OwnedSpanClaim.narrow")
+        root = self._root
+        assert root is not None
+        self._consume(operation)
         self._root = None
         return OwnedSpanClaim._make(root, self.start + start, self.start + stop)
 
@@ -1040,28 +1059,30 @@ class OwnedStorage(OwnedSpanClaim):
     def split(self, at: int) -> tuple[OwnedStorage, OwnedStorage]:
         """Consume into two owners of disjoint sub-ranges ``[0, at)`` and ``[at, nbytes)``.
 
-        ``OwnedSpanClaim.split``'s checks (its errors name that operation).
+        ``OwnedSpanClaim.split``'s checks (its errors name ``OwnedStorage.split``).
 
         Cost: no allocation; no copy; no sync; no dispatch; O(1).
-        Raises: LayoutError, BorrowError, UseAfterMoveError."""
-        a, b = OwnedSpanClaim.split(self, at)
+        Raises: DTypeError, LayoutError, BorrowError, UseAfterMoveError."""
+        a, b = self._split(at, "OwnedStorage.split")
         return OwnedStorage._wrap(a), OwnedStorage._wrap(b)
 
     def narrow(self, start: int, stop: int) -> OwnedStorage:
         """Consume into the owner of the sub-range ``[start, stop)`` (never wider).
 
-        ``OwnedSpanClaim.narrow``'s checks (its errors name that operation).
+        ``OwnedSpanClaim.narrow``'s checks (its errors name ``OwnedStorage.narrow``).
 
         Cost: no allocation; no copy; no sync; no dispatch; O(1).
         Raises: DTypeError, LayoutError, BorrowError, UseAfterMoveError."""
-        return OwnedStorage._wrap(OwnedSpanClaim.narrow(self, start, stop))
+        return OwnedStorage._wrap(self._narrow(start, stop, "OwnedStorage.narrow"))
 
     def into_claim(self) -> OwnedSpanClaim:
         """Consume the storage and return its claim. O(1).
 
         Cost: no allocation; no copy; no sync; no dispatch; O(1).
         Raises: BorrowError, UseAfterMoveError."""
-        root = self.root
+        self._live("OwnedStorage.into_claim")
+        root = self._root
+        assert root is not None
         self._consume("OwnedStorage.into_claim")
         self._root = None
         return OwnedSpanClaim._make(root, self.start, self.stop)

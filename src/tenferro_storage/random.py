@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ._creation import _shape
-from ._dtypes import DType
+from ._dtypes import _BY_NUMPY, SUPPORTED, DType
 from ._dtypes import dtype as resolve_dtype
 from ._ledger import AllocationReason
 from ._rank import DynRank
@@ -59,19 +59,58 @@ def _own(arr: Any, dt: DType, operation: str) -> Owner:
     return Tensor._adopt(arr, dt, _OUT, operation)  # type: ignore[no-any-return]
 
 
+def _dtype(operation: str, dtype: object) -> DType:
+    """``dtype`` resolved, or a ``DTypeError`` naming ``operation`` and the argument."""
+    try:
+        return resolve_dtype(dtype)
+    except DTypeError as e:
+        why = str(e).removeprefix("dtype: argument 'spec': ")
+        raise DTypeError(f"{operation}: argument 'dtype': {why}") from None
+
+
 def _float_dtype(operation: str, dtype: object, complex_ok: bool = False) -> DType:
-    dt = resolve_dtype(dtype)
+    dt = _dtype(operation, dtype)
     if not dt.is_floating or (dt.is_complex and not complex_ok):
         kinds = "a float or complex" if complex_ok else "a float"
         raise DTypeError(f"{operation}: argument 'dtype' must be {kinds} dtype, got {dt.name}")
     return dt
 
 
-def _finite(operation: str, name: str, value: object) -> float:
-    v = float(value)  # type: ignore[arg-type]
+def _real(operation: str, name: str, value: object) -> float:
+    """A real number argument (Python or numpy int/float; not bool, str, None, complex)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(
+            value, int | float | np.integer | np.floating):
+        raise TypeError(f"{operation}: argument {name!r} must be a real number, got "
+                        f"{type(value).__name__}")
+    return float(value)
+
+
+def _finite(operation: str, name: str, value: object, *, nonnegative: bool = False) -> float:
+    v = _real(operation, name, value)
     if not math.isfinite(v):
         raise ValueError(f"{operation}: argument {name!r} must be finite, got {value!r}")
+    if nonnegative and v < 0:
+        raise ValueError(f"{operation}: argument {name!r} must be >= 0, got {value!r}")
     return v
+
+
+def _integer(operation: str, name: str, value: object, minimum: int | None = None) -> int:
+    """An integer argument (Python or numpy integer; not bool or float), ``>= minimum``."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{operation}: argument {name!r} must be an integer, got "
+                        f"{type(value).__name__}")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise ValueError(f"{operation}: argument {name!r} must be >= {minimum}, got {v}")
+    return v
+
+
+def _axis(operation: str, axis: object, ndim: int) -> int:
+    """An axis of a rank-``ndim`` array: an integer (``TypeError``) in range (``LayoutError``)."""
+    a = _integer(operation, "axis", axis)
+    if ndim == 0 or not -ndim <= a < ndim:
+        raise LayoutError(operation, f"argument 'axis' {a} is out of range for rank {ndim}")
+    return a
 
 
 def _values(operation: str, name: str, x: Any) -> np.ndarray[Any, Any]:
@@ -122,8 +161,9 @@ class Generator:
         Cost: allocates ``n`` generators (no ledger event); no copy; no sync; no dispatch; O(n).
 
         Raises:
-            TypeError: ``n`` is not an integer (numpy's error).
-            OverflowError: ``n`` is negative (numpy's error)."""
+            TypeError: ``n`` is not an integer (a bool or float included).
+            ValueError: ``n`` is negative."""
+        n = _integer("random.spawn", "n", n, 0)
         return [Generator(g.bit_generator) for g in self._rng.spawn(n)]
 
     # --- continuous ---------------------------------------------------------------------
@@ -139,7 +179,7 @@ class Generator:
         op = "random.normal"
         dt = _float_dtype(op, dtype, complex_ok=True)
         size = _shape(op, shape, dt)
-        loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale)
+        loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale, nonnegative=True)
         if dt.is_complex:
             real: Any = np.float32 if dt.itemsize == 8 else np.float64
             arr = aligned_empty(size, dt.numpy)
@@ -192,11 +232,11 @@ class Generator:
         op = "random.truncated_normal"
         dt = _float_dtype(op, dtype)
         size = _shape(op, shape, dt)
-        a, b = float(lower), float(upper)
+        a, b = _real(op, "lower", lower), _real(op, "upper", upper)
         if math.isnan(a) or math.isnan(b) or not a < b:
             raise ValueError(f"{op}: arguments 'lower' ({lower!r}) and 'upper' ({upper!r}) "
                              "must satisfy lower < upper")
-        loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale)
+        loc_, scale_ = _finite(op, "loc", loc), _finite(op, "scale", scale, nonnegative=True)
         if a >= 0.0:
             z = self._tail(a, b, size)
         elif b <= 0.0:
@@ -258,11 +298,14 @@ class Generator:
 
         Cost: allocates one owner (one ``OPERATION_OUTPUT`` event); no copy event (an unaligned
         draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
-        Raises: DTypeError, LayoutError, ValueError."""
+        Raises: DTypeError, LayoutError, ValueError, TypeError (a bound that is not an integer)."""
         op = "random.integers"
-        dt = resolve_dtype(dtype)
+        dt = _dtype(op, dtype)
         if dt.kind != "i":
             raise DTypeError(f"{op}: argument 'dtype' must be an integer dtype, got {dt.name}")
+        low = _integer(op, "low", low)
+        if high is not None:
+            high = _integer(op, "high", high)
         size = _shape(op, shape, dt)
         try:
             arr = self._rng.integers(low, high, size, dtype=dt.numpy, endpoint=endpoint)
@@ -280,7 +323,7 @@ class Generator:
         draw is moved once into an aligned buffer, unrecorded); no sync; no dispatch; O(size).
         Raises: DTypeError, LayoutError, ValueError, TypeError, BorrowError, UseAfterMoveError."""
         op = "random.bernoulli"
-        dt = resolve_dtype(dtype)
+        dt = _dtype(op, dtype)
         if dt.kind not in "bf":
             raise DTypeError(f"{op}: argument 'dtype' must be bool or a float dtype, "
                              f"got {dt.name}")
@@ -315,9 +358,7 @@ class Generator:
         if lg.dtype.kind not in "fi" or lg.ndim == 0:
             raise TypeError(f"{op}: argument 'logits' must be a real array with at least one "
                             f"axis, got {lg.dtype} of shape {lg.shape}")
-        if not -lg.ndim <= axis < lg.ndim:
-            raise LayoutError(op, f"argument 'axis' {axis} is out of range for rank {lg.ndim}")
-        moved = np.moveaxis(lg, axis, -1)
+        moved = np.moveaxis(lg, _axis(op, axis, lg.ndim), -1)
         batch = moved.shape[:-1]
         out_shape = batch if shape is None else _shape(op, shape)
         try:
@@ -346,11 +387,13 @@ class Generator:
                 raise ValueError(f"{op}: argument 'x' must be >= 0, got {x}")
             return _own(self._rng.permutation(int(x)), resolve_dtype("int64"), op)
         a = _values(op, "x", x)
-        if a.ndim == 0 or not -a.ndim <= axis < a.ndim:
-            raise LayoutError(op, f"argument 'axis' {axis} is out of range for rank {a.ndim}")
+        dt = _BY_NUMPY.get(a.dtype)
+        if dt is None:
+            raise DTypeError(f"{op}: argument 'x' has numpy dtype {a.dtype}, which tenferro does "
+                             f"not support (supported: {', '.join(SUPPORTED)})")
+        axis = _axis(op, axis, a.ndim)
         idx = self._rng.permutation(a.shape[axis])
-        arr = np.take(a, idx, axis=axis)
-        return _own(arr, resolve_dtype(a.dtype), op)
+        return _own(np.take(a, idx, axis=axis), dt, op)
 
     def shuffle(self, x: Tensor[Any, Any], *, axis: int = 0) -> None:
         """Permute ``x``'s entries along ``axis`` in place, through an exclusive borrow (a
@@ -363,9 +406,7 @@ class Generator:
             raise TypeError(f"random.shuffle: argument 'x' must be an owner (Tensor), got "
                             f"{type(x).__name__}; use permutation() for a shuffled copy")
         owner: Any = x
-        if owner.ndim == 0 or not -owner.ndim <= axis < owner.ndim:
-            raise LayoutError("random.shuffle",
-                              f"argument 'axis' {axis} is out of range for rank {owner.ndim}")
+        axis = _axis("random.shuffle", axis, owner.ndim)
         view = owner.as_view_mut()
         try:
             access = view.prepare_host_mut()

@@ -426,3 +426,22 @@ def test_unproven_completion_retains_device_bytes_permanently() -> None:
         assert sim.drain(5)
         assert sim.domain.live_bytes == 2 * 64 == sim.counters.retained_bytes
         assert live_bytes() == base + sim.counters.retained_bytes
+
+
+@pytest.mark.parametrize(
+    ("deltas", "message"),
+    [
+        ({"binds": 1, "unknown": 1}, "keyword 'unknown' is not a counter"),
+        ({"maps": 2, "binds": 1.5}, "keyword 'binds' must be an int delta, got float"),
+    ],
+)
+def test_count_validates_every_keyword_before_adding_any(
+    deltas: dict[str, Any], message: str
+) -> None:
+    ctx = providers.ProviderContext("count-test")
+    before = ctx.counters.snapshot()
+    with pytest.raises(TypeError, match=rf"ProviderContext\.count: {message}"):
+        ctx.count(**deltas)
+    assert ctx.counters.snapshot() == before  # nothing added, not even the valid deltas
+    ctx.count(binds=2, maps=1)
+    assert (ctx.counters.binds, ctx.counters.maps) == (2, 1)

@@ -196,6 +196,16 @@ def test_the_builder_refuses_foreign_values() -> None:
         b.apply(np.negative, rt.Value(5))
 
 
+@pytest.mark.parametrize("output", [0, "v0", None, rt.Value(5), rt.Value(-1)])
+def test_build_refuses_an_output_that_is_not_a_value_naming_it(output: Any) -> None:
+    b = rt.ProgramBuilder(1)
+    (x,) = b.inputs
+    y = b.apply(np.negative, x)
+    with pytest.raises(rt.ProgramError, match=r"ProgramBuilder\.build: output 1 \("):
+        b.build(y, output)
+    assert b.build(y).output_kinds == (rt.OutputKind.FRESH,)  # the builder is unchanged
+
+
 def test_constants_are_read_only_program_data_never_released_or_returned() -> None:
     b = rt.ProgramBuilder(1, name="scale")
     (x,) = b.inputs

@@ -15,13 +15,14 @@ import pickle
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 import tenferro_storage as ts
 from tenferro_storage import ledger
-from tenferro_storage.errors import LayoutError, OwnershipError, UseAfterMoveError
+from tenferro_storage.errors import DTypeError, LayoutError, OwnershipError, UseAfterMoveError
 
 pytestmark = pytest.mark.both_borrow_modes  # debug mode and the default mode
 
@@ -164,6 +165,41 @@ def test_narrow_never_widens(nbytes: int, data: st.DataObject) -> None:
             claim.narrow(start, stop)
         assert claim.byte_range == range(base, base + n)
     del left
+
+
+@pytest.mark.parametrize("kind", ["claim", "storage"])
+@pytest.mark.parametrize("bad", [1.0, True, np.bool_(True), "8", None])
+def test_split_and_narrow_check_offsets_alike_and_name_the_method_called(
+    kind: str, bad: object
+) -> None:
+    """Python and numpy integers are byte offsets for both; bool/float/other are refused with
+    one error class naming the public method called and the argument; nothing changes."""
+    storage = ts.allocate_storage(16)
+    owner = storage.into_claim() if kind == "claim" else storage
+    name = "OwnedSpanClaim" if kind == "claim" else "OwnedStorage"
+    for call, arg in ((lambda: owner.split(bad), "at"),  # type: ignore[arg-type]
+                      (lambda: owner.narrow(bad, 8), "start"),  # type: ignore[arg-type]
+                      (lambda: owner.narrow(0, bad), "stop")):  # type: ignore[arg-type]
+        with pytest.raises(DTypeError, match=rf"{name}\.\w+: argument '{arg}' must be an integer"):
+            call()
+        assert owner.byte_range == range(0, 16)
+    with pytest.raises(LayoutError, match=rf"{name}\.split"):
+        owner.split(np.int64(17))
+    a, b = owner.split(np.int64(8))
+    assert b.narrow(np.int32(2), np.uint8(6)).byte_range == range(10, 14)
+    for call in (lambda: owner.split(1), lambda: owner.narrow(0, 1)):
+        with pytest.raises(UseAfterMoveError, match=rf"{name}\.(split|narrow): "):
+            call()
+    del a
+
+
+def test_into_claim_of_a_consumed_storage_names_into_claim() -> None:
+    storage = ts.allocate_storage(8)
+    storage.split(4)
+    with pytest.raises(UseAfterMoveError, match=r"^OwnedStorage\.into_claim: "):
+        storage.into_claim()
+    with pytest.raises(UseAfterMoveError, match=r"^OwnedStorage\.root: "):
+        storage.root  # noqa: B018
 
 
 def test_owned_storage_consumes_a_plain_claim() -> None:

@@ -228,3 +228,54 @@ def test_bad_arguments_name_the_operation_and_argument(
     with ledger.capture() as rec, pytest.raises(error, match=message):
         call(ts.random.default_rng(0))
     assert rec.allocations == Counter()
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda r: r.spawn(-1), ValueError, r"random\.spawn: argument 'n' must be >= 0"),
+        (lambda r: r.spawn("a"), TypeError, r"random\.spawn: argument 'n' must be an integer"),
+        (lambda r: r.spawn(1.5), TypeError, r"random\.spawn: argument 'n' .* got float"),
+        (lambda r: r.spawn(True), TypeError, r"random\.spawn: argument 'n' .* got bool"),
+        (lambda r: r.integers(1.5, 3), TypeError, r"random\.integers: argument 'low'"),
+        (lambda r: r.integers(1, 3.0), TypeError, r"random\.integers: argument 'high'"),
+        (lambda r: r.normal(loc="a"), TypeError, r"random\.normal: argument 'loc' must be a real"),
+        (lambda r: r.normal(loc=None), TypeError, r"random\.normal: argument 'loc'"),
+        (lambda r: r.normal(2, scale=-1.0), ValueError, r"random\.normal: argument 'scale' .*>= 0"),
+        (lambda r: r.normal(2, scale=-1.0, dtype="float32"), ValueError, r"'scale' .*>= 0"),
+        (lambda r: r.uniform(low=None), TypeError, r"random\.uniform: argument 'low'"),
+        (lambda r: r.truncated_normal("a", 1.0), TypeError, r"truncated_normal: argument 'lower'"),
+        (lambda r: r.normal(2, dtype="int8"), DTypeError, r"random\.normal: argument 'dtype': "
+                                                          r"unknown or unsupported dtype 'int8'"),
+        (lambda r: r.integers(3, dtype="foo"), DTypeError, r"random\.integers: argument 'dtype'"),
+        (lambda r: r.categorical(np.zeros((2, 3)), axis=1.5), TypeError,
+         r"random\.categorical: argument 'axis' must be an integer, got float"),
+        (lambda r: r.permutation(np.zeros((2, 3)), axis=1.5), TypeError,
+         r"random\.permutation: argument 'axis'"),
+        (lambda r: r.permutation(np.arange(3, dtype=np.int8)), DTypeError,
+         r"random\.permutation: argument 'x' has numpy dtype int8"),
+    ],
+)
+def test_arguments_numpy_refuses_are_refused_naming_the_method_and_argument(
+    call: Callable[[Any], Any], error: type[Exception], message: str
+) -> None:
+    r = ts.random.default_rng(0)
+    state = r.state
+    with ledger.capture() as rec, pytest.raises(error, match=message):
+        call(r)
+    assert rec.allocations == Counter() and r.state == state  # nothing drawn, nothing made
+
+
+def test_numpy_integers_and_reals_are_accepted_where_numpy_accepts_them() -> None:
+    r, n = ts.random.default_rng(0), np.random.default_rng(0)
+    assert len(r.spawn(np.int64(2))) == 2 and r.spawn(0) == []
+    r, n = ts.random.default_rng(0), np.random.default_rng(0)
+    assert r.integers(np.int32(1), np.int64(9)).item() == n.integers(1, 9)
+    assert r.normal(loc=np.float32(1.0), scale=2).item() == n.normal(np.float32(1.0), 2)
+    got = r.categorical(np.zeros((2, 3)), axis=np.int64(0)).to_numpy()
+    assert got.shape == (3,) and set(got) <= {0, 1}
+    x = ts.from_numpy(np.arange(6.0).reshape(2, 3))
+    with pytest.raises(TypeError, match=r"random\.shuffle: argument 'axis' .* got float"):
+        r.shuffle(x, axis=1.5)  # type: ignore[arg-type]
+    r.shuffle(x, axis=np.int64(1))
+    assert sorted(x.to_numpy()[0]) == [0.0, 1.0, 2.0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -416,3 +417,60 @@ def test_every_scoped_execution_counts_one_submission_on_the_provider(
             assert isinstance(outcome, rt.Completed)
             assert provider.counters.submissions == before + k
             outcome.bundle.release()
+
+
+class _Slow:
+    """A real result buffer that reports itself ready only ``delay`` seconds after the call
+    (a slow kernel): ``is_ready()`` answers at once, ``block_until_ready`` sleeps."""
+
+    def __init__(self, real: Any, delay: float) -> None:
+        self._real, self._at = real, time.monotonic() + delay
+
+    def is_ready(self) -> bool:
+        return time.monotonic() >= self._at
+
+    def block_until_ready(self) -> Any:
+        time.sleep(max(0.0, self._at - time.monotonic()))
+        return self
+
+    def __array__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._real.__array__(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+
+def _sleeping(delay: float) -> Callable[[Any], Any]:
+    def make(real: Any) -> Any:
+        def run(*args: Any) -> Any:
+            return [_Slow(r, delay) for r in real(*args)]
+
+        return run
+
+    return make
+
+
+def test_a_wait_with_a_timeout_never_outlasts_it_on_a_slow_execution(xla_engine: Any) -> None:
+    provider = _provider(xla_engine)
+    program = ad.jit(lambda a: a * 2.0, engine=xla_engine).lower(np.ones(8)).program
+    slow = attrs.evolve(program, executable=_sleeping(1.0)(program.executable))
+
+    def submit(v: float) -> Any:
+        group = ts.AllocationGroup()
+        slots = [group.insert(ts.from_numpy(np.full(8, v)))]
+        return rt.submit(xla_engine, slow, rt.ExecutionInputs(group, slots))
+
+    first = submit(1.0)  # keeps the reaper busy, so the waiter below comes before it
+    second = submit(2.0)
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"ExecutionHandle\.wait: no terminal outcome"):
+        second.wait(0.05)
+    assert time.monotonic() - start < 0.5  # the timeout, not the slow kernel's second
+    assert not second.done()  # unchanged: wait again
+    for handle, v in ((second, 2.0), (first, 1.0)):
+        outcome = handle.wait(10.0)
+        assert isinstance(outcome, rt.Completed)
+        out = outcome.bundle.into_output(0)
+        np.testing.assert_array_equal(out.to_numpy(), np.full(8, 2 * v))
+        del out, outcome
+    assert provider.drain(10.0)

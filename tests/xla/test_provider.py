@@ -334,3 +334,28 @@ def test_a_donated_buffer_backs_the_result_of_its_shape_not_an_earlier_one_of_it
     assert s.to_numpy() == 6.0
     np.testing.assert_array_equal(q.to_numpy(), np.arange(4.0) - 0.5)
     assert counters.donations_reused == reused + 1
+
+
+def test_download_of_a_buffer_the_host_cannot_read_is_one_transfer_to_an_aligned_owner() -> None:
+    """As on a GPU: the host cannot read the buffer in place, download still works."""
+    provider = XlaProvider(jax.devices()[0])  # a fresh provider: its domain is ours to flip
+    d = provider.upload(ts.from_numpy(np.arange(6.0).reshape(2, 3)))
+    provider.domain.host_readable = False
+    try:
+        with pytest.raises(ts.errors.AccessError, match=r"runtime\.download\(value\)"):
+            d.to_numpy()  # the refusal names download as the way to the host ...
+        with ledger.forbid_copies(), pytest.raises(ts.errors.CopyForbiddenError):
+            rt.download(d)
+        with ledger.capture() as rec:
+            host = rt.download(d)  # ... and download is that way
+        assert rec.copies[CopyReason.TRANSFER] == 1
+        assert rec.allocations == {AllocationReason.TRANSFER_DESTINATION: 1}
+        assert ts.providers.domain_of(host) == "host"
+        assert not d._storage._root._allocation.host_viewed  # no host view kept: donatable
+        assert host._desc.readonly().ctypes.data % 64 == 0  # the owner's own bytes: aligned
+        with host.as_view_mut() as m:
+            m.fill(1.0)
+        np.testing.assert_array_equal(host.to_numpy(), np.ones((2, 3)))
+    finally:
+        provider.domain.host_readable = True
+    np.testing.assert_array_equal(d.to_numpy(), np.arange(6.0).reshape(2, 3))

@@ -17,6 +17,7 @@ import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad.errors import ArgumentError, ArgumentTypeError
 from tenferro_storage import ledger
+from tenferro_storage import runtime as rt
 from tenferro_storage import sharding as sh
 from tenferro_storage.errors import (
     CopyForbiddenError,
@@ -24,6 +25,7 @@ from tenferro_storage.errors import (
     DistributedError,
     ShardingError,
 )
+from tenferro_storage.runtime._engine import lookup
 
 
 @pytest.fixture
@@ -169,3 +171,48 @@ def test_initialize_checks_its_arguments_before_starting_anything() -> None:
     with pytest.raises(DistributedError, match="must be 'host:port'"):
         sh.initialize("localhost", 2, 1, initialization_timeout=0)
     assert sh.process_index() == 0 and sh.process_count() == 1
+
+
+def test_an_optimizer_steps_and_gathers_shards_the_host_cannot_read(mesh: sh.Mesh) -> None:
+    """As on a GPU: each shard goes down by ``runtime.download`` (one TRANSFER) and back."""
+    domain = lookup(mesh.engines[0]).domain  # type: ignore[union-attr]
+    p = sh.shard(np.ones(4), mesh)
+    g = sh.shard(np.full(4, 2.0), mesh)
+    domain.host_readable = False
+    try:
+        opt = ad.optim.SGD(0.25)
+        with ledger.capture() as rec:
+            opt.step([p], [g])
+        assert rec.copies[ledger.CopyReason.TRANSFER] == 3  # p and g down, p up
+        np.testing.assert_array_equal(p.gather().to_numpy(), np.full(4, 0.5))
+    finally:
+        domain.host_readable = True
+
+
+def test_replace_shard_moves_in_a_matching_owner_and_refuses_anything_else(
+    mesh: sh.Mesh,
+) -> None:
+    s = sh.shard(np.ones(4), mesh)
+    engine = mesh.engines[0]
+    new = rt.upload(engine, ts.from_numpy(np.full(4, 3.0)))
+    with new.as_view() as v:
+        with pytest.raises(ShardingError, match=r"replace_shard: argument 'owner' must be an "
+                                                r"owning Tensor.*got TensorView"):
+            s.replace_shard(0, v)  # type: ignore[arg-type]
+        with pytest.raises(ts.errors.BorrowError):
+            s.replace_shard(0, new)  # borrowed: refused, nothing moved
+    for bad in (rt.upload(engine, ts.from_numpy(np.ones(3))),  # shape
+                rt.upload(engine, ts.from_numpy(np.ones(4, np.float32))),  # dtype
+                ts.from_numpy(np.ones(4))):  # domain (the host)
+        with pytest.raises(ShardingError, match="argument 'owner' must be a whole buffer"):
+            s.replace_shard(0, bad)
+        bad.to_numpy()  # not consumed
+    with pytest.raises(ShardingError, match="argument 'i' must be an int"):
+        s.replace_shard(1.0, new)  # type: ignore[arg-type]
+    with pytest.raises(IndexError, match="argument 'i' = 1 is not one of the 1 shard"):
+        s.replace_shard(1, new)
+    np.testing.assert_array_equal(s.gather().to_numpy(), np.ones(4))  # nothing changed
+    s.replace_shard(np.int64(0), new)
+    with pytest.raises(ts.errors.UseAfterMoveError):
+        new.to_numpy()  # moved in: the caller's object no longer aliases the shard
+    np.testing.assert_array_equal(s.gather().to_numpy(), np.full(4, 3.0))

@@ -3,10 +3,11 @@
 XLA buffers are never written by the host, so a shard's update runs on a host copy: per
 shard, one recorded ``TRANSFER`` down (``runtime.download``), the optimizer's own update
 rule in place on the host (the same kernels as for host owners, with one state per
-device: a shard's state lives with the rule that updates it), one recorded ``TRANSFER``
-back up into the shard's domain (``runtime.upload``), which replaces the shard (the old
-one is released).  Replicas of a replicated parameter are updated alike from identical
-gradients, so they stay identical.
+device: a shard's state lives with the rule that updates it; a gradient shard is read in
+place where the host can read its buffer, else it comes down by one ``TRANSFER`` too),
+one recorded ``TRANSFER`` back up into the shard's domain (``runtime.upload``), which
+replaces the shard (the old one is released).  Replicas of a replicated parameter are
+updated alike from identical gradients, so they stay identical.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from tenferro_storage import runtime as rt
 from tenferro_storage._pytree import PyTreeDef, tree_unflatten
 from tenferro_storage.providers._sharded import ShardedTensor
+from tenferro_storage.runtime._engine import lookup
 
 from ..errors import ArgumentError, ArgumentTypeError
 
@@ -63,7 +65,13 @@ def step_sharded(opt: Any, triples: list[tuple[str, Any, Any]], structure: PyTre
             )
     per_device: dict[Any, Any] = opt.__dict__.setdefault("_per_device", {})
     assert first is not None
+    engines = dict(zip(first.mesh.local_devices, first.mesh.engines, strict=True))
     for device in first.shard_devices:
+        engine = engines[device]
+        # a gradient shard is read in place where the host can read its buffer (XLA's CPU),
+        # else it comes down by one recorded TRANSFER too (a GPU)
+        domain = getattr(lookup(engine), "device_domain", None)
+        in_place = bool(getattr(domain, "host_readable", False))
         rule = per_device.get(device)
         if rule is None:
             rule = per_device[device] = _clone(opt)
@@ -82,13 +90,11 @@ def step_sharded(opt: Any, triples: list[tuple[str, Any, Any]], structure: PyTre
                 else:
                     gv = g.shard_view(g.shard_devices.index(device))
                     views.append(gv)
-                    grads.append(gv)
+                    grads.append(gv if in_place else rt.download(gv))
             rule.step(tree_unflatten(structure, hosts), tree_unflatten(structure, grads))
         finally:
             for v in views:
                 v.release()
-        engine = next(e for e, d in zip(first.mesh.engines, first.mesh.local_devices,
-                                        strict=True) if d == device)
         for (_, p, _), h in zip(triples, hosts, strict=True):
             p.replace_shard(p.shard_devices.index(device), rt.upload(engine, h))
     opt.steps += 1

@@ -30,12 +30,9 @@ from ._device import (
     ProviderRetirementBinding,
     bind_read,
     bind_write,
-    domain_of,
-    download,
     prepare_access,
     prepare_read,
     prepare_write,
-    upload,
 )
 from ._host import HostExecutionProvider, HostRuntimeCounters
 from ._retirement import (
@@ -45,6 +42,7 @@ from ._retirement import (
     permanently_retained,
 )
 from ._simulated import Fault, SimulatedAsyncProvider, SimulatedDeviceError, SimulatedPanic
+from ._transfers import domain_of, download, upload
 from ._xla import ALIGNMENT, XlaCounters, XlaProvider, jax_module, xla_providers
 
 # The one place the built-in providers plug into the runtime (which imports no provider):

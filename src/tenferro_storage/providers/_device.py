@@ -32,7 +32,7 @@ produce a ``StorageMut``, an owner or a write binding.
 from __future__ import annotations
 
 import threading
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import attrs
 import numpy as np
@@ -49,17 +49,15 @@ from .._access import (
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, from_numpy_dtype
 from .._frozen import readonly_over
-from .._ledger import LEDGER, AllocationReason, CopyReason
+from .._ledger import AllocationReason
 from .._provider import FaultError, raise_fault
 from .._root import (
     DeviceDomain,
     DeviceMemory,
-    ExternalMemory,
     adopt_device,
-    aligned_copy,
 )
 from .._tensor import Tensor, TensorView, TensorViewMut
-from ..errors import AccessError, BindError, TransferError
+from ..errors import AccessError, BindError
 from ._retirement import _PERMANENT, _PERMANENT_LOCK, RetirementRecord
 
 
@@ -101,6 +99,20 @@ class DeviceCounters:
         provider is idle); no dispatch; O(counters).
         Raises: nothing."""
         return attrs.asdict(self)
+
+
+_COUNTER_NAMES: Final = frozenset(a.name for a in attrs.fields(DeviceCounters))
+
+
+def _refuse_count(deltas: dict[str, Any]) -> NoReturn:
+    for k, v in deltas.items():
+        if k not in _COUNTER_NAMES:
+            raise TypeError(f"ProviderContext.count: keyword {k!r} is not a counter (the "
+                            f"counters: {', '.join(sorted(_COUNTER_NAMES))})")
+        if type(v) is not int:
+            raise TypeError(f"ProviderContext.count: keyword {k!r} must be an int delta, got "
+                            f"{type(v).__name__}")
+    raise AssertionError("unreachable")
 
 
 class ProviderContext:
@@ -167,7 +179,10 @@ class ProviderContext:
 
         Cost: no allocation; no copy; no sync (takes the context lock; waits for no work); no
         dispatch; O(len(deltas)).
-        Raises: AttributeError (a keyword that is not a counter; the deltas before it are added)."""
+        Raises: TypeError (a keyword that is not a counter, or a delta that is not an int;
+        nothing is added)."""
+        if not deltas.keys() <= _COUNTER_NAMES or not all(type(v) is int for v in deltas.values()):
+            _refuse_count(deltas)
         c = self.counters
         with self.lock:
             for k, v in deltas.items():
@@ -472,105 +487,3 @@ def _device_array(desc: CheckedDescriptor, writable: bool) -> np.ndarray[Any, An
         desc.shape, dtype=desc.dtype.numpy, buffer=memory._backing, offset=offset,
         strides=strides,
     )
-
-
-_Value = Tensor[Any, Any] | TensorView[Any, Any] | TensorViewMut[Any, Any]
-
-
-def _shared_view(value: _Value, operation: str) -> TensorView[Any, Any]:
-    if not isinstance(value, Tensor | TensorView | TensorViewMut):
-        raise TypeError(
-            f"{operation}: expected a Tensor, TensorView or TensorViewMut, got "
-            f"{type(value).__name__}"
-        )
-    return value.as_view()  # BorrowError / UseAfterMoveError / ExpiredBorrowError
-
-
-def download(value: _Value) -> Tensor[Any, Any]:
-    """Copy a device-resident value to a new host owner: one recorded ``TRANSFER``.
-
-    ``value`` (an owner or view whose bytes live in a device domain) is borrowed shared for
-    the call, never consumed.  Records one ``TRANSFER_DESTINATION`` allocation (host) and one
-    ``CopyReason.TRANSFER`` copy event of the value's logical bytes
-    (``"download <domain> -> host"``); the result is C-contiguous.  Refused before anything
-    is copied, allocated or recorded: inside ``ledger.forbid_copies()``
-    (``CopyForbiddenError``), for a value already on the host (``TransferError``: read it
-    with ``to_numpy()``/``prepare_host()``), for a borrowed or consumed value
-    (``BorrowError``/``UseAfterMoveError``). O(size).
-
-    Cost: allocates one host owner; transfers the bytes once (a recorded TRANSFER); synchronizes
-    with the device; dispatches through the value's provider; O(size).
-    Raises: TransferError, CopyForbiddenError."""
-    view = _shared_view(value, "download")
-    try:
-        desc = view._desc
-        root = view._storage._root
-        assert root is not None
-        if not isinstance(root._allocation, DeviceMemory):
-            raise TransferError(
-                f"download: {view._storage.span} already lives in the host domain; read it "
-                "with to_numpy() or prepare_host(), or duplicate() it for a second owner"
-            )
-        domain = root.domain
-        LEDGER.check_copy_allowed(f"download ({domain} -> host)")
-        memory = root._allocation
-        src = memory.host_readonly() if type(memory) is ExternalMemory else None
-        out = aligned_copy(_device_array(desc, False) if src is None else desc.readonly(),
-                           desc.dtype.numpy)
-        t: Tensor[Any, Any] = Tensor._adopt(
-            out, desc.dtype, AllocationReason.TRANSFER_DESTINATION, "download"
-        )
-        LEDGER.copy(CopyReason.TRANSFER, out.nbytes, f"download {domain} -> host")
-        return t
-    finally:
-        view.release()
-
-
-def upload(domain: DeviceDomain, value: _Value) -> Tensor[Any, Any]:
-    """Copy a host value into a new device-resident owner in ``domain``: one ``TRANSFER``.
-
-    ``value`` is borrowed shared for the call, never consumed.  Records one
-    ``TRANSFER_DESTINATION`` allocation in the domain (``"upload @<domain>"``) and one
-    ``CopyReason.TRANSFER`` copy event (``"upload host -> <domain>"``); the device copy is
-    C-contiguous.  Refused before anything happens inside ``ledger.forbid_copies()``
-    (``CopyForbiddenError``) and for a value that is not on the host (``TransferError``:
-    download it first). O(size).
-
-    Cost: allocates one device owner; transfers the bytes once (a recorded TRANSFER); no sync;
-    no dispatch (copied in the calling thread; the host source is mapped once); O(size).
-    Raises: TransferError, CopyForbiddenError, BorrowError, UseAfterMoveError, TypeError."""
-    if not isinstance(domain, DeviceDomain):
-        raise TransferError(f"upload: expected a DeviceDomain, got {type(domain).__name__}")
-    view = _shared_view(value, "upload")
-    try:
-        desc = view._desc
-        root = view._storage._root
-        assert root is not None
-        if isinstance(root._allocation, DeviceMemory):
-            raise TransferError(
-                f"upload: {view._storage.span} is device-resident in {root.domain!r}, not on "
-                f"the host; download() it first to move it to {domain.name!r}"
-            )
-        LEDGER.check_copy_allowed(f"upload (host -> {domain.name})")
-        root.provider.map_host()
-        arr = np.array(desc.readonly(), copy=True, order="C")
-        t = device_tensor(domain, arr, AllocationReason.TRANSFER_DESTINATION, "upload")
-        LEDGER.copy(CopyReason.TRANSFER, arr.nbytes, f"upload host -> {domain.name}")
-        return t
-    finally:
-        view.release()
-
-
-def domain_of(value: _Value) -> str:
-    """The allocation domain ``value``'s bytes live in (``"host"`` or a device domain). O(1).
-
-    Cost: no allocation; no copy; no sync; no dispatch; O(1).
-    Raises: nothing."""
-    if not isinstance(value, Tensor | TensorView | TensorViewMut):
-        raise TypeError(f"domain_of: expected a Tensor or view, got {type(value).__name__}")
-    storage = value._storage
-    if storage is None or storage._root is None:
-        value._d("domain_of")  # raises UseAfterMoveError / ExpiredBorrowError
-    assert storage is not None and storage._root is not None
-    return storage._root.domain
-

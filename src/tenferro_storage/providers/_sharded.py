@@ -321,31 +321,44 @@ class ShardedTensor:
         return tuple(self._devices)
 
     def replace_shard(self, i: int, owner: Tensor[Any, Any]) -> None:
-        """Move ``owner`` (a value of shard ``i``'s shape and dtype in the same domain) in as
-        shard ``i``; the old shard is released.  For updates computed elsewhere (an
-        optimizer step).  No copy. O(1).
-
-        ``owner`` is not consumed: the caller's reference stays usable and aliases the shard.
+        """Move ``owner`` -- an owning ``Tensor`` of one whole buffer with shard ``i``'s
+        shape and dtype, in the same domain -- in as shard ``i``; the old shard is released.
+        For updates computed elsewhere (an optimizer step).  ``owner`` is consumed (later use
+        raises ``UseAfterMoveError``); a refusal consumes and changes nothing.
 
         Cost: no allocation; no copy; no sync; no dispatch; O(1): the old shard is released
         (its buffer freed) when this held its last reference.
 
         Raises:
-            ShardingError: the value was released; ``owner`` differs in domain, shape or dtype.
+            ShardingError: the value was released; ``i`` is not an integer; ``owner`` is not
+                a Tensor, or differs in domain, shape or dtype, or is not a whole buffer.
             IndexError: ``i`` is not a shard index.
+            BorrowError: ``owner`` is borrowed.  UseAfterMoveError: ``owner`` was consumed.
         """
         shards = self._live("replace_shard")
+        if type(i) is bool or not isinstance(i, int | np.integer):
+            raise ShardingError("ShardedTensor.replace_shard: argument 'i' must be an int, "
+                                f"got {type(i).__name__}")
+        if not -len(shards) <= i < len(shards):
+            raise IndexError(f"ShardedTensor.replace_shard: argument 'i' = {i} is not one of "
+                             f"the {len(shards)} shard indices")
+        if type(owner) is not Tensor:
+            raise ShardingError("ShardedTensor.replace_shard: argument 'owner' must be an "
+                                f"owning Tensor (it is moved in), got {type(owner).__name__}")
         old = shards[i]
         root = _root(old)
+        desc = owner._meta("ShardedTensor.replace_shard")  # UseAfterMoveError when consumed
         new_root = owner._storage._root if owner._storage is not None else None
-        if new_root is None or new_root.domain != root.domain or tuple(owner.shape) != \
-                tuple(old.shape) or owner.dtype != old.dtype:
+        handle = getattr(getattr(new_root, "_allocation", None), "_handle", None)
+        if new_root is None or new_root.domain != root.domain or tuple(desc.shape) != \
+                tuple(old.shape) or owner.dtype != old.dtype or handle is None or \
+                tuple(handle.shape) != tuple(desc.shape):
             raise ShardingError(
-                f"replace_shard: shard {i} is {old.dtype.name}{list(old.shape)} in "
-                f"{root.domain}; the new owner must match it"
+                f"ShardedTensor.replace_shard: argument 'owner' must be a whole buffer of "
+                f"shard {i}'s {old.dtype.name}{list(old.shape)} in {root.domain}"
             )
+        shards[i] = owner.take("ShardedTensor.replace_shard")  # BorrowError before any change
         self._array = None
-        shards[i] = owner
 
     def shard_view(self, i: int) -> TensorView[Any, Any]:
         """A shared borrow of shard ``i`` (release it before the value goes). O(1).

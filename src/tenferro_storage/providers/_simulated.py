@@ -70,12 +70,10 @@ from ._device import (
     ProviderContext,
     ProviderRetirementBinding,
     _bind,
-    _Value,
-    download,
     prepare_read,
-    upload,
 )
 from ._retirement import ProviderEvent, RetirementRecord
+from ._transfers import _Value, download, upload
 
 
 class Fault(enum.Enum):

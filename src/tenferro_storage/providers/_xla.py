@@ -42,7 +42,8 @@ A call over whole owners
 Completion
     Asynchronous: execution is enqueued on XLA's stream and the submission returns a
     handle.  Completion is proven from buffer readiness (``block_until_ready``) either
-    by the engine's reaper thread or by the first ``wait()``, whichever comes first;
+    by the engine's reaper thread or by the first ``wait()``, whichever comes first (a
+    ``wait(timeout)`` retires only results already ready, so it keeps its timeout);
     then the retirement record is released (the input borrows end) and the outcome is
     published exactly once.
 """
@@ -103,6 +104,7 @@ from ._xla_support import (
     _free,
     _host_view,
     _Namespace,
+    _ready,
     _ReadyEvent,
     _Work,
     call_x64,
@@ -453,7 +455,8 @@ class XlaProvider(ExecutionProvider):
         work.inputs = None
         work.donated_ptrs = {}
         cell = OutcomeCell()
-        cell._done = _ReadyEvent(lambda: self._retire(work))  # type: ignore[assignment]
+        cell._done = _ReadyEvent(  # type: ignore[assignment]
+            lambda: self._retire(work), lambda: _ready(work))
         work.cell = cell
         self.counters.submissions += 1
         # Admission boundary: from here on every failure is an outcome (Draining): a

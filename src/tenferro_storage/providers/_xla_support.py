@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -126,16 +127,27 @@ class _Work:
         self.lock = threading.Lock()
 
 
+def _ready(work: _Work) -> bool:
+    """Whether ``work`` can be retired without blocking: it failed before running, or every
+    result buffer is ready (``is_ready()``: a non-blocking readiness query). O(results)."""
+    results = work.results
+    if results is None or isinstance(results, BaseException):
+        return True
+    return all(r.is_ready() for r in results if hasattr(r, "is_ready"))
+
+
 class _ReadyEvent:
-    """The handle's completion event: set when the outcome is published; a waiter that
-    finds it unset drives completion itself (readiness wait, retirement, publication)
-    instead of waiting for the reaper thread."""
+    """The handle's completion event: set when the outcome is published.  A waiter that
+    finds it unset drives completion itself (retirement, publication) instead of waiting
+    for the reaper thread -- at once without a timeout; with one, only once the results
+    are ready (polled without blocking), so the wait never outlasts its timeout."""
 
-    __slots__ = ("_done", "_drive")
+    __slots__ = ("_done", "_drive", "_ready")
 
-    def __init__(self, drive: Callable[[], None]) -> None:
+    def __init__(self, drive: Callable[[], None], ready: Callable[[], bool]) -> None:
         self._done = threading.Event()
         self._drive: Callable[[], None] | None = drive
+        self._ready = ready
 
     def is_set(self) -> bool:
         return self._done.is_set()
@@ -144,7 +156,18 @@ class _ReadyEvent:
         self._done.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        drive = self._drive
-        if drive is not None and not self._done.is_set():
+        done, drive = self._done, self._drive
+        if done.is_set() or drive is None:
+            return done.wait(timeout)
+        if timeout is None:
             drive()
-        return self._done.wait(timeout)
+            return done.wait()
+        deadline = time.monotonic() + timeout
+        pause = 1e-5
+        while True:
+            if self._ready():
+                drive()  # ready: retiring does not block (or the reaper is retiring it)
+            left = deadline - time.monotonic()
+            if done.wait(max(0.0, min(left, pause))) or left <= 0:
+                return done.is_set()
+            pause = min(pause * 2, 2e-3)

@@ -414,13 +414,18 @@ class ProgramBuilder:
         """Freeze the program with these outputs (validated once, here).
 
         Cost: no allocation; no copy; no sync; no dispatch; O(instructions + values).
-        Raises: ProgramError, AttributeError (an output that is neither a value nor metadata)."""
+        Raises: ProgramError (an output that is not a value of this builder nor metadata)."""
         specs: list[ProgramOutput] = []
         seen: set[int] = set()
-        for o in outputs:
+        for k, o in enumerate(outputs):
             if isinstance(o, OutputMetadata):
                 specs.append(ProgramOutput(OutputKind.METADATA, metadata=o))
                 continue
+            if type(o) is not Value or not 0 <= o.index < self._n_values:
+                raise ProgramError(
+                    f"ProgramBuilder.build: output {k} ({type(o).__name__}) is not a value of "
+                    "this builder nor ProgramBuilder.metadata(...)"
+                )
             v = o.index
             kind = (
                 OutputKind.REPEATED

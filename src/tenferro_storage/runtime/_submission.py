@@ -778,10 +778,10 @@ class ExecutionHandle(NoCopy):
         A wait is a synchronization point, never a copy.  With ``timeout`` (seconds)
         raises ``TimeoutError`` if the outcome is not ready; the handle stays usable.
 
-        Cost: no allocation; no copy; synchronizes: blocks until the work retired (on an XLA
-        engine a waiter that comes before the reaper retires it itself: ``block_until_ready``
-        on the results, which ignores ``timeout``, so such a wait can outlast it); no dispatch;
-        O(1) besides the wait.
+        Cost: no allocation; no copy; synchronizes: blocks until the work retired, at most
+        ``timeout`` seconds (on an XLA engine a waiter that comes before the reaper retires
+        the work itself once its result buffers are ready); no dispatch; O(1) besides the
+        wait.
         Raises: TimeoutError (the handle stays usable), UseAfterMoveError."""
         cell = self._live_cell("ExecutionHandle.wait")
         if not cell._done.wait(timeout):
