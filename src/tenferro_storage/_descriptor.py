@@ -561,6 +561,16 @@ def reshape(parent: CheckedDescriptor, shape: tuple[int, ...], operation: str) -
     """Reshape a ``Contiguous`` descriptor (metadata only); anything else is refused.
 
     One extent may be ``-1`` (numpy's convention): it is inferred from the others."""
+    # extents are Python or numpy integers (not bools, arrays or handles): normalised before
+    # anything compares them, so a bad one is named instead of raising from its __eq__
+    if not all(type(n) is int for n in shape):
+        if not all(isinstance(n, int | np.integer) and not isinstance(n, bool) for n in shape):
+            bad = next(n for n in shape if isinstance(n, bool) or
+                       not isinstance(n, int | np.integer))
+            raise LayoutError(
+                operation, f"argument 'shape': extents must be integers, got {shown(bad)}"
+            )
+        shape = tuple(int(n) for n in shape)
     if shape.count(-1) == 1:
         rest = 1
         for n in shape:

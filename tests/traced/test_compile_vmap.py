@@ -79,8 +79,14 @@ def test_every_batching_rule_is_registered_beside_its_primitive() -> None:
         for name, mod in (("scan", "_scan"), ("while_loop", "_while"), ("cond", "_cond"),
                           ("while_loop_result", "_while"))
     }
+    # custom_vjp/custom_jvp calls: made once per (kind, arity) by _custom_call.call_primitive
+    custom = inspect.getsource(importlib.import_module("tenferro_ad._custom_call"))
     for prim in RULES:  # (keyed by the Primitive object; its name finds its home)
         name = prim.name
+        if name in ("custom_vjp_call", "custom_jvp_call"):
+            assert 'Primitive(f"custom_{kind}_call"' in custom, name
+            assert "defbatch(p, _batch_rule(kind))" in custom, name
+            continue
         if name in control:
             assert f'Primitive(\n    "{name}"' in control[name] or \
                 f'Primitive("{name}"' in control[name], name
