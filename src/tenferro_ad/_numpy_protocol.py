@@ -32,6 +32,7 @@ from tenferro_storage.errors import TenferroError
 
 from . import linalg as _ad_linalg
 from ._core._handle import EagerTensor
+from .errors import ArgumentTypeError
 from .ops import complex as cx
 from .ops import elementwise as ew
 from .ops import fft as F
@@ -99,6 +100,71 @@ def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
         return r if target is None else ew.astype(r, target)
 
     return g
+
+
+def _with_initial(f: Callable[..., Any], combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """Honour numpy's ``initial=`` of a reduction by folding it into the result with
+    ``combine`` (``add`` for sums, ``maximum`` for maxima...): one more eager op, and only
+    when it is given (``np.sum(h, initial=1.0)`` must not silently drop it)."""
+
+    name = f"numpy.{getattr(f, '__name__', 'reduce')}"
+
+    def g(*args: Any, initial: Any = None, **kw: Any) -> Any:
+        if initial is None or initial is np._NoValue:
+            return f(*args, **kw)
+        initial = _initial_arg(name, initial)  # checked before anything is computed
+        return combine(f(*args, **kw), initial)
+
+    return g
+
+
+def _initial_arg(name: str, initial: Any) -> Any:
+    """``initial=`` of a reduction: a real or complex scalar, as numpy requires."""
+    if isinstance(initial, bool) or not isinstance(initial, int | float | complex | np.number):
+        raise ArgumentTypeError(
+            f"{name}: argument 'initial' must be a scalar number, got {type(initial).__name__}"
+        )
+    return initial
+
+
+_ORDERS = ("C", "F")
+
+
+def _order_arg(name: str, order: Any) -> str:
+    """``order`` of ravel/flatten: ``"C"`` (row-major) or ``"F"`` (column-major); numpy's
+    memory orders (``"A"``, ``"K"``) have no meaning for a tenferro value and are refused."""
+    if not (isinstance(order, str) and order in _ORDERS):
+        raise NumpyFunctionError(
+            f"{name}: argument 'order' must be 'C' or 'F' (numpy's memory orders 'A' and "
+            f"'K' have no meaning for a tenferro value), got {order!r}"
+        )
+    return order
+
+
+def _ravel(a: Any, order: Any = "C", name: str = "ravel") -> Any:
+    """``a`` flattened in ``order``: ``"F"`` is the C-order ravel of the reversed axes."""
+    if _order_arg(name, order) == "F":
+        return mp.ravel(sh.transpose(a))
+    return mp.ravel(a)
+
+
+_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
+
+
+def _argsort(name: str, a: Any, axis: Any = -1, kind: Any = None, order: Any = None,
+             stable: Any = None) -> Any:
+    """numpy's argsort arguments: every ``kind`` is satisfied by the stable sort (a stable
+    result is a valid result of an unstable kind); ``order`` (structured fields) refused."""
+    if not (kind is None or (isinstance(kind, str) and kind in _SORT_KINDS)):
+        raise NumpyFunctionError(
+            f"{name}: argument 'kind' must be one of numpy's sort kinds "
+            f"('quicksort', 'mergesort', 'heapsort', 'stable'), got {kind!r}"
+        )
+    if order is not None:
+        raise NumpyFunctionError(f"{name}: argument 'order' (structured fields) is not supported")
+    if stable is not None and not isinstance(stable, bool):
+        raise NumpyFunctionError(f"{name}: argument 'stable' must be a bool, got {stable!r}")
+    return sc.argsort(a, axis)
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -219,21 +285,24 @@ def _fill_tables() -> None:
 
         return f
 
-    sum_ = _with_dtype(rd.sum)
+    sum_ = _with_initial(_with_dtype(rd.sum), ew.add)
     mean_ = _with_dtype(rd.mean)
+    max_, min_ = _with_initial(rd.max, ew.maximum), _with_initial(rd.min, ew.minimum)
     HANDLED_FUNCTIONS.update({
-        np.sum: sum_, np.mean: mean_, np.prod: _with_dtype(rd.prod), np.max: rd.max,
-        np.amax: rd.max, np.min: rd.min, np.amin: rd.min, np.var: _with_dtype(sc.var),
+        np.sum: sum_, np.mean: mean_, np.prod: _with_initial(_with_dtype(rd.prod), ew.mul),
+        np.max: max_, np.amax: max_, np.min: min_, np.amin: min_, np.var: _with_dtype(sc.var),
         np.std: _with_dtype(sc.std), np.cumsum: _with_dtype(sc.cumsum),
         np.cumprod: _with_dtype(sc.cumprod), np.diff: sc.diff, np.sort: sc.sort,
-        np.argsort: lambda a, axis=-1, kind=None, stable=None: sc.argsort(a, axis),
+        np.argsort: lambda a, axis=-1, kind=None, order=None, *, stable=None: _argsort(
+            "numpy.argsort", a, axis, kind, order, stable),
         np.argmax: sc.argmax, np.argmin: sc.argmin, np.partition: sc.partition,
         np.argpartition: sc.argpartition, np.take_along_axis: sc.take_along_axis,
         np.linalg.norm: norm, np.any: sc.any, np.all: sc.all, np.nansum: sc.nansum,
         np.nanmean: sc.nanmean, np.average: sc.average, np.median: sc.median,
         np.reshape: _reshape, np.transpose: _transpose,
         np.swapaxes: sh.swapaxes, np.moveaxis: mp.moveaxis, np.rollaxis: mp.rollaxis,
-        np.squeeze: _squeeze, np.expand_dims: sh.expand_dims, np.ravel: mp.ravel,
+        np.squeeze: _squeeze, np.expand_dims: sh.expand_dims,
+        np.ravel: lambda a, order="C": _ravel(a, order, "numpy.ravel"),
         np.repeat: mp.repeat, np.tile: mp.tile, np.roll: mp.roll, np.flip: mp.flip,
         np.fliplr: mp.fliplr, np.flipud: mp.flipud, np.rot90: mp.rot90, np.pad: mp.pad,
         np.split: mp.split, np.array_split: mp.array_split, np.vsplit: mp.vsplit,
@@ -297,6 +366,19 @@ def _methods() -> dict[str, Any]:
 
         return _doc(method, doc)
 
+    def _extreme(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+        combine = ew.maximum if name == "max" else ew.minimum
+
+        def method(self: Any, axis: Any = None, out: Any = None, keepdims: bool = False,
+                   initial: Any = None, where: Any = True) -> Any:
+            _no_out(name, {"out": out, "where": where})
+            if initial is None:
+                return f(self, axis, keepdims)
+            initial = _initial_arg(name, initial)
+            return combine(f(self, axis, keepdims), initial)
+
+        return _doc(method, doc)
+
     def _trace(self: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
                out: Any = None) -> Any:
         _no_out("trace", {"out": out})
@@ -310,13 +392,23 @@ def _methods() -> dict[str, Any]:
         _no_out("round", {"out": out})
         return m.round(self, decimals)
 
-    def _red(f: Callable[..., Any], name: str, doc: str) -> Callable[..., Any]:
+    def _red(f: Callable[..., Any], name: str, doc: str,
+             combine: Callable[[Any, Any], Any] | None = None) -> Callable[..., Any]:
         def method(self: Any, axis: Any = None, dtype: Any = None, out: Any = None,
                    keepdims: bool = False, **kw: Any) -> Any:
+            initial = None
             if out is not None or kw:
-                _no_out(name, {"out": out, **kw})
+                kw = _no_out(name, {"out": out, **kw})
+                initial = kw.pop("initial", None) if combine is not None else None
+                initial = None if initial is None else _initial_arg(name, initial)
+                if kw:
+                    raise NumpyFunctionError(
+                        f"{name}: argument {next(iter(kw))!r} is not supported"
+                    )
             target = None if dtype is None else dtype_arg(name, dtype)
             r = f(self, axis=axis, keepdims=keepdims)
+            if initial is not None:
+                r = combine(r, initial)  # type: ignore[misc]
             if target is None:
                 return r
             return ew.astype(r, target)
@@ -341,8 +433,9 @@ def _methods() -> dict[str, Any]:
     def red_doc(what: str, allocs: str) -> str:
         return f"""{what} over ``axis`` (``None``: all), with ndarray's arguments. {allocs};
         ``dtype=`` converts the result (one more allocation).  ``where=``, ``casting=``,
-        ``order=``, ``subok=`` are refused unless at numpy's default; any other keyword
-        (``initial=``...) is accepted and ignored.
+        ``order=``, ``subok=`` are refused unless at numpy's default; ``initial=`` (sum,
+        prod) is folded into the result (one more allocation); any other keyword is
+        refused.
 
         Cost: allocates the result; no copy; no sync; no dispatch (a host kernel); O(n);
         tape nodes when ``self`` is tracked.
@@ -397,14 +490,16 @@ def _methods() -> dict[str, Any]:
             {_OUT}
         """
 
-    ravel_doc = """The value flattened to 1-D (``tenferro_ad.{0}``).  ``order`` is accepted
-        and not honoured: the result is always in C order.
+    ravel_doc = """The value flattened to 1-D (``tenferro_ad.{0}``) in ``order``: ``"C"``
+        (row-major) or ``"F"`` (column-major: the ravel of the reversed axes).
 
-        Cost: allocates unless an alias (a contiguous value is aliased); no copy; no sync;
-        no dispatch (a host kernel); O(n), O(1) as an alias; one tape node when ``self`` is
-        tracked.
+        Cost: allocates unless an alias (a contiguous value in C order is aliased); no copy;
+        no sync; no dispatch (a host kernel); O(n), O(1) as an alias; one tape node (two in
+        F order) when ``self`` is tracked.
 
-        Raises: UseAfterMoveError.
+        Raises:
+            UseAfterMoveError: ``self`` was consumed by ``into_value()``.
+            TypeError: an ``order`` other than ``"C"``/``"F"`` (a ``NumpyFunctionError``).
         """
     conj_doc = """The complex conjugate (``tenferro_ad.conj``); of a real value, the value
         itself as a metadata alias.
@@ -425,13 +520,16 @@ def _methods() -> dict[str, Any]:
         "__round__": lambda self, ndigits=None: m.round(self, 0 if ndigits is None else ndigits),
         "__array_ufunc__": _array_ufunc,
         "__array_function__": _array_function,
-        "sum": _red(rd.sum, "sum", red_doc("Sum", "One allocation")),
+        "sum": _red(rd.sum, "sum", red_doc("Sum", "One allocation"), ew.add),
         "mean": _red(rd.mean, "mean", red_doc("Mean", "Two allocations (``sum / n``)")),
-        "prod": _red(rd.prod, "prod", red_doc("Product", "One allocation; retains the input")),
-        "max": _plain(rd.max, "max", plain_doc(
-            "Maximum", "One allocation; retains the input and the output.", empty)),
-        "min": _plain(rd.min, "min", plain_doc(
-            "Minimum", "One allocation; retains the input and the output.", empty)),
+        "prod": _red(rd.prod, "prod", red_doc("Product", "One allocation; retains the input"),
+                     ew.mul),
+        "max": _extreme(rd.max, "max", plain_doc(
+            "Maximum", "One allocation; retains the input and the output; ``initial=`` is "
+            "folded in (one more).", empty)),
+        "min": _extreme(rd.min, "min", plain_doc(
+            "Minimum", "One allocation; retains the input and the output; ``initial=`` is "
+            "folded in (one more).", empty)),
         "var": _stat(sc.var, "var", stat_doc(
             "variance", "var", "AxisError: an axis out of range.")),
         "std": _stat(sc.std, "std", stat_doc(
@@ -450,18 +548,26 @@ def _methods() -> dict[str, Any]:
             "Index of the first minimum", "int64 (non-differentiable: records nothing).",
             empty)),
         "argsort": _doc(
-            lambda self, axis=-1, kind=None, order=None: sc.argsort(self, axis),
+            lambda self, axis=-1, kind=None, order=None, *, stable=None: _argsort(
+                "argsort", self, axis, kind, order, stable),
             """Indices that sort the value stably along ``axis`` (``None``: flattened);
-            int64, non-differentiable (records nothing).  ``kind`` and ``order`` are
-            accepted and ignored (the sort is always stable).
+            int64, non-differentiable (records nothing).  Every numpy ``kind`` is accepted
+            (a stable order is a valid order of each); ``order`` (structured fields) is
+            refused.
 
             Cost: allocates the result; no copy; no sync; no dispatch (a host kernel);
             O(n log n).
 
-            Raises: UseAfterMoveError, AxisError, ArgumentTypeError.
+            Raises:
+                UseAfterMoveError: ``self`` was consumed by ``into_value()``.
+                AxisError: an axis out of range.
+                ArgumentTypeError: an ``axis`` that is not an int.
+                TypeError: an unknown ``kind``, or an ``order`` (a ``NumpyFunctionError``).
             """),
-        "ravel": _doc(lambda self, order="C": mp.ravel(self), ravel_doc.format("ravel")),
-        "flatten": _doc(lambda self, order="C": mp.flatten(self), ravel_doc.format("flatten")),
+        "ravel": _doc(lambda self, order="C": _ravel(self, order, "ravel"),
+                      ravel_doc.format("ravel")),
+        "flatten": _doc(lambda self, order="C": _ravel(self, order, "flatten"),
+                        ravel_doc.format("flatten")),
         "squeeze": _doc(_squeeze, f"""The value without its length-1 axes (all, or those
             of ``axis``), as a metadata alias.
 

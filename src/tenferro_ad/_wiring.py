@@ -91,7 +91,7 @@ def install() -> None:
 
 # -- the handle-backed rule namespace and the Python operators of handles and owners ------------
 def _h_unbroadcast(g: Any, shape: tuple[int, ...]) -> Any:
-    return unbroadcast(g, shape, sum, reshape, real, astype)
+    return unbroadcast(g, shape, sum, reshape, real, ew.convert)
 
 
 def _fill_handle_namespace() -> None:
@@ -103,7 +103,7 @@ def _fill_handle_namespace() -> None:
         "gt": greater, "matmul": matmul, "sum": sum,
         "reshape": lambda x, s: reshape(x, tuple(s)),
         "transpose": lambda x, axes: transpose(x, tuple(axes)),
-        "broadcast_to": broadcast_to, "unbroadcast": _h_unbroadcast, "astype": astype,
+        "broadcast_to": broadcast_to, "unbroadcast": _h_unbroadcast, "astype": ew.convert,
         "concatenate": concatenate, "slice_pad": slice_pad,
         "gather": lambda x, *, key: getitem(x, key),
         "scatter_add": scatter_add, "apply": bind,

@@ -221,7 +221,10 @@ class _NumpyNS:
 
     @staticmethod
     def astype(x: Any, dtype: Any) -> Any:
-        return np.asarray(x).astype(dtype)
+        arr = np.asarray(x)
+        if arr.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+            arr = arr.real  # a real value's cotangent: the real part (no numpy warning)
+        return arr.astype(dtype)
 
     @staticmethod
     def concatenate(xs: list[Any], axis: int) -> Any:

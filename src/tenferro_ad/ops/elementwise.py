@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import cmath
 import math
+import os
 import sys
+import warnings
 from typing import Any, Final
 
 import numpy as np
@@ -765,17 +767,42 @@ not_equal = bind_op(
 def astype(x: Any, dtype: Any) -> EagerTensor:
     """Convert the dtype (a new allocation; the VJP converts back). Integer sources get no
     gradient.  To the same dtype: the value itself, as a metadata alias (no allocation, no
-    copy).
+    copy).  Complex to real keeps the real part and warns (``ComplexWarning``), as numpy
+    and JAX do.
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
     Raises: ArgumentError, ArgumentTypeError."""
+    return convert(x, dtype, warn=True)
+
+
+def convert(x: Any, dtype: Any, warn: bool = False) -> EagerTensor:
+    """:func:`astype` without its complex-to-real warning unless ``warn``: what derivative
+    rules call (a real input's cotangent is the real part of a complex one, by design)."""
     src = x._r("astype").a.dtype if isinstance(x, EagerTensor) else _src_dtype(x)
     if src is None:
         src = value_arg("astype", "x", x, imported=True)[1]
     target = _target_dtype(dtype)
     if np.dtype(target) == src:
         return bind1(SAME, x)
+    if warn and src.kind == "c" and target.kind != "c":  # numpy's and JAX's warning
+        warnings.warn(
+            f"astype: casting {src} to {target} discards the imaginary part (take "
+            "tenferro_ad.real(x) first to say so)", np.exceptions.ComplexWarning,
+            stacklevel=_user_level(),
+        )
     return bind(ASTYPE, x, dtype=target, src=src)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_level() -> int:
+    """The ``stacklevel`` of the first frame outside tenferro_ad (the user's call), however
+    many wrappers a public op has (only on the warning path)."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _src_dtype(x: Any) -> np.dtype[Any] | None:

@@ -179,8 +179,9 @@ class ProviderContext:
 
         Cost: no allocation; no copy; no sync (takes the context lock; waits for no work); no
         dispatch; O(len(deltas)).
-        Raises: TypeError (a keyword that is not a counter, or a delta that is not an int;
-        nothing is added)."""
+        Raises:
+            TypeError: a keyword that is not a counter, or a delta that is not an int
+                (nothing is added)."""
         if not deltas.keys() <= _COUNTER_NAMES or not all(type(v) is int for v in deltas.values()):
             _refuse_count(deltas)
         c = self.counters
