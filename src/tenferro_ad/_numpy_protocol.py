@@ -148,14 +148,14 @@ def _ravel(a: Any, order: Any = "C", name: str = "ravel") -> Any:
     return mp.ravel(a)
 
 
-_SORT_KINDS = (None, "quicksort", "mergesort", "heapsort", "stable")
 
 
 def _argsort(name: str, a: Any, axis: Any = -1, kind: Any = None, order: Any = None,
              stable: Any = None) -> Any:
     """numpy's argsort arguments: every ``kind`` is satisfied by the stable sort (a stable
     result is a valid result of an unstable kind); ``order`` (structured fields) refused."""
-    if not (kind is None or (isinstance(kind, str) and kind in _SORT_KINDS)):
+    # numpy reads a kind by its first letter ('Q', 'quick', 'stablesort' all pass)
+    if not (kind is None or (isinstance(kind, str) and kind[:1].lower() in ("q", "h", "m", "s"))):
         raise NumpyFunctionError(
             f"{name}: argument 'kind' must be one of numpy's sort kinds "
             f"('quicksort', 'mergesort', 'heapsort', 'stable'), got {kind!r}"
