@@ -638,10 +638,8 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable[Any]) -> Any:
     namedtuples, ``None``, registered nodes as flattened, and dicts with their keys **in
     sorted order** (as JAX).  ``ValueError`` if the number of leaves differs.
 
-    Cost: O(nodes); builds new containers (never returns ``leaves`` itself), never copies
-    a leaf.
-
-    Cost: no allocation; no copy; no sync; no dispatch; O(nodes of the tree).
+    Cost: allocates new containers only (never returns ``leaves`` itself; no tensor
+    allocation); never copies a leaf; no sync; no dispatch; O(nodes of the tree).
     Raises: ValueError."""
     node = treedef._node
     if type(leaves) is not list:
