@@ -1124,7 +1124,7 @@ def adopt_output(
 
     Cost: allocates no new memory (adopts ``array`` as a new owner: one allocation event); no
     copy; no sync; no dispatch; O(1).
-    Raises: AliasedOutputError, DTypeError."""
+    Raises: LayoutError, AliasedOutputError, DTypeError."""
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
     # the fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->
