@@ -121,6 +121,22 @@ def _known_exception(name: str, exceptions: dict[str, type[BaseException]]) -> b
     return name.rsplit(".", 1)[-1] in exceptions
 
 
+def raises_listed(doc: str) -> tuple[list[str], bool] | None:
+    """The error classes ``doc``'s ``Raises:`` names (a section's entries, then the classes of
+    each ``Raises: A, B.`` line, as written) and whether it says ``Raises: nothing.``;
+    ``None`` when it has no ``Raises:`` at all."""
+    lines = doc.splitlines()
+    raises = _section(lines, "Raises")
+    inline = [m.group(1) for line in lines if (m := re.match(r"^Raises:\s*(\S.*)$", line.strip()))]
+    if raises is None and not inline:
+        return None
+    listed = _entries(raises) if raises is not None else []
+    for text in inline:
+        if text.rstrip(".").strip() != "nothing":
+            listed += [n.split("(", 1)[0].strip().rstrip(".") for n in text.split(",")]
+    return listed, any(t.rstrip(".").strip() == "nothing" for t in inline)
+
+
 def check_docstring(
     name: str, obj: Any, exceptions: dict[str, type[BaseException]]
 ) -> list[Problem]:
@@ -151,16 +167,11 @@ def check_docstring(
                     Problem(name, f"'Cost:' states no {facet} fact (one of: "
                             f"{', '.join('O(...)' if k == 'O(' else k for k in keys)})")
                 )
-    raises = _section(lines, "Raises")
-    inline = [m.group(1) for line in lines if (m := re.match(r"^Raises:\s*(\S.*)$", line.strip()))]
-    if raises is None and not inline:
+    raises = raises_listed(doc)
+    if raises is None:
         problems.append(Problem(name, "no 'Raises:' section (or the line 'Raises: nothing.')"))
     else:
-        listed = _entries(raises) if raises is not None else []
-        for text in inline:
-            if text.rstrip(".").strip() != "nothing":
-                listed += [n.split("(", 1)[0].strip().rstrip(".") for n in text.split(",")]
-        says_nothing = any(t.rstrip(".").strip() == "nothing" for t in inline)
+        listed, says_nothing = raises
         if not listed and not says_nothing:
             problems.append(Problem(name, "'Raises:' section lists no error"))
         for err in listed:

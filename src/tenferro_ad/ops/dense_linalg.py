@@ -917,7 +917,16 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTe
     """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+
+    Raises:
+        IndexOutOfBoundsError: ``axis1`` or ``axis2`` is out of range (not the
+            ``AxisError`` of :func:`tenferro_ad.diagonal`).
+        ValueError: ``offset``, ``axis1`` or ``axis2`` is a string ``int()`` cannot read.
+        TypeError: ``offset``, ``axis1`` or ``axis2`` is not a number (``None``).
+        ArgumentError: the axes repeat or the value has fewer than two axes.
+        ArgumentTypeError: ``x`` is not a value.
+        DTypeError: ``x`` is an array of a dtype tenferro does not hold (strings).
+        UseAfterMoveError: ``x`` is a consumed owner."""
     return bind(
         DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2), shape=_shape(x)
     )
@@ -927,7 +936,15 @@ def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTenso
     """``numpy.trace`` (derived: the sum of :func:`diagonal`). O(n).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+
+    Raises:
+        IndexOutOfBoundsError: ``axis1`` or ``axis2`` is out of range (as :func:`diagonal`).
+        ValueError: ``offset``, ``axis1`` or ``axis2`` is a string ``int()`` cannot read.
+        TypeError: ``offset``, ``axis1`` or ``axis2`` is not a number (``None``).
+        ArgumentError: the axes repeat or the value has fewer than two axes.
+        ArgumentTypeError: ``x`` is not a value.
+        DTypeError: ``x`` is an array of a dtype tenferro does not hold (strings).
+        UseAfterMoveError: ``x`` is a consumed owner."""
     return reduce.sum(diagonal(x, offset, axis1, axis2), axis=-1)
 
 

@@ -34,7 +34,7 @@ def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
     Cost: allocates the result and a few temporaries; no copy; no sync; no dispatch; O(n)
     per-element.
-    Raises: AxisError, ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
     with no_grad():  # the shift is a constant: nothing recorded, nothing retained
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))
@@ -54,7 +54,7 @@ def log_softmax(x: Any, axis: int = -1) -> EagerTensor:
     kernel scratch; retains only its output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     ax = axis_index("log_softmax", axis, len(_shape_of(x)))
     return bind(LOG_SOFTMAX, x, axes=(ax,))
 
@@ -65,7 +65,7 @@ def softmax(x: Any, axis: int = -1) -> EagerTensor:
     Raises ``AxisError`` for an axis out of range.  A few allocations.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     axis_index("softmax", axis, len(_shape_of(x)))
     with no_grad():
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))

@@ -207,7 +207,7 @@ def fft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) -
     """1-D discrete Fourier transform along ``axis`` (``n``: crop/zero-pad first).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2c(a, None if n is None else (n,), (axis,), norm, False, "fft")
 
 
@@ -215,7 +215,7 @@ def ifft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) 
     """1-D inverse DFT.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2c(a, None if n is None else (n,), (axis,), norm, True, "ifft")
 
 
@@ -223,7 +223,7 @@ def fft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) -
     """2-D DFT over ``axes``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _c2c(a, s, axes, norm, False, "fft2")
 
 
@@ -231,7 +231,7 @@ def ifft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) 
     """2-D inverse DFT over ``axes``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _c2c(a, s, axes, norm, True, "ifft2")
 
 
@@ -239,7 +239,7 @@ def fftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> Ea
     """N-D DFT over ``axes`` (default: all, or the last ``len(s)``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2c(a, s, axes, norm, False, "fftn")
 
 
@@ -247,7 +247,7 @@ def ifftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> E
     """N-D inverse DFT.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2c(a, s, axes, norm, True, "ifftn")
 
 
@@ -255,7 +255,7 @@ def rfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None) 
     """DFT of a real input: the ``n//2 + 1`` non-negative frequencies.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _r2c(a, None if n is None else (n,), (axis,), norm, "rfft")
 
 
@@ -263,7 +263,7 @@ def irfft(a: Any, n: int | None = None, axis: int = -1, norm: str | None = None)
     """Inverse of :func:`rfft` (output length ``n``, default ``2 (m - 1)``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2r(a, None if n is None else (n,), (axis,), norm, "irfft")
 
 
@@ -271,7 +271,7 @@ def rfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None) 
     """2-D :func:`rfftn`.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _r2c(a, s, axes, norm, "rfft2")
 
 
@@ -279,7 +279,7 @@ def irfft2(a: Any, s: Any = None, axes: Any = (-2, -1), norm: str | None = None)
     """2-D :func:`irfftn`.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _c2r(a, s, axes, norm, "irfft2")
 
 
@@ -287,7 +287,7 @@ def rfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> E
     """N-D DFT of a real input (the last axis halved).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _r2c(a, s, axes, norm, "rfftn")
 
 
@@ -295,7 +295,7 @@ def irfftn(a: Any, s: Any = None, axes: Any = None, norm: str | None = None) -> 
     """Inverse of :func:`rfftn`.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return _c2r(a, s, axes, norm, "irfftn")
 
 
@@ -303,7 +303,7 @@ def fftshift(x: Any, axes: Any = None) -> EagerTensor:
     """Move the zero frequency to the centre (a roll by ``n // 2``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     ax = tuple(range(len(shape))) if axes is None else (
         (axes,) if isinstance(axes, int) else tuple(axes)
@@ -315,7 +315,7 @@ def ifftshift(x: Any, axes: Any = None) -> EagerTensor:
     """Inverse of :func:`fftshift` (a roll by ``-(n // 2)``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     ax = tuple(range(len(shape))) if axes is None else (
         (axes,) if isinstance(axes, int) else tuple(axes)

@@ -146,7 +146,7 @@ def squeeze(x: Any, axis: Any = None) -> EagerTensor:
     """Remove length-1 axes (all, or the given ones; a non-1 axis is an error). An alias.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     if axis is None:
         drop = {i for i, n in enumerate(shape) if n == 1}
@@ -177,7 +177,7 @@ def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
     ``destination`` is refused (``ArgumentError``), as numpy does.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(_value("moveaxis", x))
     src = _axis_list("moveaxis", source, "source")
     dst = _axis_list("moveaxis", destination, "destination")
@@ -201,7 +201,7 @@ def rollaxis(x: Any, axis: int, start: int = 0) -> EagerTensor:
     """``numpy.rollaxis`` (a transpose alias).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = _nd(x)
     a = _axis("rollaxis", axis, nd)
     if start < 0:
@@ -254,7 +254,7 @@ def repeat(x: Any, repeats: Any, axis: int | None = None) -> EagerTensor:
     """Repeat elements (a gather; VJP sums the copies). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape, dt = stored_value_arg("repeat", "x", x)
     if axis is None:
         n, ax = math.prod(shape), None
@@ -311,7 +311,7 @@ def flip(x: Any, axis: Any = None) -> EagerTensor:
     """Reverse the order along ``axis`` (``None``: all): a negative-stride alias.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = _nd(x)
     if axis is None:
         ax = set(range(nd))
@@ -344,7 +344,7 @@ def roll(x: Any, shift: Any, axis: Any = None) -> EagerTensor:
     shifts for one axis: they add up).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = _value("roll", x)
     many = isinstance(shift, tuple | list) or (isinstance(shift, np.ndarray) and shift.ndim)
     items = list(shift) if many else [shift]
@@ -385,7 +385,7 @@ def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> EagerTensor:
     """Rotate by 90 degrees ``k`` times in the plane ``axes`` (flips and a transpose).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(_value("rot90", x))
     k = _int("rot90", "argument 'k'", k)
     if not isinstance(axes, tuple | list) or len(axes) != 2:
@@ -593,7 +593,7 @@ def split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTensor]:
     """Split into equal sections or at indices: basic slices (aliases, no allocation).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _split(x, indices_or_sections, axis, "split", True)
 
 
@@ -601,7 +601,7 @@ def array_split(x: Any, indices_or_sections: Any, axis: int = 0) -> list[EagerTe
     """Like :func:`split`, allowing unequal sections.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _split(x, indices_or_sections, axis, "array_split", False)
 
 
@@ -717,7 +717,7 @@ def append(x: Any, values: Any, axis: int | None = None) -> EagerTensor:
     """``numpy.append``: concatenate (flattened when ``axis`` is ``None``). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     xs = _value("append", x)
     vs = _value("append", values, "values")
     if axis is None:
@@ -743,7 +743,7 @@ def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTe
     """``numpy.diagonal``: a gather (one allocation; VJP scatter-adds), the diagonal last.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     nd = len(shape)
     a1, a2 = _axis("diagonal", axis1, nd, "axis1"), _axis("diagonal", axis2, nd, "axis2")

@@ -73,7 +73,7 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     the argument (or the arguments that do not fit together).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n); O(n^3) for matrix 2-norms.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sx = value_arg("norm", "x", x, imported=True)[0]
     ord = _ord(ord)
     nd = len(sx)

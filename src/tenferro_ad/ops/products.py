@@ -118,7 +118,7 @@ def cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     first; a refusal names ``'a'``, ``'b'`` and the axis arguments involved.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     names = ("axisa", "axisb", "axisc")
     if axis is not None:
         axisa = axisb = axisc = axis

@@ -244,7 +244,7 @@ def sum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     Raises :class:`~tenferro_ad.errors.AxisError` for an axis outside ``[-ndim, ndim)``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = _shape_of(x)
     axes = _axes("sum", axis, len(shape), keepdims)
     return bind(SUM, x, axes=axes, keepdims=bool(keepdims), shape=shape)
@@ -255,7 +255,7 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Mean over ``axis`` (derived: ``sum / n``). Two allocations.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = _shape_of(x)
     axes = _axes("mean", axis, len(shape), keepdims)
     n = 1
@@ -272,7 +272,7 @@ def max(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     axes = _axes("max", axis, len(_shape_of(x)), keepdims)
     return bind(MAX, x, axes=axes, keepdims=bool(keepdims))
 
@@ -283,7 +283,7 @@ def min(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     One allocation.  An empty reduced extent has no identity: refused, naming ``'x'``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     axes = _axes("min", axis, len(_shape_of(x)), keepdims)
     return bind(MIN, x, axes=axes, keepdims=bool(keepdims))
 
@@ -320,7 +320,7 @@ def prod(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Product over ``axis``; first derivatives exact at zeros (as JAX). Retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     axes = _axes("prod", axis, len(_shape_of(x)), keepdims)
     return bind(PROD, x, axes=axes, keepdims=bool(keepdims))
 

@@ -196,7 +196,7 @@ def cumsum(x: Any, axis: int | None = None) -> EagerTensor:
     linear (retains nothing); the VJP is the reversed cumulative sum.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("cumsum", axis, len(shape_of(x)))
@@ -208,7 +208,7 @@ def cumprod(x: Any, axis: int | None = None) -> EagerTensor:
     input and output; the derivative assumes nonzero inputs (as ``prod``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("cumprod", axis, len(shape_of(x)))
@@ -220,7 +220,7 @@ def argsort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTen
     non-differentiable. One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     if axis is None:
         x, axis = _flat(x), 0
     ax = _axis("argsort", axis, len(shape_of(x)))
@@ -231,7 +231,7 @@ def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTens
     """Index of the first maximum (non-differentiable, int64). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     ax = None if axis is None else _axis("argmax", axis, len(shape_of(x)))
     return bind(ARGMAX, x, axis=ax, keepdims=keepdims)
 
@@ -240,7 +240,7 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> EagerTens
     """Index of the first minimum (non-differentiable, int64). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     ax = None if axis is None else _axis("argmin", axis, len(shape_of(x)))
     return bind(ARGMIN, x, axis=ax, keepdims=keepdims)
 
@@ -250,7 +250,7 @@ def argpartition(x: Any, kth: Any, axis: int | None = -1) -> EagerTensor:
     ``kth`` and ``axis`` are checked first (an error names the argument).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = value_arg("argpartition", "x", x, imported=True)[0]
     if axis is None:
         _kth(kth, _count(shape, tuple(range(len(shape)))))
@@ -267,7 +267,7 @@ def take_along_axis(x: Any, indices: Any, axis: int | None) -> EagerTensor:
     with ``x`` elsewhere) and ``axis`` are checked first; an error names the argument.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     op = "take_along_axis"
     shape = value_arg(op, "x", x, imported=True)[0]
     value_arg(op, "indices", indices)
@@ -342,7 +342,7 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor
     gather allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     if axis is None:
         x, axis = _flat(x), 0
     with no_grad():
@@ -358,7 +358,7 @@ def partition(x: Any, kth: int, axis: int = -1) -> EagerTensor:
     (order within each side unspecified). A gather by ``argpartition``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     with no_grad():
         idx = argpartition(x, kth, axis=axis)
     return take_along_axis(x, idx, axis)
@@ -382,7 +382,7 @@ def var(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Eage
     A few allocations (derived).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     ax = _axes("var", axis, len(shape))
     n = _count(shape, ax)
@@ -396,7 +396,7 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Eage
     as in JAX).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return ew.sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
@@ -409,7 +409,7 @@ def diff(
     are checked before anything is computed; a refusal names the argument.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = value_arg("diff", "x", x, imported=True)[0]
     if isinstance(n, bool | np.bool_) or not isinstance(n, int | np.integer):
         raise ArgumentTypeError(f"diff: argument 'n' must be an int, got {type(n).__name__}")
@@ -480,7 +480,7 @@ def logsumexp(
     NaN unless ``return_sign=True``, which returns ``(log|sum|, sign)``. Derived.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = value_arg("logsumexp", "a", a, imported=True)[0]
     if b is not None:
         sb = value_arg("logsumexp", "b", b, imported=True)[0]
@@ -549,7 +549,7 @@ def any(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Whether any entry is true (non-differentiable, bool). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     ax = None if axis is None else _axes("any", axis, len(shape_of(x)))
     return bind(ANY, x, axis=ax, keepdims=keepdims)
 
@@ -558,7 +558,7 @@ def all(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Whether every entry is true (non-differentiable, bool). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     ax = None if axis is None else _axes("all", axis, len(shape_of(x)))
     return bind(ALL, x, axis=ax, keepdims=keepdims)
 
@@ -567,7 +567,7 @@ def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return rd.sum(ew.where(isnan(x), 0.0, x), axis=axis, keepdims=keepdims)
 
 
@@ -575,7 +575,7 @@ def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Mean over the non-NaN entries (derived).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     with no_grad():
         n = rd.sum(ew.astype(ew.equal(isnan(x), False), _real_dtype(x)), axis=axis,
                    keepdims=keepdims)
@@ -591,7 +591,7 @@ def average(
     ``x`` and ``weights`` are checked first; an error names the argument(s).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     value_arg("average", "x", x, imported=True)
     if weights is not None:
         value_arg("average", "weights", weights, imported=True)
@@ -641,7 +641,7 @@ def median(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     entries; the gradient goes to those entries, as in JAX).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = shape_of(x)
     if axis is None:
         out = median(_flat(x), axis=0)

@@ -237,7 +237,7 @@ def transpose(x: Any, *axes: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(value_of("transpose", x)[0])
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
         axes = () if axes[0] is None else tuple(axes[0])
@@ -251,7 +251,7 @@ def swapaxes(x: Any, axis1: int, axis2: int) -> EagerTensor:
     out of range. O(1): metadata only.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(value_of("swapaxes", x)[0])
     i = axis_index("swapaxes", axis1, nd, "axis1")
     j = axis_index("swapaxes", axis2, nd, "axis2")
@@ -535,7 +535,7 @@ def concatenate(xs: Any, axis: int = 0) -> EagerTensor:
     """Join values along ``axis``. One allocation (a kernel write of the joined values).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     xs = _values_arg("concatenate", xs)
     shapes = [_item_shape("concatenate", x, i) for i, x in enumerate(xs)]
     nd = len(shapes[0])
@@ -573,7 +573,7 @@ def expand_dims(x: Any, axis: Any) -> EagerTensor:
     numpy).  A reshape: an alias when contiguous.  ``AxisError`` for an axis out of range.
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = list(value_of("expand_dims", x)[0])
     axes = tuple(axis) if isinstance(axis, tuple | list) else (axis,)
     nd = len(shape) + len(axes)
@@ -591,7 +591,7 @@ def stack(xs: Any, axis: int = 0) -> EagerTensor:
     ``ArgumentError`` for an empty list or unequal shapes; ``AxisError`` out of range.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     xs = _values_arg("stack", xs)
     shapes = [_item_shape("stack", x, i) for i, x in enumerate(xs)]
     ax = axis_index("stack", axis, len(shapes[0]) + 1)
