@@ -729,7 +729,7 @@ def vjp(f: Callable[..., Any], *primals: Any, has_aux: bool = False) -> tuple[An
 
     Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
     no sync; no dispatch; O(the cost of ``f``) per evaluation.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if not callable(f):
         raise ArgumentTypeError(f"vjp: argument 'f' must be callable, got {type(f).__name__}")
     _flag(has_aux, "has_aux", "vjp")

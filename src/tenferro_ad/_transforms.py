@@ -356,7 +356,7 @@ def linearize(f: Callable[..., Any], *primals: Any) -> tuple[Any, Callable[..., 
 
     Cost: allocates what ``f``'s ops allocate (the tape's residuals, fresh result owners); no copy;
     no sync; no dispatch; O(the cost of ``f``) per evaluation.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     _callable(f, "linearize")
     _check_args(primals, tuple(range(len(primals))), "linearize", "primals")
     out = f(*primals)
@@ -380,7 +380,7 @@ def trace(x: Any, *args: Any, **kwargs: Any) -> Any:
 
     Cost: allocates the graph only (no tensor storage); no copy; no sync; no dispatch; O(the ops
     ``f`` applies).
-    Raises: ArgumentTypeError, TypeError."""
+    Raises: ArgumentTypeError, TypeError, UseAfterMoveError."""
     if callable(x) and not isinstance(x, EagerTensor | ts.Tensor | ts.TensorView):
         if args or kwargs:
             raise ArgumentTypeError("trace(f): pass the arguments to the returned function")

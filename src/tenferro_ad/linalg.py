@@ -167,7 +167,7 @@ def lstsq(
     behaviour, ``numpy_resid=False``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa, sb = _shape(a), _shape(b)
     if len(sa) != 2 or len(sb) not in (1, 2) or sb[0] != sa[0]:
         raise ArgumentError(f"lstsq: expected a (m, n) and b (m,) or (m, k), got {sa} and {sb}")

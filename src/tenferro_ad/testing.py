@@ -76,7 +76,7 @@ def assert_allclose(
     """``numpy.testing.assert_allclose`` on tenferro values, read in place (no copy).
 
     Cost: no allocation; no copy; no sync; no dispatch (reads in place); O(n).
-    Raises: AssertionError."""
+    Raises: AssertionError, UseAfterMoveError, TypeError."""
     with borrowed((actual, desired)) as (a, d):
         np.testing.assert_allclose(
             a, d, rtol=rtol, atol=atol, equal_nan=equal_nan, err_msg=err_msg,
@@ -90,7 +90,7 @@ def assert_array_equal(
     """``numpy.testing.assert_array_equal`` on tenferro values, read in place (no copy).
 
     Cost: no allocation; no copy; no sync; no dispatch (reads in place); O(n).
-    Raises: AssertionError."""
+    Raises: AssertionError, UseAfterMoveError."""
     with borrowed((actual, desired)) as (a, d):
         np.testing.assert_array_equal(a, d, err_msg=err_msg, verbose=verbose, strict=strict)
 
@@ -101,7 +101,7 @@ def assert_array_almost_equal(
     """``numpy.testing.assert_array_almost_equal`` on tenferro values, read in place.
 
     Cost: no allocation; no copy; no sync; no dispatch (reads in place); O(n).
-    Raises: AssertionError."""
+    Raises: AssertionError, UseAfterMoveError, TypeError."""
     with borrowed((actual, desired)) as (a, d):
         np.testing.assert_array_almost_equal(a, d, decimal=decimal, err_msg=err_msg,
                                              verbose=verbose)
@@ -123,6 +123,6 @@ def assert_equal(actual: Any, desired: Any, err_msg: str = "", verbose: bool = T
     tuples compared item by item, as numpy does), read in place (no copy).
 
     Cost: no allocation; no copy; no sync; no dispatch (reads in place); O(n).
-    Raises: AssertionError."""
+    Raises: AssertionError, UseAfterMoveError."""
     with borrowed((actual, desired)) as (a, d):
         np.testing.assert_equal(a, d, err_msg=err_msg, verbose=verbose)

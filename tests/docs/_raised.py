@@ -1,13 +1,11 @@
 """The errors a public callable raises are errors its docstring's ``Raises:`` list names.
 
 ``_docstrings`` checks that each docstring *has* a ``Raises:`` list of exception classes;
-only calling the callable shows whether the list is *complete*.  This checker calls every
-public callable of ``tenferro_ad`` that takes an axis -- the functions of its public modules
-and the methods of its public classes (``EagerTensor.sum``; ``Tracer.sum`` on a tracer,
-inside ``traced.trace``) with a parameter named in :data:`AXIS_PARAMS` -- starting from a
-valid call (the API fuzzer's, :func:`tests.reliability._fuzz.valid_call`, which is found
-from the parameter names or its ``VALID_CALLS`` table, so a new op is checked without
-editing this file) and changing one argument per case (:func:`cases`):
+only calling the callable shows whether the list is *complete*.  This checker calls public
+callables of ``tenferro_ad`` starting from a valid call (the API fuzzer's,
+:func:`tests.reliability._fuzz.valid_call`, found from the parameter names or its
+``VALID_CALLS`` table, so a new op is checked without editing this file) and changing one
+argument per case (:func:`cases`):
 
 ==========================  ===========================================================
 case                        the changed argument
@@ -15,17 +13,28 @@ case                        the changed argument
 ``axis out of range``       each axis parameter: ``5`` (``axes``: ``(2, 3)``) for a
                             rank-2 value
 ``axis of a wrong type``    each axis parameter: the string ``'s'``
-``value of a wrong type``   the first value argument: ``object()``
+``value of a wrong type``   the first value argument (an owner, or a list of them):
+                            ``object()``
 ``consumed value``          the first value argument: an owner consumed by
                             ``into_storage()``; a method's ``self``: a handle consumed
                             by ``into_value()``
 ``non-numeric value``       the first value argument: a numpy array of strings
 ==========================  ===========================================================
 
+Two sets of callables are called (:func:`axis_callees`, :func:`value_callees`):
+
+* every public callable of ``tenferro_ad`` that takes an axis -- the functions of its
+  public modules and the methods of its public classes (``EagerTensor.sum``;
+  ``Tracer.sum`` on a tracer, inside ``traced.trace``) with a parameter named in
+  :data:`AXIS_PARAMS` -- each of which must have a valid call;
+* every other public function of ``tenferro_ad`` and method of ``EagerTensor`` for which
+  the fuzzer finds a valid call (``valid_call`` is ``None`` for the rest, which the fuzzer
+  suite lists), with the value cases.
+
 A raised class is *documented* when it, or one of its bases, is named in the list -- a
 base but ``Exception``, ``BaseException`` and ``TenferroError`` (:data:`TOO_BROAD`), which
-tell a reader nothing.  A case that raises nothing is a problem too (an out-of-range axis
-accepted).
+tell a reader nothing.  An axis case that raises nothing is a problem too (an out-of-range
+axis accepted); a value case may (``tree_util.tree_leaves`` takes any leaf).
 """
 
 from __future__ import annotations
@@ -86,14 +95,15 @@ class Callee:
 @dataclass(frozen=True)
 class Case:
     """One call of a callee: a description and the call (a valid call, one argument changed;
-    ``receiver`` overrides the target's)."""
+    ``receiver`` overrides the target's); ``must_raise``: returning is a problem."""
 
     what: str
     call: _fuzz.ValidCall
     receiver: str | None
+    must_raise: bool = False
 
 
-def _axis_params(func: Any) -> list[str]:
+def axis_params(func: Any) -> list[str]:
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
@@ -110,24 +120,39 @@ def callee(name: str, func: Any, cls: type | None = None) -> Callee:
     attr = name.rsplit(".", 1)[-1]
     # the fuzzer's name of the EagerTensor method (its VALID_CALLS are keyed by it); a
     # Tracer method takes the same arguments
-    receiver = TRACER if cls is ad.traced.Tracer else RECEIVER
-    return Callee(name, func,
-                  _fuzz.Target(f"EagerTensor.{attr}", attr, params[1:], receiver, attr, cls))
+    return Callee(name, func, _fuzz.Target(f"EagerTensor.{attr}", attr, params[1:],
+                                           receivers()[cls], attr, cls))
+
+
+def receivers() -> dict[type, str]:
+    """The classes whose methods are called, each with the receiver they are called on."""
+    return {ad.EagerTensor: RECEIVER, ad.traced.Tracer: TRACER}
+
+
+def _public_callees() -> Iterator[Callee]:
+    """The functions of ``tenferro_ad``'s public modules and the methods of the classes of
+    :func:`receivers` (classes themselves, whose constructors take no value, aside)."""
+    objects = dict(public_names())
+    for name, obj in objects.items():
+        if name.startswith("tenferro_ad.") and inspect.isroutine(obj):
+            yield callee(name, obj)
+    for name, func in public_methods():
+        cls = objects.get(name.rsplit(".", 1)[0])
+        if name.startswith("tenferro_ad.") and isinstance(cls, type) and cls in receivers():
+            yield callee(name, func, cls)
 
 
 def axis_callees() -> list[Callee]:
-    """Every public callable of ``tenferro_ad`` with an axis parameter (classes, whose
-    constructors take no axis of a value, aside)."""
-    objects = dict(public_names())
-    out: list[Callee] = []
-    for name, obj in objects.items():
-        if name.startswith("tenferro_ad.") and inspect.isroutine(obj) and _axis_params(obj):
-            out.append(callee(name, obj))
-    for name, func in public_methods():
-        cls = objects.get(name.rsplit(".", 1)[0])
-        if name.startswith("tenferro_ad.") and isinstance(cls, type) and _axis_params(func):
-            out.append(callee(name, func, cls))
-    return out
+    """Every public callable of ``tenferro_ad`` with an axis parameter."""
+    return [c for c in _public_callees() if axis_params(c.func)]
+
+
+def value_callees() -> list[Callee]:
+    """Every other public function of ``tenferro_ad`` and method of ``EagerTensor`` that
+    the fuzzer finds a valid call of."""
+    return [c for c in _public_callees()
+            if not axis_params(c.func) and c.target.receiver in (None, RECEIVER)
+            and valid_call(c) is not None]
 
 
 def valid_call(c: Callee) -> _fuzz.ValidCall | None:
@@ -144,16 +169,16 @@ def cases(c: Callee, call: _fuzz.ValidCall) -> Iterator[Case]:
     """The calls of ``c`` this checker makes, each from ``call`` with one argument
     changed (see the module docstring)."""
     slots = {blame.name: (where, key) for where, key, blame in _fuzz.slots(c.target, call)}
-    for param in _axis_params(c.func):
+    for param in axis_params(c.func):
         where, key = slots[param]
         bad = OUT_OF_RANGE_BY_PARAM.get(param, OUT_OF_RANGE)
         yield Case(f"{param}={_show(bad)} (axis out of range)",
-                   _fuzz.changed(call, where, key, bad), None)
+                   _fuzz.changed(call, where, key, bad), None, must_raise=True)
         yield Case(f"{param}={_show(WRONG_TYPE)} (axis of a wrong type)",
-                   _fuzz.changed(call, where, key, WRONG_TYPE), None)
+                   _fuzz.changed(call, where, key, WRONG_TYPE), None, must_raise=True)
     first = next((i for i, lab in enumerate(call.labels)
                   if lab.startswith(("owner ", "list [owner"))), None)
-    if first is not None and c.target.receiver is None:
+    if first is not None:
         param = next(str(b.name) for w, k, b in _fuzz.slots(c.target, call)
                      if (w, k) == ("pos", first))
         listed = call.labels[first].startswith("list")
@@ -216,8 +241,8 @@ def documented(error: type[BaseException], listed: list[str]) -> bool:
 
 
 def problems(c: Callee) -> list[str]:
-    """Every error a case of ``c`` raises that its docstring does not list, and every case
-    that raises nothing; each names the callable, the case and the class."""
+    """Every error a case of ``c`` raises that its docstring does not list, and every axis
+    case that raises nothing; each names the callable, the case and the class."""
     listed = (raises_listed(inspect.getdoc(c.func) or "") or ([], False))[0]
     call = valid_call(c)
     if call is None:
@@ -230,7 +255,8 @@ def problems(c: Callee) -> list[str]:
     for case in cases(c, call):
         err = raised(c, case)
         if err is None:
-            out.append(f"{c.name}: {case.what} raised nothing")
+            if case.must_raise:
+                out.append(f"{c.name}: {case.what} raised nothing")
         elif not documented(err, listed):
             out.append(f"{c.name}: {case.what} raised {err.__name__}, which its 'Raises:' "
                        f"does not list (it lists: {', '.join(listed) or 'nothing'})")

@@ -1,7 +1,8 @@
-"""Every error a public axis-taking callable of ``tenferro_ad`` raises -- for an axis out of
-range, an axis of a wrong type, a value of a wrong type, a consumed value, a non-numeric
-value -- is named in its docstring's ``Raises:`` list (``_raised``: it *calls* each one);
-the checker fails on bad examples."""
+"""Every error a public callable of ``tenferro_ad`` raises -- for an axis out of range or of
+a wrong type (each callable that takes an axis), a value of a wrong type, a consumed value,
+a non-numeric value (each one the API fuzzer has a valid call of) -- is named in its
+docstring's ``Raises:`` list (``_raised``: it *calls* each one); the checker fails on bad
+examples."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import tenferro_ad as ad
 from tenferro_ad.errors import ArgumentError, AxisError
 from tenferro_storage.errors import TenferroError
 from tests.docs import _raised
+from tests.docs._surface import public_methods, public_names
 
 #: gaps this branch may not close, each (callable, missing class) -> why.  A gap that
 #: closes fails :func:`test_every_known_gap_is_still_open`, so the entry goes with it.
@@ -33,11 +35,25 @@ def _gap(problem: str) -> tuple[str, str] | None:
 
 
 def _all_problems() -> list[str]:
-    return [p for c in _raised.axis_callees() for p in _raised.problems(c)]
+    callees = [*_raised.axis_callees(), *_raised.value_callees()]
+    return [p for c in callees for p in _raised.problems(c)]
 
 
 def test_every_axis_callable_lists_the_errors_it_raises() -> None:
-    problems = [p for p in _all_problems() if _gap(p) is None]
+    problems = [p for c in _raised.axis_callees() for p in _raised.problems(c)
+                if _gap(p) is None]
+    assert not problems, (
+        f"{len(problems)} raised error(s) missing from 'Raises:' (convention: "
+        "docs/contributing.md#docstrings; the cases: tests/docs/_raised.py):\n"
+        + "\n".join(problems)
+    )
+
+
+def test_every_public_function_lists_what_a_bad_value_raises() -> None:
+    callees = _raised.value_callees()
+    assert {"tenferro_ad.add", "tenferro_ad.linalg.qr", "tenferro_ad.EagerTensor.reshape"} <= {
+        c.name for c in callees}
+    problems = [p for c in callees for p in _raised.problems(c) if _gap(p) is None]
     assert not problems, (
         f"{len(problems)} raised error(s) missing from 'Raises:' (convention: "
         "docs/contributing.md#docstrings; the cases: tests/docs/_raised.py):\n"
@@ -63,6 +79,12 @@ def test_the_checked_callables_are_the_axis_taking_public_ones() -> None:
     assert not any(n.startswith("tenferro_storage") or n.endswith("AxisError") for n in names)
     tracer = next(c for c in _raised.axis_callees() if c.name == "tenferro_ad.traced.Tracer.sum")
     assert tracer.target.receiver == _raised.TRACER
+    # a public method taking an axis on a class without a receiver here would be missed
+    classes = dict(public_names())
+    unreached = [n for n, f in public_methods() if n.startswith("tenferro_ad.")
+                 and _raised.axis_params(f) and classes[n.rsplit(".", 1)[0]]
+                 not in _raised.receivers()]
+    assert not unreached, f"add a receiver to _raised.receivers() for: {unreached}"
 
 
 def _sum_missing_axis_error(x: Any, axis: Any = None) -> Any:

@@ -211,7 +211,7 @@ def conj(x: Any) -> EagerTensor:
     value itself, as a metadata alias (no allocation, no copy).
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if value_of("conj", x)[1].kind != "c":
         return bind(elementwise.SAME, x)
     return bind(CONJ, x)
@@ -223,7 +223,7 @@ def real(x: Any) -> EagerTensor:
     (no allocation, no copy).
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if value_of("real", x)[1].kind != "c":
         return bind(elementwise.SAME, x)
     return bind(REAL, x, src_complex=True)
@@ -234,7 +234,7 @@ def imag(x: Any) -> EagerTensor:
     """Imaginary part (zeros for real input, with a zero gradient). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return bind(IMAG, x, src_complex=value_of("imag", x)[1].kind == "c")
 
 
@@ -243,7 +243,7 @@ def complex(re: Any, im: Any) -> EagerTensor:
     """``re + 1j * im`` from two real values (derived: real_t(re) - imag_t(im)). O(n).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     stored_value_arg("complex", "re", re)
     stored_value_arg("complex", "im", im)
     return bind(REAL_T, re) - bind(IMAG_T, im)
@@ -255,7 +255,7 @@ def angle(z: Any) -> EagerTensor:
     (JAX's); zero gradient for real input.  At ``z = 0`` the gradient is ``nan``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ANGLE, z)
 
 
@@ -267,7 +267,7 @@ def view_as_real(z: Any) -> EagerTensor:
     reinterpretation).  Differentiable: the cotangent maps back as ``g0 - 1j*g1``.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(VIEW_AS_REAL, z)
 
 
@@ -278,7 +278,7 @@ def view_as_complex(x: Any) -> EagerTensor:
     Raises ``TypeError`` naming the op when ``x`` is not real with such a trailing axis.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(VIEW_AS_COMPLEX, x)
 
 # batching rules: both views act on the trailing axis only

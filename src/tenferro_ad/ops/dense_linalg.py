@@ -728,7 +728,7 @@ def qr(a: Any) -> tuple[EagerTensor, EagerTensor]:
     One packed allocation ``[q; r^T]``; ``q`` and ``r`` are metadata-only views of it.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     s = _shape(a)
     if len(s) < 2:
         raise ArgumentError(f"qr: expected (..., m, n), got shape {s}")
@@ -787,7 +787,7 @@ def svd(
     are not determined by ``a``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa = _shape(a)
     if len(sa) < 2:
         raise ArgumentError(f"svd: expected (..., m, n), got shape {sa}")
@@ -887,7 +887,7 @@ def pinv(a: Any, rtol: float | None = None, hermitian: bool = False) -> EagerTen
     constant.  Saves ``a`` and the result.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa = _shape(a)
     if len(sa) < 2:
         raise ArgumentError(f"pinv: expected (..., m, n), got shape {sa}")
@@ -901,7 +901,7 @@ def tril(x: Any, k: int = 0) -> EagerTensor:
     """Lower triangle of the last two axes (``numpy.tril``); linear. O(size).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(TRIL, x, k=int(k))
 
 
@@ -909,7 +909,7 @@ def triu(x: Any, k: int = 0) -> EagerTensor:
     """Upper triangle of the last two axes (``numpy.triu``); linear. O(size).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(TRIU, x, k=int(k))
 
 

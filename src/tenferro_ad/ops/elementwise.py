@@ -477,7 +477,7 @@ add = bind_op(
     """``x + y`` (broadcasting). One ``OPERATION_OUTPUT`` allocation; no copy.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -487,7 +487,7 @@ sub = bind_op(
     """``x - y`` (broadcasting). One allocation; no copy.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -497,7 +497,7 @@ mul = bind_op(
     """``x * y`` (broadcasting). One allocation; the tape retains both inputs when tracked.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -507,7 +507,7 @@ div = bind_op(
     """``x / y`` (broadcasting). One allocation; retains both inputs when tracked.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -517,7 +517,7 @@ neg = bind_op(
     """``-x``. One allocation; retains nothing.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -527,7 +527,7 @@ pow = bind_op(
     """``x ** y`` (broadcasting). One allocation; retains ``x``, ``y`` and the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -537,7 +537,7 @@ exp = bind_op(
     """``e**x``. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -547,7 +547,7 @@ log = bind_op(
     """Natural log. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -557,7 +557,7 @@ log1p = bind_op(
     """``log(1 + x)``. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -567,7 +567,7 @@ expm1 = bind_op(
     """``exp(x) - 1``. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -577,7 +577,7 @@ sin = bind_op(
     """Sine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -587,7 +587,7 @@ cos = bind_op(
     """Cosine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -597,7 +597,7 @@ tanh = bind_op(
     """Hyperbolic tangent. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -607,7 +607,7 @@ sqrt = bind_op(
     """Square root. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -617,7 +617,7 @@ abs = bind_op(
     """Absolute value. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -627,7 +627,7 @@ sign = bind_op(
     """Sign (non-differentiable: zero gradient). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -637,7 +637,7 @@ maximum = bind_op(
     """Elementwise maximum; ties split the gradient evenly. One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -647,7 +647,7 @@ minimum = bind_op(
     """Elementwise minimum; ties split the gradient evenly. One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -657,7 +657,7 @@ def where(cond: Any, x: Any, y: Any) -> EagerTensor:
     """``cond ? x : y`` (broadcasting; ``cond`` is not differentiated). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(WHERE, cond, x, y)
 
 
@@ -670,7 +670,7 @@ def clip(x: Any, lo: Any, hi: Any) -> EagerTensor:
     ``'hi'`` and records nothing.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sx = value_arg("clip", "x", x, imported=True)[0]
     shapes = [("x", sx)]
     for nm, b in (("lo", lo), ("hi", hi)):
@@ -708,7 +708,7 @@ less = bind_op(
     """``x < y`` as a boolean constant (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -718,7 +718,7 @@ less_equal = bind_op(
     """``x <= y`` (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -728,7 +728,7 @@ greater = bind_op(
     """``x > y`` (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -738,7 +738,7 @@ greater_equal = bind_op(
     """``x >= y`` (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -748,7 +748,7 @@ equal = bind_op(
     """``x == y`` (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -758,7 +758,7 @@ not_equal = bind_op(
     """``x != y`` (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 
@@ -771,7 +771,7 @@ def astype(x: Any, dtype: Any) -> EagerTensor:
     and JAX do.
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return convert(x, dtype, warn=True)
 
 
@@ -831,7 +831,7 @@ stop_gradient = bind_op(
     """The same value with no gradient: a metadata-only alias (no allocation, no copy).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError.""",
     __name__,
 )
 

@@ -100,7 +100,7 @@ matmul = bind_op(
     dimensions) only after the kernel refused, so the common call pays nothing for it.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(m k n) per matrix product.
-    Raises: ArgumentError, ArgumentTypeError.""",
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError.""",
     __name__,
     explain=_explain_operands,
 )

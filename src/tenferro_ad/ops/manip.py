@@ -129,7 +129,7 @@ def ravel(x: Any) -> EagerTensor:
     """Flatten to 1-D: an alias of a contiguous value (no allocation), else one copy.
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return sh.reshape(x, (-1,))
 
 
@@ -138,7 +138,7 @@ def flatten(x: Any) -> EagerTensor:
     handles are read-only).
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return sh.reshape(x, (-1,))
 
 
@@ -277,7 +277,7 @@ def tile(x: Any, reps: Any) -> EagerTensor:
     """Tile ``x`` (a broadcast alias and one reshape copy). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape, dt = stored_value_arg("tile", "x", x)
     reps_t = _shape_param("tile", reps, "reps", "a negative count")
     nd = builtins.max(len(shape), len(reps_t))
@@ -326,7 +326,7 @@ def fliplr(x: Any) -> EagerTensor:
     """Flip axis 1 (an alias).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return flip(x, 1)
 
 
@@ -334,7 +334,7 @@ def flipud(x: Any) -> EagerTensor:
     """Flip axis 0 (an alias).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return flip(x, 0)
 
 
@@ -459,7 +459,7 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     integer value, no dropped imaginary part).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape, dt = stored_value_arg("pad", "x", x)
     nd = len(shape)
     if not isinstance(mode, str) or mode not in _PAD_MODES:
@@ -609,7 +609,7 @@ def vsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 0 (a value of 2 or more dimensions, as numpy).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _split(x, s, 0, "vsplit", True, "s", 2)
 
 
@@ -617,7 +617,7 @@ def hsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 1 (axis 0 for 1-D; a 0-d value is refused, as numpy).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _split(x, s, _HSPLIT, "hsplit", True, "s", 1)
 
 
@@ -625,7 +625,7 @@ def dsplit(x: Any, s: Any) -> list[EagerTensor]:
     """Split along axis 2 (a value of 3 or more dimensions, as numpy).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _split(x, s, 2, "dsplit", True, "s", 3)
 
 
@@ -634,7 +634,7 @@ def atleast_1d(*xs: Any) -> Any:
     """View inputs with at least one axis (aliases).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     out = [x if _nd(x) >= 1 else sh.reshape(x, (1,)) for x in xs]
     return out[0] if len(out) == 1 else out
 
@@ -643,7 +643,7 @@ def atleast_2d(*xs: Any) -> Any:
     """View inputs with at least two axes (aliases).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     out = []
     for x in xs:
         s = shape_of(x)
@@ -655,7 +655,7 @@ def atleast_3d(*xs: Any) -> Any:
     """View inputs with at least three axes (numpy's placement: (n,) -> (1, n, 1)).
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     out = []
     for x in xs:
         s = shape_of(x)
@@ -680,7 +680,7 @@ def vstack(xs: Sequence[Any]) -> EagerTensor:
     """Concatenate along axis 0 after :func:`atleast_2d`. One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return sh.concatenate([atleast_2d(x) for x in _seq(xs)], axis=0)
 
 
@@ -688,7 +688,7 @@ def hstack(xs: Sequence[Any]) -> EagerTensor:
     """Concatenate along axis 1 (axis 0 for 1-D values). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     xs = [atleast_1d(x) for x in _seq(xs)]
     return sh.concatenate(xs, axis=0 if _nd(xs[0]) == 1 else 1)
 
@@ -697,7 +697,7 @@ def dstack(xs: Sequence[Any]) -> EagerTensor:
     """Concatenate along axis 2 after :func:`atleast_3d`. One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return sh.concatenate([atleast_3d(x) for x in _seq(xs)], axis=2)
 
 
@@ -705,7 +705,7 @@ def column_stack(xs: Sequence[Any]) -> EagerTensor:
     """Stack 1-D values as columns (2-D values as they are). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     cols = []
     for x in _seq(xs):
         s = shape_of(x)
@@ -802,7 +802,7 @@ def diag(v: Any, k: int = 0) -> EagerTensor:
     scatter into zeros); a 2-D value gives its ``k``-th diagonal (a gather).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _diag("diag", v, *stored_value_arg("diag", "v", v), k)
 
 
@@ -810,7 +810,7 @@ def diagflat(v: Any, k: int = 0) -> EagerTensor:
     """``numpy.diagflat``: :func:`diag` of the flattened input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     s, dt = stored_value_arg("diagflat", "v", v)
     n = math.prod(s) + builtins.abs(_int("diagflat", "argument 'k'", k))
     _fits("diagflat", "arguments 'v' and 'k'", (n, n), dt.itemsize)  # before ravel runs
@@ -827,7 +827,7 @@ def tril(x: Any, k: int = 0) -> EagerTensor:
     """Lower triangle (a ``where`` with a constant mask). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return ew.where(_tri_mask(shape_of(x), k, True), x, 0.0)
 
 
@@ -835,7 +835,7 @@ def triu(x: Any, k: int = 0) -> EagerTensor:
     """Upper triangle (a ``where`` with a constant mask). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return ew.where(_tri_mask(shape_of(x), k, False), x, 0.0)
 
 
@@ -906,7 +906,7 @@ def full_like(x: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> 
     dtype holds exactly (no NaN into an integer dtype, no dropped imaginary part).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _full_like("full_like", x, fill_value, dtype, shape)
 
 
@@ -914,7 +914,7 @@ def zeros_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """Zeros shaped like ``x`` (a constant). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _full_like("zeros_like", x, 0, dtype, shape)
 
 
@@ -922,7 +922,7 @@ def ones_like(x: Any, dtype: Any = None, shape: Any = None) -> EagerTensor:
     """Ones shaped like ``x`` (a constant). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     return _full_like("ones_like", x, 1, dtype, shape)
 
 
@@ -990,7 +990,7 @@ def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0)
     conditions are not differentiated).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     for what, given in (("condlist", condlist), ("choicelist", choicelist)):
         if not isinstance(given, tuple | list):
             raise ArgumentTypeError(

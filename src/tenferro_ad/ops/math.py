@@ -273,7 +273,7 @@ def tan(x: Any) -> EagerTensor:
     """Tangent (its own kernel: precise near the poles). One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(TAN, x)
 
 
@@ -281,7 +281,7 @@ def sinh(x: Any) -> EagerTensor:
     """Hyperbolic sine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(SINH, x)
 
 
@@ -289,7 +289,7 @@ def cosh(x: Any) -> EagerTensor:
     """Hyperbolic cosine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(COSH, x)
 
 
@@ -297,7 +297,7 @@ def arcsin(x: Any) -> EagerTensor:
     """Inverse sine. One allocation; retains the input (derivative ``inf`` at +-1).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCSIN, x)
 
 
@@ -305,7 +305,7 @@ def arccos(x: Any) -> EagerTensor:
     """Inverse cosine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCCOS, x)
 
 
@@ -313,7 +313,7 @@ def arctan(x: Any) -> EagerTensor:
     """Inverse tangent. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCTAN, x)
 
 
@@ -321,7 +321,7 @@ def arcsinh(x: Any) -> EagerTensor:
     """Inverse hyperbolic sine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCSINH, x)
 
 
@@ -329,7 +329,7 @@ def arccosh(x: Any) -> EagerTensor:
     """Inverse hyperbolic cosine. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCCOSH, x)
 
 
@@ -337,7 +337,7 @@ def arctanh(x: Any) -> EagerTensor:
     """Inverse hyperbolic tangent. One allocation; retains the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ARCTANH, x)
 
 
@@ -346,7 +346,7 @@ def arctan2(y: Any, x: Any) -> EagerTensor:
     (the derivative at the origin is ``nan``, as in JAX).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     y, x = weak(y, x)
     return bind(ARCTAN2, y, x)
 
@@ -355,7 +355,7 @@ def hypot(x: Any, y: Any) -> EagerTensor:
     """``sqrt(x**2 + y**2)`` without overflow (broadcasting). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(HYPOT, x, y)
 
@@ -364,7 +364,7 @@ def square(x: Any) -> EagerTensor:
     """``x * x`` (derived; the same rule as JAX's). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ew.MUL, x, x)
 
 
@@ -372,7 +372,7 @@ def reciprocal(x: Any) -> EagerTensor:
     """``1 / x`` (derived). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ew.DIV, 1.0, x)
 
 
@@ -380,7 +380,7 @@ def log2(x: Any) -> EagerTensor:
     """Base-2 logarithm (its own kernel: exact at powers of two). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOG2, x)
 
 
@@ -388,7 +388,7 @@ def log10(x: Any) -> EagerTensor:
     """Base-10 logarithm (its own kernel). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOG10, x)
 
 
@@ -396,7 +396,7 @@ def exp2(x: Any) -> EagerTensor:
     """``2 ** x``. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(EXP2, x)
 
 
@@ -404,7 +404,7 @@ def cbrt(x: Any) -> EagerTensor:
     """Real cube root. One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(CBRT, x)
 
 
@@ -412,7 +412,7 @@ def logaddexp(x: Any, y: Any) -> EagerTensor:
     """``log(exp(x) + exp(y))`` without overflow; JAX's derivative at infinities.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(LOGADDEXP, x, y)
 
@@ -421,7 +421,7 @@ def logaddexp2(x: Any, y: Any) -> EagerTensor:
     """``log2(2**x + 2**y)`` without overflow.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(LOGADDEXP2, x, y)
 
@@ -430,7 +430,7 @@ def sinc(x: Any) -> EagerTensor:
     """``sin(pi x) / (pi x)`` (1 at 0) with exact first and second derivatives at 0.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(SINC, x)
 
 
@@ -438,7 +438,7 @@ def floor(x: Any) -> EagerTensor:
     """Round down (zero derivative). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(FLOOR, x)
 
 
@@ -446,7 +446,7 @@ def ceil(x: Any) -> EagerTensor:
     """Round up (zero derivative). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(CEIL, x)
 
 
@@ -454,7 +454,7 @@ def trunc(x: Any) -> EagerTensor:
     """Round toward zero (zero derivative). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(TRUNC, x)
 
 
@@ -465,7 +465,7 @@ def rint(x: Any) -> EagerTensor:
     """Round half to even (zero derivative). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(RINT, x)
 
 
@@ -475,7 +475,7 @@ def round(x: Any, decimals: int = 0) -> EagerTensor:
     refused (``ArgumentError``) before anything runs.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     stored_value_arg("round", "x", x)
     try:
         d = operator.index(decimals)
@@ -496,7 +496,7 @@ def mod(x: Any, y: Any) -> EagerTensor:
     operator. One allocation; retains both inputs.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(MOD, x, y)
 
@@ -508,7 +508,7 @@ def fmod(x: Any, y: Any) -> EagerTensor:
     """C-style remainder (the sign of ``x``); ``d/dy = -trunc(x / y)``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(FMOD, x, y)
 
@@ -517,7 +517,7 @@ def fmax(x: Any, y: Any) -> EagerTensor:
     """NaN-ignoring maximum; the picked argument gets the gradient (``y`` on ties).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(FMAX, x, y)
 
@@ -526,7 +526,7 @@ def fmin(x: Any, y: Any) -> EagerTensor:
     """NaN-ignoring minimum; the picked argument gets the gradient (``y`` on ties).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     x, y = weak(x, y)
     return bind(FMIN, x, y)
 
@@ -535,7 +535,7 @@ def isnan(x: Any) -> EagerTensor:
     """Boolean ``x != x`` (non-differentiable). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ISNAN, x)
 
 
@@ -543,7 +543,7 @@ def isinf(x: Any) -> EagerTensor:
     """Boolean ``|x| == inf`` (non-differentiable). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ISINF, x)
 
 
@@ -551,7 +551,7 @@ def isfinite(x: Any) -> EagerTensor:
     """Boolean: neither inf nor NaN (non-differentiable). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ISFINITE, x)
 
 
@@ -559,7 +559,7 @@ def logical_and(x: Any, y: Any) -> EagerTensor:
     """Elementwise logical and (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOGICAL_AND, x, y)
 
 
@@ -567,7 +567,7 @@ def logical_or(x: Any, y: Any) -> EagerTensor:
     """Elementwise logical or (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOGICAL_OR, x, y)
 
 
@@ -575,7 +575,7 @@ def logical_xor(x: Any, y: Any) -> EagerTensor:
     """Elementwise logical xor (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOGICAL_XOR, x, y)
 
 
@@ -583,7 +583,7 @@ def logical_not(x: Any) -> EagerTensor:
     """Elementwise logical not (non-differentiable).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOGICAL_NOT, x)
 
 
@@ -600,7 +600,7 @@ def nan_to_num(
     finite entries and 0 at replaced ones (as JAX). A few allocations.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     for what, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
         if v is not None and not isinstance(v, int | float | np.integer | np.floating):
             raise ArgumentTypeError(
@@ -624,7 +624,7 @@ def relu(x: Any) -> EagerTensor:
     the input.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind1(RELU, x)
 
 
@@ -632,7 +632,7 @@ def leaky_relu(x: Any, negative_slope: float = 0.01) -> EagerTensor:
     """``x`` where ``x >= 0`` else ``negative_slope * x`` (JAX's). Derived.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return ew.where(ew.greater_equal(x, 0.0), x, ew.mul(x, negative_slope))
 
 
@@ -640,7 +640,7 @@ def elu(x: Any, alpha: float = 1.0) -> EagerTensor:
     """``x`` where ``x > 0`` else ``alpha * expm1(x)`` (JAX's, safe for large ``x``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     pos = ew.greater(x, 0.0)
     return ew.where(pos, x, ew.mul(ew.expm1(ew.where(pos, 0.0, x)), alpha))
 
@@ -649,7 +649,7 @@ def sigmoid(x: Any) -> EagerTensor:
     """Logistic sigmoid (``scipy.special.expit``). One allocation; retains the output.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(EXPIT, x)
 
 
@@ -657,7 +657,7 @@ def softplus(x: Any) -> EagerTensor:
     """``log(1 + exp(x))`` = ``logaddexp(x, 0)`` (JAX's definition). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(LOGADDEXP, *weak(x, 0.0))
 
 
@@ -665,7 +665,7 @@ def log_sigmoid(x: Any) -> EagerTensor:
     """``log(sigmoid(x))`` = ``-softplus(-x)``, stable for large ``|x|``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return ew.neg(softplus(ew.neg(x)))
 
 
@@ -673,7 +673,7 @@ def silu(x: Any) -> EagerTensor:
     """``x * sigmoid(x)`` (derived). Two allocations.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return ew.mul(x, sigmoid(x))
 
 
@@ -685,7 +685,7 @@ def gelu(x: Any, approximate: bool = True) -> EagerTensor:
     exact ``x * (1 + erf(x / sqrt 2)) / 2``. Derived.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     if approximate:
         c = math.sqrt(2.0 / math.pi)
         inner = ew.mul(ew.add(x, ew.mul(ew.mul(ew.mul(x, x), x), 0.044715)), c)
@@ -697,7 +697,7 @@ def deg2rad(x: Any) -> EagerTensor:
     """Degrees to radians (``x * pi/180``). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ew.MUL, x, math.pi / 180.0)
 
 
@@ -705,7 +705,7 @@ def rad2deg(x: Any) -> EagerTensor:
     """Radians to degrees (``x * 180/pi``). One allocation.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     return bind(ew.MUL, x, 180.0 / math.pi)
 
 

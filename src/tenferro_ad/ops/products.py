@@ -34,7 +34,7 @@ def dot(a: Any, b: Any) -> EagerTensor:
     first, naming ``'a'``/``'b'``; nothing is computed or recorded then.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(m k n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa, sb = _values("dot", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
@@ -52,7 +52,7 @@ def vdot(a: Any, b: Any) -> EagerTensor:
     of each input and one contraction.  Different sizes are refused first, naming both.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa, sb = _values("vdot", a, b)
     na, nb = math.prod(sa), math.prod(sb)
     if na != nb:
@@ -71,7 +71,7 @@ def inner(a: Any, b: Any) -> EagerTensor:
     different lengths are refused first, naming ``'a'`` and ``'b'``.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa, sb = _values("inner", a, b)
     if not sa or not sb:
         return ew.mul(a, b)
@@ -88,7 +88,7 @@ def outer(a: Any, b: Any) -> EagerTensor:
     entries.  A non-value operand is refused first, named.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     _values("outer", a, b)
     return einsum("i,j->ij", sh.reshape(a, (-1,)), sh.reshape(b, (-1,)))
 
@@ -98,7 +98,7 @@ def kron(a: Any, b: Any) -> EagerTensor:
     non-value operand is refused first, named.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa, sb = _values("kron", a, b)
     nd = max(len(sa), len(sb))
     sa = (1,) * (nd - len(sa)) + sa

@@ -165,7 +165,7 @@ def reshape(x: Any, *shape: Any) -> EagerTensor:
     strided value (e.g. a transpose) is laid out afresh (one allocation, a kernel write).
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     if len(shape) == 1 and isinstance(shape[0], tuple | list | int | np.integer):
         shape = _shape_arg("reshape", shape[0])
     else:
@@ -286,7 +286,7 @@ def broadcast_to(x: Any, shape: tuple[int, ...]) -> EagerTensor:
     ``ArgumentError`` when the value's shape does not broadcast to ``shape``.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     src = value_of("broadcast_to", x)[0]
     target = _shape_arg("broadcast_to", shape)
     if any(n < 0 for n in target):
@@ -436,7 +436,7 @@ def getitem(x: Any, key: Any) -> EagerTensor:
     output (VJP: scatter-add, so repeated indices accumulate).
 
     Cost: allocates unless an alias; no copy; no sync; no dispatch; O(n), O(1) as an alias.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = value_of("getitem", x)[0]
     if _is_basic(key):
         return _indexed("getitem", SLICE, x, key, shape)
@@ -463,7 +463,7 @@ def gather(x: Any, key: Any) -> EagerTensor:
     """Advanced (integer-array) indexing ``x[key]`` as a fresh output; VJP scatter-adds.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     shape = value_of("gather", x)[0]
     return _indexed("gather", GATHER, x, _freeze_key(key, "gather"), shape)
 
