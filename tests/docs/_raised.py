@@ -78,6 +78,8 @@ def _list_of(item: str) -> Callable[[_fuzz.Ctx], list[Any]]:
 #: the values of the list labels above (the fuzzer's pool holds the rest)
 _LISTS = {f"list [{item}, owner]": _list_of(item)
           for item in ("object()", "consumed owner", "numpy str (1,)")}
+#: the receivers that are not fuzzer labels: a tracer inside ``traced.trace`` (built from a
+#: :data:`RECEIVER` handle), and a handle consumed by ``into_value()``
 TRACER = "tracer"
 CONSUMED_HANDLE = "consumed handle"
 
@@ -104,6 +106,7 @@ class Case:
 
 
 def axis_params(func: Any) -> list[str]:
+    """The parameters of ``func`` that name an axis (:data:`AXIS_PARAMS`), in order."""
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
