@@ -190,12 +190,12 @@ def test_a_bound_below_the_floor_is_refused_without_a_search(
     """A bound below the every-label-sliced estimate is refused after two estimates (the
     plan's and the floor's), not after slicing label by label."""
     calls = []
-    real = S._step_sizes
-    monkeypatch.setattr(S, "_step_sizes", lambda *a: calls.append(1) or real(*a))
+    real = S._estimate
+    monkeypatch.setattr(S, "_estimate", lambda *a: calls.append(1) or real(*a))
     eq = "ab,bc,cd,de,ef,fg,ga->"
     with pytest.raises(EinsumError, match="'memory_limit'") as e:
         S.sliced_plan(eq, ((4, 4),) * 7, False, "greedy", 10, 8)
     assert len(calls) == 2
     floor = int(str(e.value).split("estimated ")[1].split(" bytes")[0].replace(",", ""))
     ok = S.sliced_plan(eq, ((4, 4),) * 7, False, "greedy", floor, 8)
-    assert ok.estimate == floor  # the floor itself is met
+    assert ok.estimate <= floor  # the floor itself is met
