@@ -16,14 +16,22 @@ recognized by its methods so that tenferro never imports cotengra:
   ``ReusableHyperOptimizer``...): searched once per signature, then as a tree.
 
 ``memory_limit`` (bytes) adds slicing when the plan's estimated peak exceeds it: contracted
-labels are sliced greedily (each time the one that lowers the estimate most) until the
-estimate fits.  The estimate is the peak of what one contraction allocates at once,
-forward and backward: the output (twice: the running sum and a new part), the accumulated
-operand gradients and the transient per-slice cotangent of every operand, two cotangents
-in flight, and every intermediate of one slice (the backward of a slice keeps all of them
-while it recomputes them).  The ledger's peak stays under it
-(``tests/ad/test_einsum_sliced.py`` checks that for several bounds); a forward without a
-tape needs less.  It does not count the operands themselves (they exist before the call).
+labels are sliced greedily (each time the one that lowers the estimate most, then the one
+with fewer flops) until the estimate fits.  Slicing splits the tree (:func:`_split`): an
+intermediate none of whose operands is sliced is the same in every slice, so the
+*invariant* sub-trees that feed slice-dependent steps are contracted once, before the
+slices, and only the rest runs per slice (each slice a checkpoint region).  The estimate
+is the peak of what one contraction allocates at once, forward and backward: the output
+(twice: the running sum and a new part), the accumulated operand gradients and the
+transient per-slice cotangent of every operand, and one slice's intermediates (its
+backward keeps them all while it recomputes them) with two cotangents in flight, next to
+the invariant results and their cotangents' running sums; plus either every invariant
+intermediate (taped: kept until their backward) or, when that does not fit, only the
+invariant results (the invariant part is then one checkpoint region, recomputed once in
+backward: the larger of the two phases counts).  The ledger's peak stays under it
+(``tests/ad/test_einsum_sliced.py`` checks that for several bounds and both invariant
+modes); a forward without a tape needs less.  It does not count the operands themselves
+(they exist before the call).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import _einsum_path as E
 
@@ -156,7 +164,7 @@ def _step_sizes(
     return steps
 
 
-class _Split:
+class _Split(NamedTuple):
     """The sliced network's pairwise tree split in two (:func:`_split`).
 
     ``pre``: one sub-contraction per *frontier* node -- an intermediate that involves no
@@ -169,12 +177,16 @@ class _Split:
     count of all slices together (invariant steps once).
     """
 
-    __slots__ = ("dep_max", "dep_path", "dep_sources", "dep_subscripts", "dep_sum", "flops",
-                 "frontier", "inv_max", "inv_sum", "pre")
-
-    def __init__(self, **kw: Any) -> None:
-        for k, v in kw.items():
-            setattr(self, k, v)
+    pre: tuple[tuple[tuple[int, ...], str, tuple[tuple[int, int], ...]], ...]
+    dep_sources: tuple[tuple[str, int], ...]
+    dep_subscripts: str
+    dep_path: tuple[tuple[int, int], ...]
+    inv_sum: int
+    inv_max: int
+    dep_sum: int
+    dep_max: int
+    frontier: int
+    flops: int
 
 
 def _linear(order: list[int], steps: list[tuple[int, int, int]]) -> tuple[tuple[int, int], ...]:
@@ -201,8 +213,11 @@ def _split(
     n = len(inputs)
     stripped = ["".join(c for c in t if c not in sliced) for t in inputs]
     terms = list(stripped)
-    dep = [any(c in sliced for c in t) for t in inputs]
-    size = lambda t: math.prod(sizes[c] for c in t)  # noqa: E731
+    dep: list[bool] = [any(c in sliced for c in t) for t in inputs]
+
+    def size(t: str) -> int:
+        return math.prod(sizes[c] for c in t)
+
     outset = set(output)
     held: dict[str, int] = {}
     for t in terms:
@@ -240,8 +255,8 @@ def _split(
         steps.append((a, b, new))
         work.append(new)
     count = math.prod(sizes[c] for c in sliced)
-    inv_sizes = [pre_size[i] for i in range(n) if pre_size[i] and not dep[i]]
-    dep_sizes = [pre_size[i] for i in range(n) if pre_size[i] and dep[i]]
+    inv_sizes: list[int] = []
+    dep_sizes: list[int] = []
     flops = 0
     frontier_nodes: list[int] = []
     direct: list[int] = []
@@ -256,6 +271,9 @@ def _split(
         else:
             inv_sizes.append(size(label[new]))
             flops += mul
+    for i in range(n):  # a leaf's preprocessing runs where the leaf is an operand
+        if pre_size[i]:
+            (dep_sizes if dep[i] or i in direct else inv_sizes).append(pre_size[i])
     if not any(dep):  # pragma: no cover - only called with a sliced label in some term
         raise AssertionError("no slice-dependent operand")
     root = work[0] if work else 0
@@ -362,7 +380,7 @@ def sliced_plan(
     Cached per (subscripts, shapes, optimize object, memory limit, itemsize): a repeated
     call is one dict lookup; the first call costs the path search (a cotengra optimizer's
     ``search``, or opt_einsum's) plus O(labels * sliced labels * steps * rank) for the
-    greedy slicing (each estimate is O(steps * rank): :func:`_step_sizes`).  Raises
+    greedy slicing (each estimate is O(steps * rank): :func:`_split`).  Raises
     :class:`~._einsum_path.EinsumError` naming ``'memory_limit'`` when no slicing fits
     (with the smallest estimate reachable) and ``'optimize'`` for a tree that does not
     match the subscripts.
@@ -408,8 +426,8 @@ def sliced_plan(
     labels = tuple(sorted(sliced))
     if split is None:
         sub, sshapes = _without(inputs, output, sizes, sliced)
-        return SlicedPlan(labels, (), (), tuple(("leaf", i) for i in range(len(inputs))), (), False, sub,
-                          sshapes, path, est, 0)
+        leaves = tuple(("leaf", i) for i in range(len(inputs)))
+        return SlicedPlan(labels, (), (), leaves, (), False, sub, sshapes, path, est, 0)
     keys = tuple(
         tuple((ax, labels.index(c)) for ax, c in enumerate(inputs[i]) if c in sliced)
         if kind == "leaf" else ()

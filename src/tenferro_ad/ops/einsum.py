@@ -240,9 +240,11 @@ def einsum(
     ``memory_limit`` (bytes) bounds what the contraction allocates at once, its backward
     included: when the plan's estimate (:mod:`~._einsum_slice`) exceeds it, contracted
     labels are sliced -- each slice contracts the network with those labels fixed and the
-    slices are summed.  Under a tape each slice is a checkpoint region: backward keeps no
+    slices are summed; the sub-trees no sliced label reaches are contracted once, before
+    the slices.  Under a tape each slice is a checkpoint region: backward keeps no
     slice's intermediates and recomputes them, slice by slice, as
-    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward).  Sliced plans
+    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward of the sliced
+    part; the invariant part too when the bound needs it checkpointed).  Sliced plans
     are cached per (subscripts, shapes, optimize, memory_limit, dtype size).  A limit no
     slicing meets raises ``EinsumError`` naming ``'memory_limit'``.
 
