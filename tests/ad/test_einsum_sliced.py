@@ -244,17 +244,19 @@ def test_split_parts_match_their_plans(net: tuple[str, Any, frozenset[str]]) -> 
     np.testing.assert_allclose(total, np.einsum(eq, *arrs), rtol=1e-10, atol=1e-12)
 
 
-GRID = "ab,bc,cd,de,ef,fg,gh,ha,ai,ci,ej,gj->"  # a ring with two chords
+GRID = "am,abn,bco,cp,dmq,denr,efos,fpt,gqu,ghrv,hisw,itx,ju,jkv,klw,lx->"  # 4x4, open
+GRID_SHAPES = tuple((3,) * len(t) for t in GRID[:-2].split(","))  # bond 3
+BOUNDS = (23_868, 21_216, 15_912)  # the invariant part taped / checkpointed / 9 slices
 
 
-@pytest.mark.parametrize("limit", [4_400, 4_250])
+@pytest.mark.parametrize("limit", BOUNDS)
 def test_invariant_part_runs_once_under_the_bound(limit: int) -> None:
     """When slicing leaves part of the network untouched, that part is contracted once
     (not once per slice): the forward allocates fewer intermediates than the slices
     times the steps; the value and gradients equal JAX's and the ledger peak stays under
     the bound, whether the invariant part is taped or a checkpoint region."""
     rng = np.random.default_rng(3)
-    shapes = tuple((4, 4) for _ in range(12))
+    shapes = GRID_SHAPES
     arrs = [rng.standard_normal(s) for s in shapes]
     plan = S.sliced_plan(GRID, shapes, False, "greedy", limit, 8)
     assert plan.count > 1 and plan.pre and plan.estimate <= limit
@@ -264,7 +266,7 @@ def test_invariant_part_runs_once_under_the_bound(limit: int) -> None:
     steps = len(S.E.plan(GRID, shapes, "einsum", False, "greedy").steps)
     assert fwd.allocations[ts.AllocationReason.OPERATION_OUTPUT] < plan.count * steps
     v, g, rec = _vg(GRID, arrs, optimize="greedy", memory_limit=limit)
-    jv, jg = jax.value_and_grad(lambda *x: jnp.einsum(GRID, *x), argnums=tuple(range(12)))(
+    jv, jg = jax.value_and_grad(lambda *x: jnp.einsum(GRID, *x), argnums=tuple(range(16)))(
         *arrs)
     assert abs(v - float(jv)) <= 1e-10 * max(1.0, abs(float(jv)))
     for a, b in zip(g, jg, strict=True):
@@ -275,7 +277,24 @@ def test_invariant_part_runs_once_under_the_bound(limit: int) -> None:
 
 def test_both_invariant_modes_are_exercised() -> None:
     """Among the bounds above, one plan tapes its invariant part and one checkpoints it."""
-    shapes = tuple((4, 4) for _ in range(12))
-    modes = {S.sliced_plan(GRID, shapes, False, "greedy", lim, 8).pre_region
-             for lim in (4_400, 4_250)}
+    modes = {S.sliced_plan(GRID, GRID_SHAPES, False, "greedy", lim, 8).pre_region
+             for lim in BOUNDS}
     assert modes == {True, False}
+
+
+@pytest.mark.parametrize("engine", ["host", "xla"])
+def test_split_under_jit_equals_eager(engine: str) -> None:
+    """Traced by ``ad.jit``, the split plan (invariant region + sliced regions) gives the
+    eager value and gradients."""
+    rng = np.random.default_rng(5)
+    arrs = [rng.standard_normal(s) for s in GRID_SHAPES]
+    xs = [ts.from_numpy(a) for a in arrs]
+    vg = ad.value_and_grad(
+        lambda *x: ad.einsum(GRID, *x, optimize="greedy", memory_limit=BOUNDS[1]),
+        argnums=tuple(range(16)),
+    )
+    v, g = ad.jit(vg, engine=engine)(*xs)
+    v0, g0, _ = _vg(GRID, arrs, optimize="greedy", memory_limit=BOUNDS[1])
+    assert abs(float(v) - v0) <= 1e-10 * max(1.0, abs(v0))
+    for a, b in zip(g, g0, strict=True):
+        np.testing.assert_allclose(a.to_numpy(), b, rtol=1e-10, atol=1e-10)
