@@ -11,11 +11,13 @@ search, searched once) fixes the path for everyone.  The bounds are the unsliced
 and ``--fractions`` of it (a fraction below what slicing can reach is skipped).  For each
 memory bound tenferro runs ``ad.value_and_grad`` of
 ``ad.einsum(eq, *arrays, optimize=tree, memory_limit=bound)`` (eager, and under ``ad.jit``
-per ``--engines``; sliced as the bound requires, each slice a checkpoint region); the eager
+per ``--engines``; sliced as the bound requires, the sub-trees no sliced label reaches
+contracted once, each slice a checkpoint region); the eager
 call runs under ``ledger.capture()``, which proves the peak; JAX
 (``jax.jit(jax.value_and_grad)``) and PyTorch (eager autograd) run cotengra's own sliced
 contraction of the *same* tree sliced over the *same* labels (``tree.contract(arrays,
-backend=...)``, quimb's contraction engine).
+backend=...)``, quimb's contraction engine).  The tree search is seeded (and the script
+re-runs itself with ``PYTHONHASHSEED=0``) so every run contracts the same tree.
 
 Prints, per bound: the sliced labels and slice count, tenferro's ledger peak, and the
 median CPU time of each case (interleaved rounds, one thread), with the ratio to the best
@@ -28,6 +30,8 @@ of JAX and PyTorch, and each case's first call (tracing and compiling included).
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -38,7 +42,12 @@ import numpy as np
 
 
 def _tree(inputs: Any, output: Any, sizes: Any) -> Any:
+    import random
+
     import cotengra as ctg
+
+    random.seed(0)  # the search draws from both generators; with PYTHONHASHSEED=0
+    np.random.seed(0)  # (main re-runs itself so) the tree is the same in every run
 
     opt = ctg.HyperOptimizer(
         methods=["greedy"], max_repeats=8, parallel=False, progbar=False, minimize="flops"
@@ -151,6 +160,9 @@ def _lowest_estimate(S: Any, eq: str, shapes: Any, tree: Any, itemsize: int) -> 
 
 
 def main() -> None:
+    if os.environ.get("PYTHONHASHSEED") != "0":  # label sets iterate in a fixed order
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, *sys.argv])
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--network", choices=["peps", "circuit"], default="peps")
     ap.add_argument("--size", type=int, default=8)
@@ -219,7 +231,10 @@ def main() -> None:
         best = min(t for n, t in times.items() if not n.startswith("tenferro"))
         sliced = dict(zip(plan.labels, plan.extents, strict=True))
         print(f"\nbound {bound:,} bytes ({bound / top:.2f} of unsliced): sliced {sliced} "
-              f"({plan.count} slices), tenferro eager ledger peak {rec.peak_bytes:,} bytes "
+              f"({plan.count} slices; {len(plan.pre)} invariant sub-trees contracted once"
+              f"{', checkpointed' if plan.pre_region else ''}; log2 flops "
+              f"{np.log2(max(plan.flops, 1)):.1f}), tenferro eager ledger peak "
+              f"{rec.peak_bytes:,} bytes "
               f"({'under' if rec.peak_bytes <= bound else 'OVER'} the bound), recomputed "
               f"{rec.allocations[ts.AllocationReason.CHECKPOINT_RECOMPUTE_OUTPUT]} "
               "intermediates")

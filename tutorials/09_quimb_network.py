@@ -86,8 +86,9 @@ assert dict(rec.copies) == {ts.CopyReason.TRANSFER: 2 * len(psi.tensors)}
 
 # %% 4. A PEPS norm as one einsum along a cotengra tree, its gradient under a memory bound.
 # ``ad.einsum(eq, *arrays, optimize=tree, memory_limit=bound)`` follows cotengra's tree;
-# when the bound is below the plan's need, contracted labels are sliced, each slice is a
-# checkpoint region, and backward recomputes the slices (CHECKPOINT_RECOMPUTE_OUTPUT).
+# when the bound is below the plan's need, contracted labels are sliced: the sub-trees no
+# sliced label reaches are contracted once, each slice of the rest is a checkpoint region,
+# and backward recomputes the slices (CHECKPOINT_RECOMPUTE_OUTPUT).
 peps = qtn.PEPS.rand(3, 3, bond_dim=3, seed=1)
 norm_tn = peps.H & peps
 eq = norm_tn.get_equation(output_inds=())

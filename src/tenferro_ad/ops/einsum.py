@@ -240,9 +240,11 @@ def einsum(
     ``memory_limit`` (bytes) bounds what the contraction allocates at once, its backward
     included: when the plan's estimate (:mod:`~._einsum_slice`) exceeds it, contracted
     labels are sliced -- each slice contracts the network with those labels fixed and the
-    slices are summed.  Under a tape each slice is a checkpoint region: backward keeps no
+    slices are summed; the sub-trees no sliced label reaches are contracted once, before
+    the slices.  Under a tape each slice is a checkpoint region: backward keeps no
     slice's intermediates and recomputes them, slice by slice, as
-    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward).  Sliced plans
+    ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward of the sliced
+    part; the invariant part too when the bound needs it checkpointed).  Sliced plans
     are cached per (subscripts, shapes, optimize, memory_limit, dtype size).
 
     The subscripts must fit the shapes exactly (no size-1 broadcasting).  An operand that
@@ -346,18 +348,34 @@ def _sliced(
     shapes: tuple[tuple[int, ...], ...],
     interleaved: bool,
 ) -> EagerTensor:
-    """Run a sliced plan: each slice a checkpoint region, the parts summed in turn."""
+    """Run a sliced plan: the slice-invariant parts once (taped, or one checkpoint region),
+    then each slice as a checkpoint region, the parts summed in turn."""
     inner = E.plan(sp.subscripts, sp.shapes, "einsum", interleaved, sp.path)
     if not sp.labels:
         return _contract(inner, operands, sp.shapes)
     ops_ = [ts.from_numpy(o) if isinstance(o, np.ndarray) else o for o in operands]
+    pres: list[Any] = []
+    if sp.pre:
+        used = sorted({i for lv, *_ in sp.pre for i in lv})
+
+        def invariant(*xs: Any) -> tuple[Any, ...]:
+            at = dict(zip(used, xs, strict=True))
+            return tuple(
+                _contract(E.plan(eq, shp, "einsum", interleaved, pth), [at[i] for i in lv], shp)
+                for lv, eq, shp, pth in sp.pre
+            )
+
+        run_pre = checkpoint(invariant) if sp.pre_region else invariant
+        pres = list(run_pre(*(ops_[i] for i in used)))
+    srcs = [pres[i] if kind == "pre" else ops_[i] for kind, i in sp.sources]
+    del pres
 
     def part(values: tuple[int, ...]) -> Any:
         def run(*xs: Any) -> Any:
             cut = []
-            for x, key, shp in zip(xs, sp.keys, shapes, strict=True):
+            for x, key in zip(xs, sp.keys, strict=True):
                 if key:
-                    idx: list[Any] = [slice(None)] * len(shp)
+                    idx: list[Any] = [slice(None)] * len(_shape(x))
                     for ax, li in key:
                         idx[ax] = values[li]
                     x = getitem(x, tuple(idx))
@@ -368,7 +386,7 @@ def _sliced(
 
     total: Any = None
     for values in itertools.product(*(range(n) for n in sp.extents)):
-        piece = checkpoint(part(values))(*ops_)
+        piece = checkpoint(part(values))(*srcs)
         total = piece if total is None else add(total, piece)
         del piece
     res: EagerTensor = total
