@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,6 +41,34 @@ def call_x64(jax: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     with jax.enable_x64(True):
         return fn(*args)
+
+
+def array_waiter(jax: Any) -> tuple[type, Callable[[Sequence[Any]], Any]]:
+    """The type of a jax array and the wait for a sequence of them: jaxlib's batched
+    ``block_until_ready`` (one call for all results, what ``jax.block_until_ready`` does
+    after walking the tree and testing each leaf in Python), or ``jax.block_until_ready``
+    where this jaxlib has no batched wait (then no value is of the returned type, so the
+    caller always takes ``jax.block_until_ready``). O(1)."""
+    try:
+        xc = importlib.import_module("jax._src.lib").xla_client
+        batched = xc.batched_block_until_ready
+        array_type = importlib.import_module("jax._src.array").ArrayImpl
+    except (ImportError, AttributeError):
+        return _NoArray, jax.block_until_ready
+    return array_type, batched
+
+
+class _NoArray:
+    """No value is of this type (``array_waiter`` without a batched wait)."""
+
+
+def settle(jax: Any, results: Any) -> None:
+    """Wait until the enqueued ``results`` are done (their failure ignored: the caller is
+    already failing): XLA then no longer reads the inputs it was given. O(results)."""
+    try:
+        jax.block_until_ready(results)
+    except Exception:  # noqa: S110  # the execution's own failure: reported by the caller
+        pass
 
 
 class _Namespace:
