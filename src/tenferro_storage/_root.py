@@ -507,7 +507,7 @@ class ExternalMemory(DeviceMemory):
             if not domain.host_readable:
                 self.refuse_host()
             host = domain.host_view(self._handle)
-            base = host.base  # is_frozen's common case (XLA's view: over a read-only
+            base: Any = host.base  # is_frozen's common case (XLA's view: over a read-only
             if host.flags.writeable or type(base) is not memoryview or not base.readonly:
                 if not is_frozen(host):  # memoryview) inline; else a write flag someone
                     host = readonly_over(host, host.shape, host.dtype, 0, host.strides)

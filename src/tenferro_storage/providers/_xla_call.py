@@ -137,7 +137,6 @@ class ScopedCall:
                         return None
                     slow = True
                     put(None)
-            op = self._op
             counters = provider.counters
             counters.submissions += 1
             context = provider.context
