@@ -10,10 +10,17 @@ execution.  Per call, in one pass: each input is a live owner nobody borrows
 exclusively, of the prepared signature's shape and dtype, in a domain the engine reads
 (else the call declines and the caller takes the general path, which raises the
 precise error, or prepares the other signature -- nothing was recorded); one shared
-borrow per input until
-retirement; the same events as the general path (one ``OPERATION_OUTPUT`` allocation per
-result, the scratch allocation and release, one ``TRANSFER`` per input that is not
-imported zero-copy) and the same counters.
+borrow per input until retirement; the same events as the general path (one
+``OPERATION_OUTPUT`` allocation per result, the scratch allocation and release, one
+``TRANSFER`` per input that is not imported zero-copy) and the same counters.
+
+The result owners are built while the executable runs (XLA's CPU dispatch is
+asynchronous: the Python work overlaps the kernels instead of following them) but
+recorded only once the execution is proven (``_root.record_external``): a failed call
+drops them unrecorded, so it records no result allocation, and the events come in the
+general path's order (the scratch released, then one allocation per result in result
+order).  The wait for the results is one batched call; a failure or an interrupt after
+the executable was enqueued waits for it before the input borrows end.
 """
 
 from __future__ import annotations
