@@ -35,7 +35,8 @@ AD_LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "tenferro_ad.traced", "tenferro_ad.tree_util", "tenferro_ad.extend",
         "tenferro_ad.scipy", "tenferro_ad._control", "tenferro_ad.lax",
     )),
-    ("wiring", ("tenferro_ad._wiring", "tenferro_ad._numpy_protocol")),
+    ("wiring", ("tenferro_ad._wiring", "tenferro_ad._numpy_protocol",
+                "tenferro_ad._numpy_keywords")),
     ("package", ("tenferro_ad",)),
     # programs written against the public package, as a user writes them
     ("programs", ("tenferro_ad.demo", "tenferro_ad.scenarios", "tenferro_ad.tn")),

@@ -341,7 +341,7 @@ def _zeros_handle(h: EagerTensor) -> EagerTensor:
 
 
 def constant(value: Any) -> EagerTensor:
-    """An untracked handle to ``value``, reusable by any number of ops. O(1).
+    """An untracked handle to ``value``, reusable by any number of ops.
 
     An owner or a view is **borrowed**, not moved and not copied: the handle holds a
     shared borrow until it (and every value aliasing it) is gone, so mutating the owner
@@ -349,8 +349,11 @@ def constant(value: Any) -> EagerTensor:
     imported with one recorded ``TRANSFER`` copy; a handle gives an untracked handle to
     the same value (``stop_gradient`` without an op).
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(1).
-    Raises: ArgumentTypeError."""
+    Cost: no allocation for an owner, view or handle (a numpy array or scalar allocates
+    its import: one ``TRANSFER_DESTINATION``); no copy of tenferro values (the import is
+    one recorded ``TRANSFER``); no sync; no dispatch; O(1) (O(n) to import n numpy
+    elements).
+    Raises: ArgumentTypeError, DTypeError, BorrowError, UseAfterMoveError."""
     if isinstance(value, EagerTensor):
         return make_handle(value._r("constant"), None, -1)
     if isinstance(value, ts.Tensor | ts.TensorView | ts.TensorViewMut):

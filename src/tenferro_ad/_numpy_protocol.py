@@ -28,11 +28,14 @@ from typing import Any, TypeVar
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import TenferroError
 
 from . import linalg as _ad_linalg
 from ._core._handle import EagerTensor
-from .errors import ArgumentTypeError
+from ._numpy_keywords import argsort_call, ravel_call, with_initial
+from ._numpy_keywords import initial_arg as _initial_arg
+from ._numpy_keywords import no_out as _no_out
+from ._numpy_keywords import with_dtype as _with_dtype
+from .errors import NumpyFunctionError
 from .ops import complex as cx
 from .ops import elementwise as ew
 from .ops import fft as F
@@ -50,13 +53,6 @@ from .ops.norm import norm
 __all__ = ["HANDLED_FUNCTIONS", "HANDLED_UFUNCS", "NumpyFunctionError", "install"]
 
 
-class NumpyFunctionError(TenferroError, TypeError):
-    """A numpy function, ufunc method or keyword that tenferro_ad cannot run on handles.
-
-    The message names the numpy function and, when it is a keyword, the argument;
-    nothing is computed or recorded."""
-
-
 HANDLED_UFUNCS: dict[Any, Callable[..., Any]] = {}
 HANDLED_FUNCTIONS: dict[Any, Callable[..., Any]] = {}
 
@@ -68,103 +64,6 @@ def _fname(f: Any) -> str:
     if mod.startswith("numpy.lib") or mod.startswith("numpy._"):
         mod = "numpy"
     return f"{mod}.{name}"
-
-
-def _no_out(name: str, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Drop numpy keywords at their defaults; refuse ones we cannot honour."""
-    kw = dict(kwargs)
-    out = kw.pop("out", None)
-    if out is not None and not (isinstance(out, tuple) and all(o is None for o in out)):
-        raise NumpyFunctionError(
-            f"{name}: argument 'out' is not supported (tenferro ops return a new value; use "
-            "it, or write it into an owner under `with owner.as_view_mut() as m:`)"
-        )
-    for k, default in (("where", True), ("casting", "same_kind"), ("order", "K"),
-                       ("subok", True), ("signature", None)):
-        if k in kw:
-            v = kw.pop(k)
-            if v is not default and not (isinstance(v, str) and v == default):
-                raise NumpyFunctionError(f"{name}: argument {k!r}={v!r} is not supported")
-    if "dtype" in kw and kw["dtype"] is None:
-        kw.pop("dtype")
-    return kw
-
-
-def _with_dtype(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Honour ``dtype=`` by converting the result (``np.sum(h, dtype=np.float32)``)."""
-    name = getattr(f, "__name__", "op")
-
-    def g(*args: Any, dtype: Any = None, **kw: Any) -> Any:
-        target = None if dtype is None else dtype_arg(name, dtype)
-        r = f(*args, **kw)
-        return r if target is None else ew.astype(r, target)
-
-    return g
-
-
-def _with_initial(f: Callable[..., Any], combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    """Honour numpy's ``initial=`` of a reduction by folding it into the result with
-    ``combine`` (``add`` for sums, ``maximum`` for maxima...): one more eager op, and only
-    when it is given (``np.sum(h, initial=1.0)`` must not silently drop it)."""
-
-    name = f"numpy.{getattr(f, '__name__', 'reduce')}"
-
-    def g(*args: Any, initial: Any = None, **kw: Any) -> Any:
-        if initial is None or initial is np._NoValue:
-            return f(*args, **kw)
-        initial = _initial_arg(name, initial)  # checked before anything is computed
-        return combine(f(*args, **kw), initial)
-
-    return g
-
-
-def _initial_arg(name: str, initial: Any) -> Any:
-    """``initial=`` of a reduction: a real or complex scalar, as numpy requires."""
-    if isinstance(initial, bool) or not isinstance(initial, int | float | complex | np.number):
-        raise ArgumentTypeError(
-            f"{name}: argument 'initial' must be a scalar number, got {type(initial).__name__}"
-        )
-    return initial
-
-
-_ORDERS = ("C", "F")
-
-
-def _order_arg(name: str, order: Any) -> str:
-    """``order`` of ravel/flatten: ``"C"`` (row-major) or ``"F"`` (column-major); numpy's
-    memory orders (``"A"``, ``"K"``) have no meaning for a tenferro value and are refused."""
-    if not (isinstance(order, str) and order in _ORDERS):
-        raise NumpyFunctionError(
-            f"{name}: argument 'order' must be 'C' or 'F' (numpy's memory orders 'A' and "
-            f"'K' have no meaning for a tenferro value), got {order!r}"
-        )
-    return order
-
-
-def _ravel(a: Any, order: Any = "C", name: str = "ravel") -> Any:
-    """``a`` flattened in ``order``: ``"F"`` is the C-order ravel of the reversed axes."""
-    if _order_arg(name, order) == "F":
-        return mp.ravel(sh.transpose(a))
-    return mp.ravel(a)
-
-
-
-
-def _argsort(name: str, a: Any, axis: Any = -1, kind: Any = None, order: Any = None,
-             stable: Any = None) -> Any:
-    """numpy's argsort arguments: every ``kind`` is satisfied by the stable sort (a stable
-    result is a valid result of an unstable kind); ``order`` (structured fields) refused."""
-    # numpy reads a kind by its first letter ('Q', 'quick', 'stablesort' all pass)
-    if not (kind is None or (isinstance(kind, str) and kind[:1].lower() in ("q", "h", "m", "s"))):
-        raise NumpyFunctionError(
-            f"{name}: argument 'kind' must be one of numpy's sort kinds "
-            f"('quicksort', 'mergesort', 'heapsort', 'stable'), got {kind!r}"
-        )
-    if order is not None:
-        raise NumpyFunctionError(f"{name}: argument 'order' (structured fields) is not supported")
-    if stable is not None and not isinstance(stable, bool):
-        raise NumpyFunctionError(f"{name}: argument 'stable' must be a bool, got {stable!r}")
-    return sc.argsort(a, axis)
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -285,15 +184,15 @@ def _fill_tables() -> None:
 
         return f
 
-    sum_ = _with_initial(_with_dtype(rd.sum), ew.add)
+    sum_ = with_initial(_with_dtype(rd.sum), ew.add)
     mean_ = _with_dtype(rd.mean)
-    max_, min_ = _with_initial(rd.max, ew.maximum), _with_initial(rd.min, ew.minimum)
+    max_, min_ = with_initial(rd.max, ew.maximum), with_initial(rd.min, ew.minimum)
     HANDLED_FUNCTIONS.update({
-        np.sum: sum_, np.mean: mean_, np.prod: _with_initial(_with_dtype(rd.prod), ew.mul),
+        np.sum: sum_, np.mean: mean_, np.prod: with_initial(_with_dtype(rd.prod), ew.mul),
         np.max: max_, np.amax: max_, np.min: min_, np.amin: min_, np.var: _with_dtype(sc.var),
         np.std: _with_dtype(sc.std), np.cumsum: _with_dtype(sc.cumsum),
         np.cumprod: _with_dtype(sc.cumprod), np.diff: sc.diff, np.sort: sc.sort,
-        np.argsort: lambda a, axis=-1, kind=None, order=None, *, stable=None: _argsort(
+        np.argsort: lambda a, axis=-1, kind=None, order=None, *, stable=None: argsort_call(
             "numpy.argsort", a, axis, kind, order, stable),
         np.argmax: sc.argmax, np.argmin: sc.argmin, np.partition: sc.partition,
         np.argpartition: sc.argpartition, np.take_along_axis: sc.take_along_axis,
@@ -302,7 +201,7 @@ def _fill_tables() -> None:
         np.reshape: _reshape, np.transpose: _transpose,
         np.swapaxes: sh.swapaxes, np.moveaxis: mp.moveaxis, np.rollaxis: mp.rollaxis,
         np.squeeze: _squeeze, np.expand_dims: sh.expand_dims,
-        np.ravel: lambda a, order="C": _ravel(a, order, "numpy.ravel"),
+        np.ravel: lambda a, order="C": ravel_call(a, order, "numpy.ravel"),
         np.repeat: mp.repeat, np.tile: mp.tile, np.roll: mp.roll, np.flip: mp.flip,
         np.fliplr: mp.fliplr, np.flipud: mp.flipud, np.rot90: mp.rot90, np.pad: mp.pad,
         np.split: mp.split, np.array_split: mp.array_split, np.vsplit: mp.vsplit,
@@ -548,7 +447,7 @@ def _methods() -> dict[str, Any]:
             "Index of the first minimum", "int64 (non-differentiable: records nothing).",
             empty)),
         "argsort": _doc(
-            lambda self, axis=-1, kind=None, order=None, *, stable=None: _argsort(
+            lambda self, axis=-1, kind=None, order=None, *, stable=None: argsort_call(
                 "argsort", self, axis, kind, order, stable),
             """Indices that sort the value stably along ``axis`` (``None``: flattened);
             int64, non-differentiable (records nothing).  Every numpy ``kind`` is accepted
@@ -564,9 +463,9 @@ def _methods() -> dict[str, Any]:
                 ArgumentTypeError: an ``axis`` that is not an int.
                 TypeError: an unknown ``kind``, or an ``order`` (a ``NumpyFunctionError``).
             """),
-        "ravel": _doc(lambda self, order="C": _ravel(self, order, "ravel"),
+        "ravel": _doc(lambda self, order="C": ravel_call(self, order, "ravel"),
                       ravel_doc.format("ravel")),
-        "flatten": _doc(lambda self, order="C": _ravel(self, order, "flatten"),
+        "flatten": _doc(lambda self, order="C": ravel_call(self, order, "flatten"),
                         ravel_doc.format("flatten")),
         "squeeze": _doc(_squeeze, f"""The value without its length-1 axes (all, or those
             of ``axis``), as a metadata alias.

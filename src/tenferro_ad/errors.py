@@ -33,6 +33,7 @@ __all__ = [
     "LoweringError",
     "MissingRuleError",
     "NotUnique",
+    "NumpyFunctionError",
     "ReverseModeError",
     "ScenarioError",
     "TapeError",
@@ -233,3 +234,10 @@ class ExecutionFailed(TenferroError, RuntimeError):
         self.cause = cause
         self.donated: dict[int, Any] = donated or {}
         self.clobbered = clobbered
+
+
+class NumpyFunctionError(TenferroError, TypeError):
+    """A numpy function, ufunc method or keyword that tenferro_ad cannot run on handles.
+
+    The message names the numpy function and, when it is a keyword, the argument;
+    nothing is computed or recorded."""

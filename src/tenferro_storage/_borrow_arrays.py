@@ -245,13 +245,18 @@ def borrow_arrays(tree: Any) -> BorrowedArrays[Any]:
     ``BorrowError`` naming ``borrow_arrays`` and where the block began.  Entry refuses
     (``BorrowError``/``UseAfterMoveError``/``ExpiredBorrowError`` for a mutably borrowed,
     consumed or released leaf, ``TypeError`` for anything else) and then holds nothing.
-
-    Cost: O(number of leaves), one flatten and one unflatten of ``tree``; no copy, no
-    storage allocation, no ledger event (borrow debug mode stages each array like any
-    prepared access, and poisons it when the block ends).
     The arrays must not be used after the block.
 
-    Cost: no allocation; no copy; no sync; no dispatch (read-only arrays over the owners' memory for
-    the block); O(leaves).
-    Raises: BorrowError, UseAfterMoveError."""
+    Cost: no allocation (no storage, no ledger event: read-only arrays over the owners'
+    memory; borrow debug mode stages each array like any prepared access, and poisons it
+    when the block ends); no copy; no sync; no dispatch; O(leaves): one flatten and one
+    unflatten of ``tree``.
+
+    Raises:
+        BorrowError: on entry, a leaf is mutably borrowed.
+        UseAfterMoveError: on entry, a leaf was consumed.
+        ExpiredBorrowError: on entry, a view leaf was released.
+        TypeError: on entry, a leaf is not an owner, a view or ``None``.
+        AccessError: on entry, a leaf's provider refuses host access (a device-resident
+            value: download it first)."""
     return BorrowedArrays(tree)

@@ -397,13 +397,11 @@ def capture(*, source_lines: bool = False) -> Iterator[LedgerRecord]:
     Captures nest; each sees every event its own thread makes while it is active (and
     the releases of its own allocations, wherever they happen), so captures in several
     threads do not see each other's work; process-wide totals (``live_bytes()``) stay
-    exact.  The record
-    stays readable after the block (its live bytes keep falling as its allocations
-    are released, even after the block).  Cost: one list append per event per
-    active capture.
+    exact.  The record stays readable after the block (its live bytes keep falling as
+    its allocations are released, even after the block).
 
-    Cost: no allocation; no copy; no sync; no dispatch of its own (events are appended to a list);
-    O(1) per event.
+    Cost: no allocation (the record is a Python object; no storage); no copy; no sync; no
+    dispatch of its own; O(1) per event: one list append per event per active capture.
     Raises: nothing."""
     rec = LedgerRecord(source_lines)
     with LEDGER.lock:

@@ -550,11 +550,12 @@ def tree_flatten(tree: Any, is_leaf: IsLeaf = None) -> tuple[list[Any], PyTreeDe
     has none) and its structure.  ``is_leaf(subtree)``, when given, is asked first at
     every subtree (the root included): true makes that subtree a leaf.
 
-    Cost: O(nodes); allocates the leaf list and one tuple per node; never copies or
-    borrows a leaf.  A single leaf, or a tuple/list of leaves, takes a fast path (about
-    as fast as ``jax.tree_util``'s C++ one).
+    A single leaf, or a tuple/list of leaves, takes a fast path (about as fast as
+    ``jax.tree_util``'s C++ one).
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(nodes of the tree).
+    Cost: allocates the leaf list and one small tuple per node only (no tensor
+    allocation); never copies or borrows a leaf; no sync; no dispatch; O(nodes of the
+    tree).
     Raises: nothing."""
     if is_leaf is not None:
         leaves: list[Any] = []
@@ -581,9 +582,11 @@ def tree_flatten_with_path(
     tree: Any, is_leaf: IsLeaf = None
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """``[(key_path, leaf), ...]`` and the structure, in :func:`tree_flatten`'s order;
-    :func:`keystr` spells a path.  O(nodes x depth) (each path is its own tuple).
+    :func:`keystr` spells a path.
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(nodes of the tree).
+    Cost: allocates the pair list, one key-path tuple per leaf and one small tuple per node
+    only (no tensor allocation); never copies or borrows a leaf; no sync; no dispatch;
+    O(nodes x depth) (each path is its own tuple).
     Raises: nothing."""
     leaves: list[Any] = []
     paths: list[KeyPath] = []

@@ -868,7 +868,7 @@ def adopt_output_deferred(
 
     Cost: allocates no new memory (adopts ``array``: one allocation event); no copy; no sync;
     no dispatch; O(1).
-    Raises: AliasedOutputError, DTypeError."""
+    Raises: LayoutError, AliasedOutputError, DTypeError."""
     root = adopt_fresh_root(array, reason, operation)
     if root is None:
         return _general_adopt(array, reason, operation)  # type: ignore[misc]

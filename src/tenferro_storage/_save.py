@@ -177,7 +177,7 @@ def save(path: str | os.PathLike[str], tree: Any) -> None:
 
     Cost: no allocation (streams each leaf to the file); copies each array leaf to the file (a
     recorded TRANSFER); no sync; no dispatch; O(total bytes).
-    Raises: SaveError, TypeError."""
+    Raises: SaveError, TypeError, BorrowError."""
     target = _path("save", path)
     enc = _Encoder()
     try:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, overload
 
 import numpy as np
 
+from . import _derived as DV
 from . import _descriptor as D
 from ._access import (
     PreparedContiguousRead,
@@ -269,7 +270,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         """
         if not is_basic_key(key):
             return advanced_getitem(self, key, "TensorView[...]")
-        desc = D.index(self._d("TensorView[...]"), key, "TensorView[...]")
+        desc = DV.index(self._d("TensorView[...]"), key, "TensorView[...]")
         return self._derive(desc, "TensorView[...]")
 
     def transpose(self, *axes: int) -> TensorView[DT, R]:
@@ -278,7 +279,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
         Raises: LayoutError, ExpiredBorrowError, UseAfterMoveError, BorrowError."""
         d = self._d("TensorView.transpose")
-        desc = D.transpose(d, D.check_axes("TensorView.transpose", axes, len(d.shape)))
+        desc = DV.transpose(d, DV.check_axes("TensorView.transpose", axes, len(d.shape)))
         return self._derive(desc, "TensorView.transpose")  # type: ignore[no-any-return]
 
     @property
@@ -292,7 +293,7 @@ class TensorView(OperatorMixin, Borrow, Generic[DT, R]):
         Cost: no allocation (a new view); no copy; no sync; no dispatch; O(rank).
         Raises: LayoutError, ExpiredBorrowError, UseAfterMoveError, BorrowError."""
         d = self._d("TensorView.reshape")
-        desc = D.reshape(d, _shape_arg(shape), "TensorView.reshape")
+        desc = DV.reshape(d, _shape_arg(shape), "TensorView.reshape")
         return self._derive(desc, "TensorView.reshape")  # type: ignore[no-any-return]
 
     # -- values ----------------------------------------------------------------------
@@ -598,7 +599,7 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
         if not is_basic_key(key):
             return advanced_getitem(self, key, "TensorViewMut[...]")
         d = self._for_reborrow("TensorViewMut[...]")
-        child = D.index(d, key, "TensorViewMut[...]")
+        child = DV.index(d, key, "TensorViewMut[...]")
         child._injective = d._injective  # a sub-lattice of an injective layout stays injective
         return self._reborrow_mut(child, "TensorViewMut[...]")
 
@@ -613,7 +614,7 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
             ExpiredBorrowError: this view was released.
             UseAfterMoveError: this view was consumed."""
         d = self._for_reborrow("TensorViewMut.transpose")
-        child = D.transpose(d, D.check_axes("TensorViewMut.transpose", axes, len(d.shape)))
+        child = DV.transpose(d, DV.check_axes("TensorViewMut.transpose", axes, len(d.shape)))
         child._injective = d._injective
         return self._reborrow_mut(child, "TensorViewMut.transpose")  # type: ignore[no-any-return]
 
@@ -632,7 +633,7 @@ class TensorViewMut(_ViewMetadata, OperatorMixin, Lender, Borrow, Generic[DT, R]
             ExpiredBorrowError: this view was released.
             UseAfterMoveError: this view was consumed."""
         d = self._for_reborrow("TensorViewMut.reshape")
-        child = D.reshape(d, _shape_arg(shape), "TensorViewMut.reshape")
+        child = DV.reshape(d, _shape_arg(shape), "TensorViewMut.reshape")
         child._injective = d._injective
         return self._reborrow_mut(child, "TensorViewMut.reshape")  # type: ignore[no-any-return]
 
@@ -918,7 +919,7 @@ class Tensor(_ViewMetadata, OperatorMixin, Lender, Generic[DT, R]):
         if not is_basic_key(key):
             return advanced_getitem(self, key, "Tensor[...]")
         # the key is checked first (a refusal borrows nothing), then one shared borrow
-        desc = D.index(self._d("Tensor[...]"), key, "Tensor[...]")
+        desc = DV.index(self._d("Tensor[...]"), key, "Tensor[...]")
         self._borrow_shared("Tensor[...]", "TensorView")
         return TensorView._make(self, self._storage, desc)  # type: ignore[arg-type]  # live
 
@@ -1123,7 +1124,7 @@ def adopt_output(
 
     Cost: allocates no new memory (adopts ``array`` as a new owner: one allocation event); no
     copy; no sync; no dispatch; O(1).
-    Raises: AliasedOutputError, DTypeError."""
+    Raises: LayoutError, AliasedOutputError, DTypeError."""
     if type(array) is not np.ndarray:
         array = np.asarray(array)  # a numpy scalar from a rank-0 kernel: a fresh 0-d array
     # the fast path: exactly what Tensor._adopt -> _root.adopt -> _new_root ->

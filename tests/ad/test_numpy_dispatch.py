@@ -13,7 +13,7 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._numpy_protocol import NumpyFunctionError
+from tenferro_ad.errors import NumpyFunctionError
 
 
 @pytest.fixture(autouse=True)

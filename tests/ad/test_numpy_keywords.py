@@ -17,7 +17,7 @@ from hypothesis.extra import numpy as hnp
 
 import tenferro_ad as ad
 import tenferro_storage as ts
-from tenferro_ad._numpy_protocol import NumpyFunctionError
+from tenferro_ad.errors import NumpyFunctionError
 
 NP: Any = np  # numpy's functions called on tenferro values (its stubs know only arrays)
 _SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)

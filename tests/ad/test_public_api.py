@@ -287,6 +287,7 @@ PINNED_ERRORS = (
     "LoweringError",
     "MissingRuleError",
     "NotUnique",
+    "NumpyFunctionError",
     "ReverseModeError",
     "ScenarioError",
     "TapeError",

@@ -17,6 +17,10 @@ work           how its work grows                         ``O(...)`` (``O(1)``, 
                                                           ``O(n) per-element``...)
 =============  =========================================  =================================
 
+The cost is stated once: one ``Cost:`` paragraph, and no other cost sentence
+(``... Cost: one pass.``, ``Forward cost: ...``) in the prose, where it could repeat or
+contradict the canonical one.
+
 ``Raises:`` either a Google-style section (``Raises:`` alone on its line, then one indented
 ``ErrorName: when`` line per error), or one line listing the classes
 (``Raises: ArgumentError, ArgumentTypeError.``), or the line ``Raises: nothing.``  Every error
@@ -64,6 +68,9 @@ class Problem:
 
 
 _INLINE = re.compile(r"^(Args|Returns|Raises|Cost|Examples?|Notes?):")
+#: a statement of cost: the canonical ``Cost:`` paragraph, or a cost sentence in the prose
+#: (``... Cost: one pass.``, ``Forward cost: ...``) that would repeat or contradict it
+_COST_STATEMENT = re.compile(r"\b(?:[A-Za-z]+\s+)?cost:", re.IGNORECASE)
 
 
 def _paragraph(lines: list[str], start: int) -> str:
@@ -130,6 +137,13 @@ def check_docstring(
                 "/".join(k).replace("O(", "O(...)") for k in FACETS.values()) + ")")
         )
     else:
+        stated = _COST_STATEMENT.findall(doc)
+        if len(stated) > 1:
+            problems.append(
+                Problem(name, f"states its cost {len(stated)} times ("
+                        + ", ".join(repr(" ".join(s.split())) for s in stated)
+                        + "): one canonical 'Cost:' paragraph, no cost sentence in the prose")
+            )
         text = " ".join(_paragraph(lines, i) for i in cost_at)
         for facet, keys in FACETS.items():
             if not any(k in text for k in keys):

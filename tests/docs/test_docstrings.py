@@ -87,6 +87,52 @@ def _bad_compact(x: Any) -> Any:
     return x
 
 
+def _bad_two_cost_paragraphs(x: Any) -> Any:
+    """Negate.
+
+    Cost: O(n); allocates the output.
+
+    Cost: no allocation; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: nothing."""
+    return x
+
+
+def _bad_cost_sentence_in_prose(x: Any) -> Any:
+    """Negate, elementwise.  Cost: one pass over ``x``.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: nothing."""
+    return x
+
+
+def _bad_forward_cost_in_prose(x: Any) -> Any:
+    """Negate.  Forward
+    cost: one pass.
+
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
+    Raises: nothing."""
+    return x
+
+
+def test_checker_refuses_a_second_statement_of_cost() -> None:
+    """One canonical ``Cost:`` paragraph: a second one, or a cost sentence left in the prose
+    beside it, may repeat or contradict it, and is named."""
+    expected = {
+        _bad_two_cost_paragraphs: "('Cost:', 'Cost:')",
+        _bad_cost_sentence_in_prose: "('Cost:', 'Cost:')",
+        _bad_forward_cost_in_prose: "('Forward cost:', 'Cost:')",
+    }
+    for bad, stated in expected.items():
+        assert [str(p) for p in check_docstring("bad", bad, _exceptions())] == [
+            f"bad: states its cost 2 times {stated}: one canonical 'Cost:' paragraph, no "
+            "cost sentence in the prose"
+        ]
+    names = [*public_names(), ("tenferro_ad.twice", _bad_two_cost_paragraphs)]
+    assert [p.name for p in check_all(names, _exceptions()) if "times" in p.what] == [
+        "tenferro_ad.twice"
+    ]
+
+
 def test_checker_accepts_a_docstring_that_follows_the_convention() -> None:
     assert check_docstring("good", _good, _exceptions()) == []
     assert check_docstring("compact", _good_compact, _exceptions()) == []

@@ -117,15 +117,19 @@ def checkpoint(
     recomputes the interior (allocations carry ``CHECKPOINT_RECOMPUTE_OUTPUT``).
     ``f`` returns a pytree of ``EagerTensor`` values (tuples, lists, dicts, namedtuples,
     ``None``, registered nodes: ``tenferro_ad.tree_util``); the arguments are pytrees too,
-    every handle leaf a region input, other leaves passed through unchanged.  Forward
-    cost: ``f`` plus O(ops) bookkeeping; backward cost: one extra forward of the
-    interior.  Raises :class:`CheckpointError` when ``f`` returns something else (a
-    leaf that is not a handle); an exception from ``f`` propagates after every
-    recorded boundary record is released (nothing is published).
+    every handle leaf a region input, other leaves passed through unchanged.  An
+    exception from ``f`` propagates after every recorded boundary record is released
+    (nothing is published).
 
     Cost: allocates what ``f``'s ops allocate, minus the interior the tape does not retain
-    (recomputed in backward); no copy; no sync; no dispatch; O(cost of ``f``).
-    Raises: ArgumentTypeError, CheckpointError."""
+    (recomputed in backward); no copy; no sync; no dispatch; O(the work of ``f``) plus
+    O(ops) bookkeeping forward, and one extra forward of the interior in backward.
+
+    Raises:
+        ArgumentTypeError: ``f`` is not callable, or ``policy`` is not a
+            ``CheckpointPolicy``.
+        CheckpointError: ``f`` returns something else than a pytree of handles (a leaf
+            that is not a handle)."""
     if not callable(f):
         raise ArgumentTypeError(
             f"checkpoint: argument 'f' must be callable, got {type(f).__name__}"

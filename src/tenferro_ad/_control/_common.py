@@ -127,6 +127,14 @@ def pack(ops: Any, leaves: Sequence[Any], idx: Sequence[int], batch: int = 0) ->
     return sh.concatenate([sh.reshape(leaves[j], lead) for j in idx], axis=1 if batch else 0)
 
 
+def pack_lowered(x: Any, leaves: Sequence[Any], idx: Sequence[int]) -> Any:
+    """This group's leaves as one value in a lowering's namespace ``x`` (``x.np``: jax.numpy):
+    the leaf itself, or the flattened leaves concatenated (what :func:`pack` builds)."""
+    if len(idx) == 1:
+        return leaves[idx[0]]
+    return x.np.concatenate([x.np.reshape(leaves[j], (-1,)) for j in idx])
+
+
 def unpack(ops: Any, value: Any, out_avals: Sequence[Aval], idx: Sequence[int]) -> list[Any]:
     """The leaves of one group's value (metadata-only slices), in ``idx`` order."""
     if len(idx) == 1:

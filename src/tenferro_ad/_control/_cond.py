@@ -38,6 +38,7 @@ from ._common import (
     group_aval,
     groups_of,
     pack,
+    pack_lowered,
     pack_numpy,
     primitives,
     regraph,
@@ -125,9 +126,7 @@ def _lower(x: Any, index: Any, *operands: Any, branches: tuple[Graph, ...], grou
     outs = x.lax.switch(x.np.asarray(index).astype("int32"),
                         [lambda *o, f=f: tuple(f(*o)) for f in fns], *operands)
     idx = groups_of(tuple(avals(branches[0].outvars)))[group]
-    if len(idx) == 1:
-        return outs[idx[0]]
-    return x.np.concatenate([x.np.reshape(outs[j], (-1,)) for j in idx])
+    return pack_lowered(x, outs, idx)
 
 
 def _make(n: int) -> Primitive:

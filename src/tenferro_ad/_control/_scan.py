@@ -39,6 +39,7 @@ from ._common import (
     group_aval,
     groups_of,
     pack,
+    pack_lowered,
     pack_numpy,
     primitives,
     regraph,
@@ -236,9 +237,7 @@ def _lower(
     outs_t = out_avals(body, nc, nk, length)
     leaves = [*carry, *ys]
     idx = groups_of(outs_t)[group]
-    if len(idx) == 1:
-        return leaves[idx[0]]
-    return x.np.concatenate([x.np.reshape(leaves[j], (-1,)) for j in idx])
+    return pack_lowered(x, leaves, idx)
 
 
 def _make(n: int) -> Primitive:

@@ -39,6 +39,7 @@ from ._common import (
     group_aval,
     groups_of,
     pack,
+    pack_lowered,
     pack_numpy,
     primitives,
     regraph,
@@ -150,9 +151,7 @@ def _lower(x: Any, *args: Any, cond: Graph, body: Graph, n_cond: int, n_body: in
     final = x.lax.while_loop(lambda c: cfn(*cc, *c)[0], lambda c: tuple(bfn(*bc, *c)),
                              tuple(args[n_cond + n_body :]))
     idx = groups_of(_carry_avals(body, n_body))[group]
-    if len(idx) == 1:
-        return final[idx[0]]
-    return x.np.concatenate([x.np.reshape(final[j], (-1,)) for j in idx])
+    return pack_lowered(x, final, idx)
 
 
 def _make(n: int) -> Primitive:

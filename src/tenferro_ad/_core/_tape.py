@@ -414,16 +414,16 @@ class Tape(NoCopy):
         handle, scalar, owner (borrowed) or numpy array).  Releases the residuals
         afterwards unless ``keep`` (a second backward then raises ``BackwardError``).
         ``create_graph=True`` records the backward itself on this tape (gradients are
-        also available as handles with ``grads.handle(x)``).  Cost: one VJP-rule call
-        per needed (node, argument); the only ledger allocations are the delivered
-        gradients (``OPERATION_OUTPUT``; ``MATERIALIZE`` copies for a gradient that
-        would share the caller's cotangent or a residual).
+        also available as handles with ``grads.handle(x)``).
 
-        Cost: allocates one owner per distinct gradient (cotangent scratch in between is
-        not a ledger event); copies only to materialize a gradient that would share the
-        caller's cotangent or a residual (``MATERIALIZE``; with ``create_graph`` a numpy
+        Cost: allocates one owner per distinct gradient (``OPERATION_OUTPUT``; without
+        ``create_graph`` the cotangents in between are kernel scratch, not ledger events;
+        with it every backward op is recorded and allocates its output like any eager
+        op); copies only to materialize a gradient that would share the caller's
+        cotangent or a residual (``MATERIALIZE``; with ``create_graph`` a numpy
         ``cotangent`` is imported: one ``TRANSFER``); no sync; no dispatch (host kernels);
-        O(recorded nodes) plus the VJP rules' work (about the forward's).
+        O(recorded nodes): one VJP-rule call per needed (node, argument), about the
+        forward's work.
 
         Raises:
             BackwardError: the tape was released (an earlier backward without ``keep``),

@@ -56,12 +56,18 @@ def vmap_graph(
     axis at its ``in_axes`` entry (``None``: not batched; an int applies to every leaf of
     that argument, a pytree prefix of it to each of its subtrees) and every output has it
     at ``out_axes`` (likewise a prefix of the output; ``None``: that output must not
-    depend on the batch).  Same structure as ``graph``.  Cost: one rule per batched
-    equation (the loop fallback: ``size`` equations plus a concatenate).
+    depend on the batch).  Same structure as ``graph``.
 
     Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
-    O(equations).
-    Raises: TypeError."""
+    O(equations): one batching rule per batched equation (an equation without a rule
+    takes the loop fallback: ``size`` equations plus a concatenate).
+
+    Raises:
+        ArgumentError: an ``in_axes``/``out_axes`` entry is out of range or does not fit
+            the argument's (output's) structure, or an output at an ``out_axes`` entry of
+            ``None`` depends on the batch.
+        ArgumentTypeError: an ``in_axes``/``out_axes`` entry is not an int, ``None`` or a
+            pytree prefix of them."""
     leaf_axes = leaf_in_axes(graph.in_tree, in_axes)
     b = Builder()
     with b.active():

@@ -331,12 +331,14 @@ def abstract_eval(
 # -- checking
 def check_graph(graph: Graph) -> None:
     """Type-check ``graph``: each variable defined once before use, each equation's output
-    type equal to its abstract evaluation, the trees matching the leaves.  Raises
-    :class:`~tenferro_ad.errors.GraphTypeError` showing the equations around the failure.
-    Cost: one (cached) abstract evaluation per equation; no storage.
+    type equal to its abstract evaluation, the trees matching the leaves.
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(equations).
-    Raises: TypeError."""
+    Cost: no allocation (no storage: one cached abstract evaluation per equation); no
+    copy; no sync; no dispatch; O(equations).
+
+    Raises:
+        GraphTypeError: the graph does not type-check; the message shows the equations
+            around the failure."""
     names = _Names.of(graph)
     defined: set[Var] = set()
     for v in graph.invars:

@@ -104,10 +104,10 @@ def retained(graph: Graph, program: Any = None) -> list[ProgramRetainedEntry]:
     and why: one entry per retained value, in definition order (see the module
     docstring).  A graph with no backward half (no reverse-mode transformation) retains
     nothing.  ``program``: the graph's compiled program, to report each value's slot.
-    Cost: O(size of the graph); allocates nothing, runs nothing.
 
-    Cost: no allocation; no copy; no sync; no dispatch; O(equations).
-    Raises: TypeError."""
+    Cost: allocates the list of entries only (no tensor storage; nothing runs); no copy;
+    no sync; no dispatch; O(equations).
+    Raises: nothing."""
     views = _views(graph)
     producer: dict[Var, str] = {v: "input" for v in graph.invars}
     needs: dict[Var, list[str]] = {}
@@ -169,12 +169,11 @@ def _flat(n: int) -> TreeDef:
 def split_halves(graph: Graph) -> Halves:
     """Cut ``graph`` (a gradient program) into its forward and backward halves (see
     :class:`Halves`).  Metadata-only views the backward half reads are re-emitted there
-    (free) so the residual handed over is always the viewed value itself.  Cost:
-    O(size of the graph); allocates nothing.
+    (free) so the residual handed over is always the viewed value itself.
 
-    Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
-    O(equations).
-    Raises: TypeError."""
+    Cost: allocates the two new graphs only (no tensor storage; nothing runs); no copy;
+    no sync; no dispatch; O(equations).
+    Raises: nothing."""
     fwd = [e for e in graph.eqns if e.note is None or not e.note.backward]
     bwd = [e for e in graph.eqns if e.note is not None and e.note.backward]
     defined = set(graph.invars) | {e.out for e in fwd}

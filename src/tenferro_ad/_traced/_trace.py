@@ -466,12 +466,17 @@ def trace(f: Callable[..., Any]) -> Callable[..., Graph]:
 
     ``args`` are pytrees (tuples, lists, dicts) of arrays, owners, handles or scalars; only
     their shapes and dtypes are used (nothing is read, borrowed or consumed).  Python
-    control flow is unrolled.  Cost: one equation and one (cached) abstract evaluation per
-    op; no storage allocation.
+    control flow is unrolled.  An exception ``f`` raises propagates.
 
     Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
-    O(equations).
-    Raises: TypeError."""
+    O(equations): one equation and one (cached) abstract evaluation per op.
+
+    Raises:
+        ArgumentTypeError: an argument leaf has no usable shape and dtype (not an
+            array, owner, view, handle or scalar), or ``f`` returns ``None`` as a result
+            leaf.
+        TracerError: ``f`` uses a traced value where a concrete one is needed
+            (``bool()``, ``float()``, ...)."""
 
     def traced(*args: Any) -> Graph:
         leaves, in_tree = tree_flatten(args)

@@ -239,12 +239,11 @@ def jvp(graph: Graph) -> Graph:
     """The forward-mode graph: ``(*args, *tangents) -> (outputs, output_tangents)``.
 
     Tangents have the arguments' structure and types.  Output tangents that are symbolic
-    zeros become broadcast zero literals.  Cost: one pass; the rules' equations are
-    emitted only where a tangent flows.
+    zeros become broadcast zero literals.
 
     Cost: allocates the new graph only (no tensor storage); no copy; no sync; no dispatch;
-    O(equations).
-    Raises: TypeError."""
+    O(equations): one pass, the rules' equations emitted only where a tangent flows.
+    Raises: MissingRuleError."""
     b = Builder()
     with b.active():
         ins = [b.new_input(v.shape, v.dtype) for v in graph.invars]

@@ -647,14 +647,18 @@ def solve_triangular(
     (``jax.scipy.linalg.solve_triangular``'s parameters; ``trans`` 0/1/2 = N/T/C).
 
     ``b``: ``(..., n, k)`` or, when ``b.ndim == a.ndim - 1`` (JAX's rule), vectors
-    ``(..., n)``; batch shapes broadcast (numpy rules).
-    Cost: LAPACK's triangular solve (``scipy.linalg.solve_triangular``), O(n^2 k) per
-    matrix, no factorization; its VJP and JVP are triangular solves too.  A single
-    matrix against a batch of right-hand sides is one solve.  ``LinAlgError`` naming the
-    op for a zero diagonal entry.  Saves ``a`` and ``x``.
+    ``(..., n)``; batch shapes broadcast (numpy rules).  LAPACK's triangular solve
+    (``scipy.linalg.solve_triangular``), no factorization; its VJP and JVP are triangular
+    solves too.  A single matrix against a batch of right-hand sides is one solve.
+    Saves ``a`` and ``x``.
 
-    Cost: allocates the result; no copy; no sync; no dispatch; O(n^3) per matrix.
-    Raises: ArgumentError, ArgumentTypeError, LinAlgError."""
+    Cost: allocates the result; no copy; no sync; no dispatch; O(n^2 k) per matrix
+    (``k`` right-hand sides).
+
+    Raises:
+        ArgumentError: ``trans`` is not 0, 1 or 2, or the shapes do not fit.
+        ArgumentTypeError: ``a`` or ``b`` is not a value.
+        LinAlgError: a zero diagonal entry (naming the op)."""
     sa, sb = _square("solve_triangular", a), _shape(b)
     if trans not in (0, 1, 2):
         raise ArgumentError(f"solve_triangular: trans must be 0, 1 or 2 (N, T, C), got {trans!r}")

@@ -30,10 +30,11 @@ def _explain_softmax(op_name: str, a: dict[str, Any]) -> None:
 def logsumexp(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """``log(sum(exp(x)))`` computed stably (shifted by the stop-gradient max; a non-finite
     max shifts by 0, as JAX does, so ``logsumexp([inf, 0])`` is ``inf`` with gradient
-    ``[nan, 0]``).  A few allocations; raises ``AxisError`` for an axis out of range.
+    ``[nan, 0]``).
 
-    Cost: allocates the result; no copy; no sync; no dispatch; O(n) per-element.
-    Raises: ArgumentError, ArgumentTypeError."""
+    Cost: allocates the result and a few temporaries; no copy; no sync; no dispatch; O(n)
+    per-element.
+    Raises: AxisError, ArgumentError, ArgumentTypeError."""
     _axes("logsumexp", axis, len(_shape_of(x)), keepdims)
     with no_grad():  # the shift is a constant: nothing recorded, nothing retained
         m = stop_gradient(rmax(x, axis=axis, keepdims=True))

@@ -227,8 +227,8 @@ def einsum(
     labels, ``...``).  The path is opt_einsum's ``"auto"`` choice, cached per (subscripts,
     shapes); each step is one batched GEMM (or one unary reduction) and one
     ``OPERATION_OUTPUT`` allocation, released as soon as the next step has consumed it
-    (unless a tape saves it as a residual of that step).  Cost: the path's flop count;
-    a cache hit adds one dict lookup.  Differentiable to any order in both modes.
+    (unless a tape saves it as a residual of that step).  Differentiable to any order in
+    both modes.
 
     ``optimize`` picks the pairwise order: an opt_einsum strategy (``"auto"``, the default,
     ``"greedy"``, ``"optimal"``, ``"dp"``, ...) or optimizer object, ``True`` (``"auto"``),
@@ -243,18 +243,27 @@ def einsum(
     slices are summed.  Under a tape each slice is a checkpoint region: backward keeps no
     slice's intermediates and recomputes them, slice by slice, as
     ``CHECKPOINT_RECOMPUTE_OUTPUT`` allocations (about one extra forward).  Sliced plans
-    are cached per (subscripts, shapes, optimize, memory_limit, dtype size).  A limit no
-    slicing meets raises ``EinsumError`` naming ``'memory_limit'``.
+    are cached per (subscripts, shapes, optimize, memory_limit, dtype size).
 
-    Raises ``tenferro_ad.ops._einsum_path.EinsumError`` (a ``ValueError``) naming the arguments
-    (``'subscripts'`` and ``'operands'[i]``; by position in the interleaved form) when the
-    subscripts do not fit the shapes; sizes must match exactly (no size-1 broadcasting).
-    An operand that is not a value is refused first (:func:`~._util.value_arg`), before
-    anything is computed or recorded.
+    The subscripts must fit the shapes exactly (no size-1 broadcasting).  An operand that
+    is not a value is refused first (:func:`~._util.value_arg`), before anything is
+    computed or recorded.
 
-    Cost: allocates the result and the pairwise intermediates; no copy; no sync; no dispatch; O(the
-    contraction's flops along its path).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Cost: allocates the result and the pairwise intermediates; no copy; no sync; no
+    dispatch; O(the contraction's flops along its path), a cached path adding one dict
+    lookup.
+
+    Raises:
+        ArgumentError: as ``tenferro_ad.ops._einsum_path.EinsumError`` (its subclass, a
+            ``ValueError``) naming the argument -- ``'subscripts'`` or ``'operands'[i]``
+            (by position in the interleaved form) when the subscripts do not fit the
+            shapes, ``'optimize'`` for an unknown strategy or a path that does not fit,
+            ``'memory_limit'`` when it is not positive or no slicing meets it; or an
+            operand is a ragged list.
+        ArgumentTypeError: ``subscripts`` is neither a str nor the interleaved form's
+            first operand, an operand is not a value, or ``optimize`` or
+            ``memory_limit`` has a type einsum cannot use.
+        UseAfterMoveError: an operand was consumed."""
     interleaved = not isinstance(subscripts, str)
     if interleaved:
         if not operands or not isinstance(operands[0], list | tuple):

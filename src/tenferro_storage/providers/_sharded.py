@@ -333,7 +333,8 @@ class ShardedTensor:
             ShardingError: the value was released; ``i`` is not an integer; ``owner`` is not
                 a Tensor, or differs in domain, shape or dtype, or is not a whole buffer.
             IndexError: ``i`` is not a shard index.
-            BorrowError: ``owner`` is borrowed.  UseAfterMoveError: ``owner`` was consumed.
+            BorrowError: ``owner`` is borrowed.
+            UseAfterMoveError: ``owner`` was consumed.
         """
         shards = self._live("replace_shard")
         if type(i) is bool or not isinstance(i, int | np.integer):

@@ -500,15 +500,23 @@ def run_program(
     device domain and stays device-resident.  ``written`` (when given) collects the
     donated input slots a kernel was handed to write, *before* the call (a kernel that
     raises may have written part of it): a failed run reports which inputs it clobbered.
-    Intermediates are dropped at their last use.  Any exception propagates after every
-    intermediate made so far has been released.  Cost: the kernels plus O(instructions)
-    bookkeeping; on the host without donation the instructions run as one generated
-    function (``_host_run``: the same allocation events, no owner object for an
-    intermediate).
+    Intermediates are dropped at their last use.  Any exception (a kernel's own
+    included) propagates after every intermediate made so far has been released.  On the
+    host without donation the instructions run as one generated function
+    (``_host_run``: the same allocation events, no owner object for an intermediate).
 
-    Cost: allocates one owner per fresh output; no copy; no sync; no dispatch (interprets on the
-    host); O(the program's work).
-    Raises: ProgramError, RuntimeError (a kernel returned the wrong results)."""
+    Cost: allocates one owner per kernel result, intermediates included (one event with
+    the instruction's reason, e.g. ``OPERATION_OUTPUT``; an ``into`` instruction allocates
+    nothing); no copy; no sync; no dispatch (interprets on the host); O(instructions)
+    bookkeeping plus the kernels' work.
+
+    Raises:
+        LayoutError: a kernel result is not a fresh C-contiguous array
+            (``AliasedOutputError`` when it is an input or a view of one).
+        DTypeError: a kernel result has a dtype tenferro does not store.
+        RuntimeError: ``KernelOutputError``: a kernel returned the wrong number of
+            results or not its ``out=`` array, or a donated input has no writable
+            buffer."""
     if device is None and not program.donated:
         return run_on_host(program, arrays)
     values: list[Any] = [None] * program.n_values

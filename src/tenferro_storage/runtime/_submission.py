@@ -932,11 +932,12 @@ def submit(engine: EngineId, program: Program, inputs: ExecutionInputs) -> Execu
     package any more (nothing was enqueued, or the synchronous host engine's work retired)
     this exact ``inputs`` object holds the package again (``clobbered`` set for donated
     inputs already written); otherwise the engine's reaper retires it as for a dropped
-    handle.  Cost: O(bindings + allocations) checks plus the provider's
-    admission; the host engine also runs the program before returning.
+    handle.
 
-    Cost: allocates the program's fresh outputs when it runs; no copy (inputs move in); no sync
-    (``wait()`` synchronizes); dispatches through ``engine``'s provider; O(the program's work).
+    Cost: allocates the program's fresh outputs when it runs; no copy (inputs move in); no
+    sync (``wait()`` synchronizes); dispatches through ``engine``'s provider;
+    O(bindings + allocations) checks plus the provider's admission, and the program's
+    work when the engine runs it before returning (the synchronous host engine).
     Raises: SubmitRejected."""
     if not isinstance(inputs, ExecutionInputs):
         raise TypeError(f"{_SUBMIT}: expected ExecutionInputs, got {type(inputs).__name__}")
