@@ -195,13 +195,13 @@ class CheckedDescriptor:
             if device:  # device memory: its host view, or refused
                 buffer = buffer.host_readonly()  # type: ignore[attr-defined]
                 assert isinstance(buffer, np.ndarray)
-                whole = _WHOLE_META.get(self.shape)
-                if (whole is not None and self.strides == whole[0] and self.start == 0
-                        and self.offset == 0 and buffer.shape == self.shape
-                        and buffer.dtype == self.dtype.numpy and buffer.flags.c_contiguous):
-                    # the whole buffer in C order (a fresh result's): its frozen view as is
-                    self._readonly = buffer
-                    return buffer
+                if self.start == 0 and self.offset == 0 and buffer.shape == self.shape and \
+                        buffer.dtype is self.dtype.numpy:  # cheap tests first
+                    whole = _WHOLE_META.get(self.shape)
+                    if whole is not None and self.strides == whole[0] and \
+                            buffer.flags.c_contiguous:  # the whole buffer in C order (a
+                        self._readonly = buffer  # fresh result's): its frozen view as is
+                        return buffer
             offset, strides = self._geometry()
             if device:
                 if (offset == 0 and buffer.shape == self.shape and buffer.strides == strides

@@ -507,9 +507,11 @@ class ExternalMemory(DeviceMemory):
             if not domain.host_readable:
                 self.refuse_host()
             host = domain.host_view(self._handle)
-            if not is_frozen(host):  # a write flag someone could set again: freeze it
-                host = readonly_over(host, host.shape, host.dtype, 0, host.strides)
-            self._host = host
+            base: Any = host.base  # is_frozen's common case (XLA's view: over a read-only
+            if host.flags.writeable or type(base) is not memoryview or not base.readonly:
+                if not is_frozen(host):  # memoryview) inline; else a write flag someone
+                    host = readonly_over(host, host.shape, host.dtype, 0, host.strides)
+            self._host = host  # could set again: frozen here
         return host
 
     @property
@@ -607,30 +609,41 @@ def adopt_external_many(
 ) -> list[OwnedStorage]:
     """:func:`adopt_external` for the fresh results of one execution: the same events (one
     allocation ``label`` per buffer), the domain's lock taken once. O(len(handles))."""
-    led = LEDGER
+    claims = external_claims(domain, handles, sizes, reason, label)
+    record_external(domain, claims)
+    return claims
+
+
+def external_claims(
+    domain: ExternalDomain,
+    handles: Sequence[Any],
+    sizes: Sequence[int],
+    reason: AllocationReason,
+    label: str,
+) -> list[OwnedStorage]:
+    """The claims :func:`adopt_external_many` returns, built but not yet recorded: no
+    allocation id, no ledger event, not in the domain's live set.  A provider builds them
+    while its execution runs and records them (:func:`record_external`) once the buffers
+    are proven; an unrecorded claim that is dropped (a failed execution) records nothing
+    and frees nothing (its runtime still owns the buffer). O(len(handles))."""
     out: list[OwnedStorage] = []
-    ids: list[tuple[int, int]] = []
-    new = OwnedStorage.__new__
+    put = out.append
+    new_memory = ExternalMemory.__new__
+    new_root = ExternalRootResource.__new__
+    new_claim = OwnedStorage.__new__
     for handle, nbytes in zip(handles, sizes, strict=True):
-        memory = ExternalMemory.__new__(ExternalMemory)
+        memory = new_memory(ExternalMemory)
         memory._handle = handle
         memory._host = None
         memory._nbytes = nbytes
         memory.domain = domain
-        root = ExternalRootResource.__new__(ExternalRootResource)
+        root = new_root(ExternalRootResource)
         root.provider = domain
         root._allocation = memory
         root._claimed = True
         root.reason = reason
         root._operation = label
-        root.alloc_id = alloc_id = next(led.alloc_ids)
-        if led.captures:
-            led.allocate(reason, nbytes, label, alloc_id)
-        else:  # LEDGER.allocate's common case, inlined
-            led.live[alloc_id] = nbytes
-        _BUFFERS[id(memory)] = alloc_id
-        ids.append((alloc_id, nbytes))
-        claim = new(OwnedStorage)  # OwnedStorage._make(root, 0, nbytes), inlined
+        claim = new_claim(OwnedStorage)  # OwnedStorage._make(root, 0, nbytes), inlined
         claim._moved_by = None
         claim._shared = 0
         claim._exclusive = None
@@ -638,11 +651,40 @@ def adopt_external_many(
         claim._root = root
         claim.start = 0
         claim.stop = nbytes
-        out.append(claim)
-    with domain.lock:
-        domain._live.update(ids)
-    domain.counters.allocations += len(out)
+        put(claim)
     return out
+
+
+def record_external(domain: ExternalDomain, claims: Sequence[OwnedStorage]) -> None:
+    """Record the claims of :func:`external_claims`, in order: one allocation id and one
+    allocation event (the root's reason and label) each, the buffer registered, the
+    domain's live set updated under its lock taken once.  From here on releasing a claim's
+    root records its release and frees its buffer. O(len(claims))."""
+    led = LEDGER
+    ids = led.alloc_ids
+    live = led.live
+    buffers = _BUFFERS
+    booked: list[tuple[int, int]] = []
+    book = booked.append
+    if led.captures:
+        for claim in claims:
+            root: Any = claim._root
+            memory = root._allocation
+            root.alloc_id = alloc_id = next(ids)
+            led.allocate(root.reason, memory._nbytes, root._operation, alloc_id)
+            buffers[id(memory)] = alloc_id
+            book((alloc_id, memory._nbytes))
+    else:  # LEDGER.allocate's common case (no capture), inlined
+        for claim in claims:
+            root = claim._root
+            memory = root._allocation
+            root.alloc_id = alloc_id = next(ids)
+            live[alloc_id] = nbytes = memory._nbytes
+            buffers[id(memory)] = alloc_id
+            book((alloc_id, nbytes))
+    with domain.lock:
+        domain._live.update(booked)
+    domain.counters.allocations += len(booked)
 
 
 def replace_external(root: RootResource, handle: Any) -> Any:

@@ -10,10 +10,17 @@ execution.  Per call, in one pass: each input is a live owner nobody borrows
 exclusively, of the prepared signature's shape and dtype, in a domain the engine reads
 (else the call declines and the caller takes the general path, which raises the
 precise error, or prepares the other signature -- nothing was recorded); one shared
-borrow per input until
-retirement; the same events as the general path (one ``OPERATION_OUTPUT`` allocation per
-result, the scratch allocation and release, one ``TRANSFER`` per input that is not
-imported zero-copy) and the same counters.
+borrow per input until retirement; the same events as the general path (one
+``OPERATION_OUTPUT`` allocation per result, the scratch allocation and release, one
+``TRANSFER`` per input that is not imported zero-copy) and the same counters.
+
+The result owners are built while the executable runs (XLA's CPU dispatch is
+asynchronous: the Python work overlaps the kernels instead of following them) but
+recorded only once the execution is proven (``_root.record_external``): a failed call
+drops them unrecorded, so it records no result allocation, and the events come in the
+general path's order (the scratch released, then one allocation per result in result
+order).  The wait for the results is one batched call; a failure or an interrupt after
+the executable was enqueued waits for it before the input borrows end.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from .. import _descriptor
 from .._descriptor import CheckedDescriptor
 from .._dtypes import _BY_NUMPY, DType, from_numpy_dtype
 from .._ledger import LEDGER, AllocationReason
-from .._root import adopt_external_many
+from .._root import external_claims, record_external
 from .._tensor import Tensor
 from ..runtime._executable import ExecutableProgram
 from ..runtime._submission import (
@@ -40,7 +47,7 @@ from ..runtime._submission import (
     execution_error,
     scoped_bundle,
 )
-from ._xla_support import call_x64
+from ._xla_support import array_waiter, call_x64, settle
 
 _OUTPUT = AllocationReason.OPERATION_OUTPUT
 
@@ -57,8 +64,8 @@ class ScopedCall:
     reports why, or prepare the call of the other signature)."""
 
     __slots__ = (
-        "_exe", "_holder", "_label", "_names", "_op", "_provider", "_results", "_scratch",
-        "_scratch_label", "_signature", "n_inputs",
+        "_array_type", "_block", "_exe", "_holder", "_label", "_names", "_op", "_provider",
+        "_results", "_scratch", "_scratch_label", "_signature", "_sizes", "n_inputs",
     )
 
     def __init__(
@@ -83,41 +90,39 @@ class ScopedCall:
         self._names = provider.domain_names()
         # per result, read from the first execution: (dtype, shape, bytes, strides, layout, size)
         self._results: list[tuple[Any, ...]] | None = None
+        self._sizes: list[int] = []
+        self._array_type, self._block = array_waiter(provider._jax)
 
     def __call__(self, owners: Sequence[Tensor[Any, Any]]) -> list[Any] | ExecutionError | None:
-        if len(owners) != self.n_inputs:
+        n = self.n_inputs
+        if len(owners) != n:
             return None
-        names = self._names
-        descs = []
-        for x, (shape, dt) in zip(owners, self._signature, strict=True):
-            # one pass: a live owner nobody borrows exclusively, of the prepared signature,
-            # in a domain this engine reads
-            if type(x) is not Tensor or x._moved_by is not None or x._exclusive is not None:
-                return None
-            d = x._desc
-            if d.dtype is not dt or d.shape != shape:
-                return None
-            root = x._storage._root  # type: ignore[union-attr]  # live: checked above
-            if root is not None and root.provider.placement not in names:
-                return None
-            descs.append(d)
         provider = self._provider
+        names = self._names
         holder = self._holder
-        op = self._op
-        counters = provider.counters
-        counters.submissions += 1
-        context = provider.context
-        with context.lock:  # ProviderContext.count(enqueues=1, dispatches=1), inlined
-            context.counters.enqueues += 1
-            context.counters.dispatches += 1
-        zero_copy = -1 if provider.verify_zero_copy else 0  # -1: no in-place shortcut
-        lent = 0
-        scratch = 0
+        verify = provider.verify_zero_copy  # on: every input through _import_desc (tests)
+        mine = None if verify else provider  # whose cached in-place aliases are taken
         handles: list[Any] = []
+        put = handles.append
+        lent = 0
+        zero_copy = 0
+        slow = False  # an input whose XLA argument is not its layout's cached alias
+        scratch = 0
+        results: Any = None
         try:
-            put = handles.append
-            for x, d in zip(owners, descs, strict=True):
-                x._shared += 1  # Lender._lend_named, inlined (one borrow per input)
+            # One pass: each owner is checked (live, nobody borrows it exclusively, of the
+            # prepared signature, in a domain this engine reads; else the call declines:
+            # the borrows taken so far are given back in ``finally``, nothing was
+            # recorded), lent once (Lender._lend_named, inlined) and, in the common case,
+            # passed as its layout's cached in-place alias.
+            for x, (shape, dt) in zip(owners, self._signature, strict=True):
+                if type(x) is not Tensor or x._moved_by is not None or \
+                        x._exclusive is not None:
+                    return None
+                d = x._desc
+                if d.dtype is not dt or d.shape != shape:
+                    return None
+                x._shared += 1
                 x._who = holder
                 x._site = None
                 named = x._named
@@ -126,33 +131,45 @@ class ScopedCall:
                 else:
                     named[holder] = named.get(holder, 0) + 1
                 lent += 1
-                # host bytes XLA imports in place (_import_desc's common case, inlined):
-                # through the layout's in-place import, made on its first call and cached
                 try:
                     importer, h = d._imported
                 except AttributeError:
                     importer = h = None
-                if zero_copy < 0:
-                    put(provider._import_desc(d, op))
-                elif importer is provider and h is not None:
+                if importer is mine and h is not None:  # host bytes: a domain it reads
                     zero_copy += 1
                     put(h)
-                elif type(d.buffer) is np.ndarray and d.importable_in_place():
-                    zero_copy += 1
-                    if importer is None:
-                        importer, h = d._imported = (provider, provider._alias(d, op))
-                    put(h if importer is provider and h is not None else d._array)
                 else:
-                    put(provider._import_desc(d, op))
-            if zero_copy > 0:
+                    root = x._storage._root  # type: ignore[union-attr]  # live: checked
+                    if root is not None and root.provider.placement not in names:
+                        return None
+                    slow = True
+                    put(None)
+            counters = provider.counters
+            counters.submissions += 1
+            context = provider.context
+            with context.lock:  # ProviderContext.count(enqueues=1, dispatches=1), inlined
+                context.counters.enqueues += 1
+                context.counters.dispatches += 1
+            if slow:
+                zero_copy += self._import_rest(owners, handles, verify)
+            if zero_copy:
                 counters.imports_zero_copy += zero_copy
             if self._scratch:
                 scratch = LEDGER.allocate(_OUTPUT, self._scratch, self._scratch_label)
             results = call_x64(provider._jax, self._exe, *handles)
             counters.executions += 1
-            provider._jax.block_until_ready(results)
-        except Exception as exc:
-            return execution_error(ExecutionErrorKind.KERNEL_FAILED, op, exc)
+            # the owners are built while the executable runs (recorded once it is done)
+            claims, out, arrays = self._owners(results)
+            if arrays:
+                self._block(results)
+            else:
+                provider._jax.block_until_ready(results)
+        except BaseException as exc:
+            if results is not None:  # enqueued: XLA may read the inputs until it is done
+                settle(provider._jax, results)
+            if not isinstance(exc, Exception):
+                raise
+            return execution_error(ExecutionErrorKind.KERNEL_FAILED, self._op, exc)
         finally:  # also on an interrupt, which propagates: no borrow or scratch outlives it
             handles.clear()  # the zero-copy imports of this call end here
             if scratch:
@@ -167,12 +184,43 @@ class ScopedCall:
                 else:
                     named.pop(holder, None)  # type: ignore[union-attr]
         counters.retirements += 1
-        return self._own(results)
+        domain = provider.domain
+        record_external(domain, claims)  # one allocation event per result, in order
+        domain.counters.validations += len(out)
+        return out
 
-    def _own(self, results: Sequence[Any]) -> list[Tensor[Any, Any]]:
-        """One owner per result buffer: one allocation event each (``adopt_external_many``:
-        one pass, the domain's lock taken once), its whole-buffer descriptor built from the
-        per-result template read at the first call. O(results)."""
+    def _import_rest(self, owners: Sequence[Tensor[Any, Any]], handles: list[Any],
+                     verify: bool) -> int:
+        """The XLA argument of each input the first pass left open (``None``): host bytes
+        XLA imports in place -- through the layout's in-place alias, made on its first call
+        and cached on the descriptor -- or ``_import_desc``'s general case (resident
+        buffer, zero-copy import, or one recorded ``TRANSFER``).  Returns how many were
+        imported in place here. O(inputs)."""
+        provider = self._provider
+        op = self._op
+        zero_copy = 0
+        for i, h in enumerate(handles):
+            if h is not None:
+                continue
+            d = owners[i]._desc
+            if verify:
+                handles[i] = provider._import_desc(d, op)
+            elif type(d.buffer) is np.ndarray and d.importable_in_place():
+                zero_copy += 1
+                try:
+                    importer, h = d._imported
+                except AttributeError:
+                    importer, h = d._imported = (provider, provider._alias(d, op))
+                handles[i] = h if importer is provider and h is not None else d._array
+            else:
+                handles[i] = provider._import_desc(d, op)
+        return zero_copy
+
+    def _owners(self, results: Sequence[Any]) -> tuple[list[Any], list[Tensor[Any, Any]], bool]:
+        """One owner per result buffer, built but not yet recorded (``external_claims``),
+        its whole-buffer descriptor from the per-result template read at the first call;
+        and whether every result is a jax array (then one batched readiness wait). The
+        caller records the claims once the execution is proven. O(results)."""
         types = self._results
         if types is None:
             types = self._results = []
@@ -181,16 +229,21 @@ class ScopedCall:
                 shape = tuple(r.shape)
                 strides, layout, size = _descriptor._whole_meta(shape)
                 types.append((dt, shape, int(r.nbytes), strides, layout, size))
-        domain = self._provider.domain
-        storages = adopt_external_many(domain, results, [t[2] for t in types], _OUTPUT,
-                                       self._label)
+            self._sizes = [t[2] for t in types]
+        claims = external_claims(self._provider.domain, results, self._sizes, _OUTPUT,
+                                 self._label)
         out: list[Tensor[Any, Any]] = []
+        put = out.append
         new_desc = CheckedDescriptor.__new__
         new_tensor = Tensor.__new__
         fresh = _descriptor._PROOF_FRESH
-        for storage, (dt, shape, nbytes, strides, layout, size) in zip(
-            storages, types, strict=True
+        arrays = True
+        array_type = self._array_type
+        for handle, storage, (dt, shape, nbytes, strides, layout, size) in zip(
+            results, claims, types, strict=True
         ):
+            if type(handle) is not array_type:
+                arrays = False
             d = new_desc(CheckedDescriptor)  # _descriptor.fresh_shaped, inlined
             d.dtype = dt
             d.shape = shape
@@ -213,9 +266,8 @@ class ScopedCall:
             t._named = None
             t._storage = storage
             t._desc = d
-            out.append(t)
-        domain.counters.validations += len(out)
-        return out
+            put(t)
+        return claims, out, arrays
 
 
 def execute_scoped(

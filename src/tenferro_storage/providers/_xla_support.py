@@ -6,7 +6,8 @@ from __future__ import annotations
 import importlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from operator import methodcaller
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,34 @@ def call_x64(jax: Any, fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
 
 
+def array_waiter(jax: Any) -> tuple[type, Callable[[Sequence[Any]], Any]]:
+    """The type of a jax array and the wait for a sequence of them: jaxlib's batched
+    ``block_until_ready`` (one call for all results, what ``jax.block_until_ready`` does
+    after walking the tree and testing each leaf in Python), or ``jax.block_until_ready``
+    where this jaxlib has no batched wait (then no value is of the returned type, so the
+    caller always takes ``jax.block_until_ready``). O(1)."""
+    try:
+        xc = importlib.import_module("jax._src.lib").xla_client
+        batched = xc.batched_block_until_ready
+        array_type = importlib.import_module("jax._src.array").ArrayImpl
+    except (ImportError, AttributeError):
+        return _NoArray, jax.block_until_ready
+    return array_type, batched
+
+
+class _NoArray:
+    """No value is of this type (``array_waiter`` without a batched wait)."""
+
+
+def settle(jax: Any, results: Any) -> None:
+    """Wait until the enqueued ``results`` are done (their failure ignored: the caller is
+    already failing): XLA then no longer reads the inputs it was given. O(results)."""
+    try:
+        jax.block_until_ready(results)
+    except Exception:  # the execution's own failure: reported by the caller
+        pass
+
+
 class _Namespace:
     """What lowering rules see: ``np`` (``jax.numpy``), ``lax``, ``scipy`` (``jax.scipy``)
     and ``nn`` (``jax.nn``)."""
@@ -58,14 +87,13 @@ class _Namespace:
         self.nn = importlib.import_module("jax.nn")
 
 
-def _free(handle: Any) -> None:
-    """Delete an XLA buffer now (idempotent on an already deleted or donated one)."""
-    if not handle.is_deleted():
-        handle.delete()
+_free: Callable[[Any], None] = methodcaller("delete")
+"""Delete an XLA buffer now (``handle.delete()``: idempotent on an already deleted or
+donated one); a C-level call, no Python frame per released result."""
 
-
-def _host_view(handle: Any) -> np.ndarray[Any, Any]:
-    return np.asarray(handle)
+_host_view: Callable[[Any], np.ndarray[Any, Any]] = np.asarray
+"""The zero-copy host view of a CPU buffer (XLA's read-only view; ``np.asarray`` called
+directly, no Python frame per read)."""
 
 
 class XlaCounters:
