@@ -18,12 +18,7 @@ from tests.docs._surface import public_methods, public_names
 
 #: gaps this branch may not close, each (callable, missing class) -> why.  A gap that
 #: closes fails :func:`test_every_known_gap_is_still_open`, so the entry goes with it.
-KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("tenferro_ad.tensordot", "UseAfterMoveError"): (
-        "src/tenferro_ad/ops/einsum.py is being edited on another branch: its Raises line "
-        "needs UseAfterMoveError"
-    ),
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 
 
 def _gap(problem: str) -> tuple[str, str] | None:

@@ -475,7 +475,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
     ``'b'`` or ``'axes'`` (an ``EinsumError``/``ArgumentTypeError``) and changes nothing.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(the contraction's flops).
-    Raises: ArgumentError, ArgumentTypeError."""
+    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     sa = value_arg("tensordot", "a", a, imported=True)[0]
     sb = value_arg("tensordot", "b", b, imported=True)[0]
     if type(axes) is int:  # the common form: checked and spelled once per shapes (cached)
