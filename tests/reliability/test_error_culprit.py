@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad.errors import ArgumentTypeError
 from tenferro_ad.ops._util import culprit
 
 
@@ -45,3 +47,28 @@ def test_a_bool_parameter_fits_python_and_numpy_bools_only(flag: Any, want: str)
     one unannotated argument); given a string or an int it is the misfit named.  Mutant:
     the ``bool`` check's ``bool | np.bool_`` turned into ``**`` (a TypeError)."""
     assert culprit(_flagged, (np.ones(2),), {"flag": flag}) == want
+
+
+_AXIS_OPS = [
+    "argsort", "sort", "cumsum", "diagonal", "fliplr", "flipud", "sum", "mean",
+    "fft.fft", "fft.ifft", "fft.fft2", "fft.rfft", "fft.rfft2", "fft.rfftn", "fft.irfftn",
+]
+
+
+@pytest.mark.parametrize("name", _AXIS_OPS)
+@pytest.mark.parametrize("bad", [object(), "abc", {1: 2}], ids=["object", "str", "dict"])
+def test_a_value_that_is_not_one_is_a_type_error_before_any_axis_check(
+    name: str, bad: Any
+) -> None:
+    """An op that reads its value's shape for an axis refuses a non-value by type, naming
+    the op and the argument, instead of checking the axis against the rank-0 shape numpy
+    gives any object (an ``AxisError`` that blames the axis) or echoing its repr with a
+    raw address.  Mutant: ``shape_of``/``dtype_of`` falling back to ``np.shape`` /
+    ``np.result_type`` for any object."""
+    fn: Any = ad
+    for part in name.split("."):
+        fn = getattr(fn, part)
+    short = name.rsplit(".", 1)[-1]
+    with pytest.raises(ArgumentTypeError, match=rf"^{short}: argument '\w+'") as info:
+        fn(bad)
+    assert "0x" not in str(info.value)

@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 import inspect
 import operator
+import os
 import re
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
@@ -24,11 +26,34 @@ from ._axes import KERNEL_ERRORS, _name_broadcast_operands, arg_error
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
-    """The shape of a handle, owner, numpy array or scalar (metadata only)."""
+    """The shape of a handle, owner, numpy array or scalar (metadata only).  Anything
+    else (an arbitrary object, a string) is refused here as the op's value check would
+    refuse it, so an axis is never checked against the rank-0 shape numpy gives it."""
     if isinstance(x, EagerTensor):
         return tuple(x._r("shape").a.shape)
     s = getattr(x, "shape", None)
-    return tuple(np.shape(x) if s is None else s)
+    if s is not None:
+        return tuple(s)
+    if not isinstance(x, int | float | complex | np.generic | list | tuple):
+        _refuse_in_caller(x)
+    return tuple(np.shape(x))
+
+
+def _refuse_in_caller(x: Any) -> None:
+    """Raise the value check's error for ``x``, named for the public op that asked (the
+    first caller frame inside tenferro_ad whose function is public) and its first
+    parameter.  Only on the error path, so the frame walk costs nothing otherwise."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and (
+        frame.f_code.co_name.startswith("_") and frame.f_code.co_filename.startswith(_PACKAGE)
+    ):
+        frame = frame.f_back
+    code = frame.f_code
+    name = code.co_varnames[0] if code.co_argcount or code.co_flags & inspect.CO_VARARGS else "x"
+    value_arg(code.co_name, name, x)
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def dtype_of(x: Any) -> np.dtype[Any]:
@@ -42,6 +67,8 @@ def dtype_of(x: Any) -> np.dtype[Any]:
         return nd
     if isinstance(d, np.dtype):  # a numpy or JAX array
         return d
+    if not isinstance(x, int | float | complex | np.generic | list | tuple):
+        _refuse_in_caller(x)
     return np.result_type(x)
 
 
