@@ -168,13 +168,24 @@ class AxisError(TenferroError, _NumpyAxisError):
     Subclasses ``numpy.exceptions.AxisError`` (so also ``ValueError`` and ``IndexError``),
     exactly like numpy and JAX; nothing is computed or recorded.  ``.axis`` is the axis as
     the caller passed it, ``.ndim`` the rank it was checked against, ``.operation`` the op.
+    ``detail`` (optional) is said after numpy's words, in parentheses: which value the axis
+    belongs to when the op takes several (``tensordot``'s ``axes`` pairs axes of ``a`` and
+    ``b``).
     """
 
     operation: str
+    detail: str | None
 
-    def __init__(self, operation: str, axis: Any, ndim: int, what: str = "axis") -> None:
+    def __init__(
+        self, operation: str, axis: Any, ndim: int, what: str = "axis", *, detail: str | None = None
+    ) -> None:
         _NumpyAxisError.__init__(self, axis, ndim, f"{operation}: argument {what!r}")
         self.operation = operation
+        self.detail = detail
+
+    def __str__(self) -> str:
+        text = _NumpyAxisError.__str__(self)
+        return text if self.detail is None else f"{text} ({self.detail})"
 
 
 class ArgumentError(TenferroError, ValueError):

@@ -9,6 +9,7 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_ad.errors import AxisError
 from tests._opspecs import table
 from tests.ad._opcheck import (
     Op,
@@ -66,8 +67,11 @@ def test_split_into_unequal_sections_is_refused() -> None:
 
 
 def test_tensordot_axes_out_of_range_names_the_argument() -> None:
-    """A tensordot axis outside the rank is refused (numpy would raise too)."""
-    with pytest.raises(ValueError, match="tensordot: axis 3"):
+    """A tensordot axis outside the rank is refused with numpy's ``AxisError`` (also a
+    ``ValueError``), naming the argument and the operand it belongs to."""
+    with pytest.raises(
+        AxisError, match=r"tensordot: argument 'axes': axis 3 .*an axis of argument 'a'"
+    ):
         ad.tensordot(ts.from_numpy(np.ones((2, 3))), ts.from_numpy(np.ones((3, 2))), axes=[3, 0])
 
 

@@ -21,6 +21,7 @@ singular values alone stays finite at degenerate spectra, as in JAX.
 
 from __future__ import annotations
 
+import operator
 import threading
 import weakref
 from typing import Any
@@ -29,6 +30,7 @@ import numpy as np
 import scipy.linalg as _sla
 
 import tenferro_storage as ts
+from tenferro_storage.errors import shown
 
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
@@ -38,9 +40,10 @@ from .._traced._batch_rules import defbatch, leading, unbatched_result
 from .._traced._batch_rules import elementwise as broadcasting
 from .._traced._graph import Lit
 from .._traced._trace import Tracer
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from . import _linalg_math as L
 from . import elementwise, reduce, shape
+from ._util import axis as _axis_arg
 from ._util import shape_of
 from .complex import CONJ, REAL, REAL_T, is_complex
 from .linalg import matmul
@@ -913,39 +916,76 @@ def triu(x: Any, k: int = 0) -> EagerTensor:
     return bind(TRIU, x, k=int(k))
 
 
+def _offset(op: str, offset: Any) -> int:
+    """``offset`` as an int: a Python or numpy integer (or a bool, as ``numpy.diagonal``
+    and :func:`tenferro_ad.diagonal` take it); anything else is refused by type. O(1)."""
+    try:
+        return operator.index(offset)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"{op}: argument 'offset' must be an int, got {shown(offset)}"
+        ) from None
+
+
+def _diagonal_of(op: str, x: Any, offset: Any, axis1: Any, axis2: Any) -> EagerTensor:
+    """:func:`diagonal` named ``op`` (``"diagonal"`` or ``"trace"``): ``x``, ``offset``,
+    ``axis1`` and ``axis2`` are checked before anything runs or is recorded (O(ndim), no
+    allocation), the axes as :func:`tenferro_ad.diagonal` checks them."""
+    s = _shape(x)
+    if len(s) < 2:
+        raise ArgumentError(
+            f"{op}: argument 'x' must have at least two axes, got shape {s}"
+        )
+    k = _offset(op, offset)
+    a1, a2 = _axis_arg(op, axis1, len(s), "axis1"), _axis_arg(op, axis2, len(s), "axis2")
+    if a1 == a2:
+        raise ArgumentError(
+            f"{op}: arguments 'axis1' and 'axis2' must be different axes, got {a1} twice"
+        )
+    # the parameters as the caller spelled them (negative axes stay negative)
+    return bind(
+        DIAGONAL, x, offset=k, axis1=operator.index(axis1), axis2=operator.index(axis2), shape=s
+    )
+
+
 def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
     """``numpy.diagonal`` (a fresh array); linear, its transpose embeds into zeros.
+
+    The arguments are checked before anything runs or is recorded, as
+    :func:`tenferro_ad.diagonal` checks them.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
 
     Raises:
-        IndexOutOfBoundsError: ``axis1`` or ``axis2`` is out of range (not the
-            ``AxisError`` of :func:`tenferro_ad.diagonal`).
-        ValueError: ``offset``, ``axis1`` or ``axis2`` is a string ``int()`` cannot read.
-        TypeError: ``offset``, ``axis1`` or ``axis2`` is not a number (``None``).
-        ArgumentError: the axes repeat or the value has fewer than two axes.
-        ArgumentTypeError: ``x`` is not a value.
+        AxisError: ``axis1`` or ``axis2`` is out of range for ``x``'s rank (an
+            ``IndexError`` and a ``ValueError``, as numpy's); the message names
+            ``diagonal`` and the argument.
+        ArgumentTypeError: ``offset``, ``axis1`` or ``axis2`` is not an integer (a string,
+            a float, ``None``; a bool axis), or ``x`` is not a value.
+        ArgumentError: ``axis1`` and ``axis2`` name the same axis, or ``x`` has fewer than
+            two axes.
         DTypeError: ``x`` is an array of a dtype tenferro does not hold (strings).
         UseAfterMoveError: ``x`` is a consumed owner."""
-    return bind(
-        DIAGONAL, x, offset=int(offset), axis1=int(axis1), axis2=int(axis2), shape=_shape(x)
-    )
+    return _diagonal_of("diagonal", x, offset, axis1, axis2)
 
 
 def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> EagerTensor:
     """``numpy.trace`` (derived: the sum of :func:`diagonal`). O(n).
 
+    Refusals are named ``trace`` (not ``diagonal``) and checked before anything runs.
+
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
 
     Raises:
-        IndexOutOfBoundsError: ``axis1`` or ``axis2`` is out of range (as :func:`diagonal`).
-        ValueError: ``offset``, ``axis1`` or ``axis2`` is a string ``int()`` cannot read.
-        TypeError: ``offset``, ``axis1`` or ``axis2`` is not a number (``None``).
-        ArgumentError: the axes repeat or the value has fewer than two axes.
-        ArgumentTypeError: ``x`` is not a value.
+        AxisError: ``axis1`` or ``axis2`` is out of range for ``x``'s rank; the message
+            names ``trace`` and the argument.
+        ArgumentTypeError: ``offset``, ``axis1`` or ``axis2`` is not an integer (a string,
+            a float, ``None``; a bool axis), or ``x`` is not a value.
+        ArgumentError: ``axis1`` and ``axis2`` name the same axis, or ``x`` has fewer than
+            two axes.
         DTypeError: ``x`` is an array of a dtype tenferro does not hold (strings).
         UseAfterMoveError: ``x`` is a consumed owner."""
-    return reduce.sum(diagonal(x, offset, axis1, axis2), axis=-1)
+    return reduce.sum(_diagonal_of("trace", x, offset, axis1, axis2), axis=-1)
 
 
 __all__ = [

@@ -31,13 +31,14 @@ import numpy as np
 from opt_einsum.paths import PathOptimizer
 
 import tenferro_storage as ts
+from tenferro_storage.errors import shown
 
 from .._checkpoint._region import checkpoint
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, defbilinear, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, emit, loop_fallback
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, AxisError
 from . import _einsum_path as E
 from . import _einsum_slice as S
 from ._util import guarded, value_arg
@@ -404,10 +405,11 @@ def _tensordot_axes(
     if isinstance(axes, int | np.integer) and not isinstance(axes, bool):
         n = int(axes)
         if n < 0 or n > min(ra, rb):
-            raise E.EinsumError(
-                f"tensordot: axes={n} pairs the last {n} axes of 'a' with the first {n} of "
+            raise AxisError(
+                "tensordot", n, min(ra, rb), "axes",
+                detail=f"axes={n} pairs the last {n} axes of 'a' with the first {n} of "
                 f"'b', but arguments 'a' and 'b' have ranks {ra} and {rb}"
-                + (" (axes must be non-negative)" if n < 0 else "")
+                + ("; axes must be non-negative" if n < 0 else ""),
             )
         pairs = (list(range(ra - n, ra)), list(range(n)))
     else:
@@ -416,33 +418,37 @@ def _tensordot_axes(
                 raise TypeError  # an owner or view is not unpacked (it would borrow)
             xa, xb = axes
         except (TypeError, ValueError):
-            raise E.EinsumError(
+            text = (
                 "tensordot: argument 'axes' must be an int or a pair of axis lists, got "
                 f"{type(axes).__name__}"
                 + (f" of length {len(axes)}" if isinstance(axes, tuple | list) else "")
-                + (f" {axes!r}" if isinstance(axes, str) else "")
-            ) from None
+                + (f" {axes!r}" if isinstance(axes, str | float) else "")
+            )
+            # a sequence of the wrong length is a wrong value; anything else a wrong type
+            if isinstance(axes, list | tuple | np.ndarray):
+                raise E.EinsumError(text) from None
+            raise ArgumentTypeError(text) from None
         lists = []
         for x, r, nm in ((xa, ra, "a"), (xb, rb, "b")):
             lst = [x] if isinstance(x, int | np.integer) else x
             try:
                 items = list(lst)
             except TypeError:
-                raise E.EinsumError(
+                raise ArgumentTypeError(
                     f"tensordot: argument 'axes': the axes of {nm!r} must be an int or a "
                     f"sequence of ints, got {type(x).__name__}"
                 ) from None
             out = []
             for v in items:
-                if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                    raise E.EinsumError(
+                if isinstance(v, bool | np.bool_) or not isinstance(v, int | np.integer):
+                    raise ArgumentTypeError(
                         f"tensordot: argument 'axes': an axis of {nm!r} must be an int, got "
-                        f"{type(v).__name__}"
+                        f"{shown(v)}"
                     )
                 if not -r <= int(v) < r:
-                    raise E.EinsumError(
-                        f"tensordot: axis {int(v)} of argument 'axes' is out of range for "
-                        f"argument {nm!r} of rank {r}"
+                    raise AxisError(
+                        "tensordot", int(v), r, "axes",
+                        detail=f"an axis of argument {nm!r}, of rank {r}",
                     )
                 out.append(int(v) % r)
             if len(set(out)) != len(out):
@@ -471,11 +477,22 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> EagerTensor:
 
     ``axes``: an int (the last ``axes`` of ``a`` with the first of ``b``) or a pair
     ``(axes_a, axes_b)``, each an int or a sequence of ints (``[-1, 0]``, ``([1], [0])``).
-    Operands, axes and the paired extents are checked first; a refusal names ``'a'``,
-    ``'b'`` or ``'axes'`` (an ``EinsumError``/``ArgumentTypeError``) and changes nothing.
+    Operands, axes and the paired extents are checked first; a refusal names ``tensordot``
+    and ``'a'``, ``'b'`` or ``'axes'``, and changes nothing (nothing runs or is recorded).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(the contraction's flops).
-    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
+
+    Raises:
+        AxisError: an axis in ``axes`` is out of range for the rank of the value it
+            belongs to, or an int ``axes`` is negative or larger than a rank (numpy's
+            class: an ``IndexError`` and a ``ValueError``).
+        ArgumentTypeError: ``axes`` (or an axis in it) is not an int or a pair of
+            sequences of ints (a string, a float, a bool axis), or ``a``/``b`` is not a
+            value.
+        ArgumentError: ``axes`` is a sequence that is not a pair, pairs a different
+            number of axes of ``a`` and ``b``, repeats an axis, or pairs axes of different
+            extents (an ``EinsumError``).
+        UseAfterMoveError: ``a`` or ``b`` is a consumed owner."""
     sa = value_arg("tensordot", "a", a, imported=True)[0]
     sb = value_arg("tensordot", "b", b, imported=True)[0]
     if type(axes) is int:  # the common form: checked and spelled once per shapes (cached)

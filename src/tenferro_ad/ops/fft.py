@@ -19,15 +19,18 @@ first (derived from slicing and ``slice_pad``), ``fftshift``/``ifftshift`` are r
 from __future__ import annotations
 
 import math
+import operator
 from typing import Any
 
 import numpy as np
+
+from tenferro_storage.errors import shown
 
 from .._core._dispatch import bind
 from .._core._handle import EagerTensor
 from .._core._primitive import Primitive, deflinear, defprimitive
 from .._traced._batch_rules import defbatch, leading
-from ..errors import ArgumentError
+from ..errors import ArgumentError, ArgumentTypeError
 from . import manip
 from . import shape as sh
 from ._util import axis as _axis
@@ -138,11 +141,12 @@ def _norm(norm: str | None, name: str) -> str:
 
 
 def _resize(x: Any, axes: tuple[int, ...], sizes: tuple[int, ...]) -> Any:
-    """Crop or zero-pad ``x`` along ``axes`` to ``sizes`` (slices / slice_pad)."""
+    """Crop or zero-pad ``x`` along ``axes`` to ``sizes`` (slices / slice_pad); sizes the
+    caller gave were checked by :func:`_sizes`."""
     shape = shape_of(x)
     for ax, n in zip(axes, sizes, strict=True):
         cur = shape[ax]
-        if n < 1:
+        if n < 1:  # a length read from an empty axis of the input (irfftn's leading axes)
             raise ArgumentError(f"fft: invalid number of data points ({n}) specified")
         if n < cur:
             x = sh.getitem(x, (slice(None),) * ax + (slice(0, n),))
@@ -154,26 +158,78 @@ def _resize(x: Any, axes: tuple[int, ...], sizes: tuple[int, ...]) -> Any:
     return x
 
 
+def _sequence(name: str, what: str, v: Any) -> tuple[Any, ...]:
+    """``axes``/``s`` of the n-D transforms as a tuple (a tuple, list, range, 1-D
+    array...); a string or a value that is not iterable (an int, as numpy refuses) is
+    refused by type, naming the op and the argument."""
+    if not isinstance(v, str | bytes):
+        try:
+            return tuple(v)
+        except TypeError:
+            pass
+    raise ArgumentTypeError(
+        f"{name}: argument {what!r} must be a sequence of ints, got {shown(v)}"
+    )
+
+
+def _sizes(name: str, what: str, s: tuple[Any, ...]) -> tuple[int, ...]:
+    """Transform lengths (``n``, or ``s``'s entries): integers (numpy's ``operator.index``;
+    a bool, float or string is refused by type) of at least 1, as numpy requires."""
+    out = []
+    for v in s:
+        if isinstance(v, bool | np.bool_):
+            raise ArgumentTypeError(f"{name}: argument {what!r} must be an int, got {v!r}")
+        try:
+            n = operator.index(v)
+        except TypeError:
+            raise ArgumentTypeError(
+                f"{name}: argument {what!r} must be an int, got {shown(v)}"
+            ) from None
+        if n < 1:
+            raise ArgumentError(
+                f"{name}: argument {what!r}: invalid number of data points ({n}) specified"
+            )
+        out.append(n)
+    return tuple(out)
+
+
 def _axes_sizes(
-    x: Any, s: Any, axes: Any, name: str, default_all: bool = True
+    x: Any, s: Any, axes: Any, name: str, one: bool = False
 ) -> tuple[tuple[int, ...], tuple[int, ...] | None]:
+    """The transformed axes (non-negative) and lengths, checked before anything runs:
+    ``one`` for the 1-D transforms, whose arguments are ``axis`` and ``n`` (``axes`` and
+    ``s`` hold one each)."""
     nd = len(shape_of(x))
+    what_ax, what_s = ("axis", "n") if one else ("axes", "s")
+    s = None if s is None else _sequence(name, what_s, s)
     if axes is None:
         if s is None:
-            ax = tuple(range(nd)) if default_all else ()
+            ax = tuple(range(nd))
         else:
             ax = tuple(range(nd - len(s), nd))
     else:
-        ax = tuple(_axis(name, a, nd, "axes") for a in axes)
+        ax = tuple(_axis(name, a, nd, what_ax) for a in _sequence(name, what_ax, axes))
         if len(set(ax)) != len(ax):
             raise ArgumentError(f"{name}: argument 'axes' repeats an axis: {axes}")
     if s is not None and len(s) != len(ax):
         raise ArgumentError(f"{name}: arguments 's' and 'axes' must have the same length")
-    return ax, (None if s is None else tuple(int(v) for v in s))
+    return ax, (None if s is None else _sizes(name, what_s, s))
+
+
+def _shift_axes(name: str, x: Any, axes: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``fftshift``/``ifftshift``'s ``x`` shape and ``axes`` (``None``: all; an int; a
+    sequence of ints, repeats allowed as numpy's roll does), each checked as an axis of
+    ``x`` before anything runs. O(ndim)."""
+    shape = shape_of(x)
+    nd = len(shape)
+    if axes is None:
+        return shape, tuple(range(nd))
+    items = axes if isinstance(axes, tuple | list) else (axes,)
+    return shape, tuple(_axis(name, a, nd, "axes") for a in items)
 
 
 def _c2c(x: Any, s: Any, axes: Any, norm: str | None, inverse: bool, name: str) -> EagerTensor:
-    ax, sizes = _axes_sizes(x, s, axes, name)
+    ax, sizes = _axes_sizes(x, s, axes, name, one=name in ("fft", "ifft"))
     if sizes is not None:
         x = _resize(x, ax, sizes)
     return bind(FFTN, x, axes=ax, norm=_norm(norm, name), inverse=inverse)
@@ -182,7 +238,7 @@ def _c2c(x: Any, s: Any, axes: Any, norm: str | None, inverse: bool, name: str) 
 def _r2c(x: Any, s: Any, axes: Any, norm: str | None, name: str) -> EagerTensor:
     if dtype_of(x).kind == "c":
         raise ArgumentError(f"{name}: expected a real input, got {dtype_of(x)}")
-    ax, sizes = _axes_sizes(x, s, axes, name)
+    ax, sizes = _axes_sizes(x, s, axes, name, one=name == "rfft")
     if sizes is not None:
         x = _resize(x, ax, sizes)
     n = shape_of(x)[ax[-1]]
@@ -190,7 +246,7 @@ def _r2c(x: Any, s: Any, axes: Any, norm: str | None, name: str) -> EagerTensor:
 
 
 def _c2r(x: Any, s: Any, axes: Any, norm: str | None, name: str) -> EagerTensor:
-    ax, sizes = _axes_sizes(x, s, axes, name)
+    ax, sizes = _axes_sizes(x, s, axes, name, one=name == "irfft")
     shape = shape_of(x)
     if sizes is None:
         lengths = (*tuple(shape[a] for a in ax[:-1]), 2 * (shape[ax[-1]] - 1))
@@ -303,11 +359,14 @@ def fftshift(x: Any, axes: Any = None) -> EagerTensor:
     """Move the zero frequency to the centre (a roll by ``n // 2``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
-    shape = shape_of(x)
-    ax = tuple(range(len(shape))) if axes is None else (
-        (axes,) if isinstance(axes, int) else tuple(axes)
-    )
+    Raises:
+        AxisError: an axis in ``axes`` is out of range for ``x``'s rank (named
+            ``fftshift``, argument ``'axes'``).
+        ArgumentTypeError: an axis in ``axes`` is not an int (a string, a float, a bool),
+            or ``x`` is not a value.
+        ArgumentError: ``x`` cannot be read as an array.
+        UseAfterMoveError: ``x`` is a consumed owner."""
+    shape, ax = _shift_axes("fftshift", x, axes)
     return manip.roll(x, tuple(shape[a] // 2 for a in ax), ax)
 
 
@@ -315,11 +374,14 @@ def ifftshift(x: Any, axes: Any = None) -> EagerTensor:
     """Inverse of :func:`fftshift` (a roll by ``-(n // 2)``).
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(output size).
-    Raises: ArgumentError, ArgumentTypeError, UseAfterMoveError."""
-    shape = shape_of(x)
-    ax = tuple(range(len(shape))) if axes is None else (
-        (axes,) if isinstance(axes, int) else tuple(axes)
-    )
+    Raises:
+        AxisError: an axis in ``axes`` is out of range for ``x``'s rank (named
+            ``ifftshift``, argument ``'axes'``).
+        ArgumentTypeError: an axis in ``axes`` is not an int (a string, a float, a bool),
+            or ``x`` is not a value.
+        ArgumentError: ``x`` cannot be read as an array.
+        UseAfterMoveError: ``x`` is a consumed owner."""
+    shape, ax = _shift_axes("ifftshift", x, axes)
     return manip.roll(x, tuple(-(shape[a] // 2) for a in ax), ax)
 
 

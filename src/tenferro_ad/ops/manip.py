@@ -200,14 +200,25 @@ def moveaxis(x: Any, source: Any, destination: Any) -> EagerTensor:
 def rollaxis(x: Any, axis: int, start: int = 0) -> EagerTensor:
     """``numpy.rollaxis`` (a transpose alias).
 
+    ``start`` is an integer in ``[-ndim, ndim]`` (numpy's range, one more than an axis).
+
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
-    Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
+
+    Raises:
+        AxisError: ``axis`` or ``start`` is out of range for ``x``'s rank (the message
+            names ``rollaxis``, the argument and the value as passed).
+        ArgumentTypeError: ``axis`` or ``start`` is not an integer (a string, a float), or
+            ``x`` is not a value.
+        ArgumentError: ``x`` cannot be read as an array.
+        UseAfterMoveError: ``x`` is a consumed owner."""
     nd = _nd(x)
     a = _axis("rollaxis", axis, nd)
-    if start < 0:
-        start += nd
+    given = _int("rollaxis", "argument 'start'", start)
+    start = given + nd if given < 0 else given
     if not 0 <= start <= nd:
-        raise AxisError("rollaxis", start, nd + 1, "start")
+        raise AxisError(
+            "rollaxis", given, nd + 1, "start", detail=f"'start' must be in [{-nd}, {nd}]"
+        )
     if a < start:
         start -= 1
     order = [i for i in range(nd) if i != a]

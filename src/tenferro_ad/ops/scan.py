@@ -345,6 +345,8 @@ def sort(x: Any, axis: int | None = -1, descending: bool = False) -> EagerTensor
     Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
     if axis is None:
         x, axis = _flat(x), 0
+    else:  # checked here, so a refusal is worded for sort, not for the argsort inside
+        _axis("sort", axis, len(shape_of(x)))
     with no_grad():
         idx = argsort(x, axis=axis)
         if descending:  # JAX's descending sort is the reversed ascending one (ties too)
@@ -359,6 +361,8 @@ def partition(x: Any, kth: int, axis: int = -1) -> EagerTensor:
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n log n).
     Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
+    if axis is not None:  # checked here: worded for partition, not argpartition
+        _axis("partition", axis, len(shape_of(x)))
     with no_grad():
         idx = argpartition(x, kth, axis=axis)
     return take_along_axis(x, idx, axis)
@@ -397,6 +401,7 @@ def std(x: Any, axis: Any = None, ddof: int = 0, keepdims: bool = False) -> Eage
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
     Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
+    _axes("std", axis, len(shape_of(x)))  # worded for std, not for the var inside
     return ew.sqrt(var(x, axis=axis, ddof=ddof, keepdims=keepdims))
 
 
@@ -565,9 +570,11 @@ def all(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
 def nansum(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
     """Sum treating NaN as 0 (a ``where`` then ``sum``; NaN entries get a zero gradient).
+    ``axis`` is checked before anything is computed or recorded.
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
     Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
+    _axes("nansum", axis, len(shape_of(x)))
     return rd.sum(ew.where(isnan(x), 0.0, x), axis=axis, keepdims=keepdims)
 
 
@@ -576,6 +583,7 @@ def nanmean(x: Any, axis: Any = None, keepdims: bool = False) -> EagerTensor:
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
     Raises: AxisError, ArgumentError, ArgumentTypeError, DTypeError, UseAfterMoveError."""
+    _axes("nanmean", axis, len(shape_of(x)))  # before anything is computed
     with no_grad():
         n = rd.sum(ew.astype(ew.equal(isnan(x), False), _real_dtype(x)), axis=axis,
                    keepdims=keepdims)
@@ -592,9 +600,10 @@ def average(
 
     Cost: allocates the result; no copy; no sync; no dispatch; O(n).
     Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
-    value_arg("average", "x", x, imported=True)
+    xs = value_arg("average", "x", x, imported=True)[0]
     if weights is not None:
         value_arg("average", "weights", weights, imported=True)
+    _axes("average", axis, len(xs))  # before anything is computed, worded for average
     if weights is None:
         out = rd.mean(x, axis=axis, keepdims=keepdims)
         if returned:
