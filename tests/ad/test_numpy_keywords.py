@@ -140,3 +140,21 @@ def test_the_derivatives_of_a_real_to_complex_cast_warn_nothing() -> None:
                                    np.stack([2 * x, 2 * x]))
         np.testing.assert_allclose(ad.grad(lambda v: ad.sum(ad.grad(f)(v)))(x).to_numpy(),
                                    np.full(3, 2.0))
+
+
+@given(a=hnp.arrays(np.float64, _SHAPES, elements=st.floats(-5, 5)), data=st.data())
+def test_transpose_takes_axes_by_keyword_as_numpy_transpose_does(
+    a: np.ndarray[Any, Any], data: st.DataObject
+) -> None:
+    """``ad.transpose(x, axes=p)`` is ``numpy.transpose(a, axes=p)`` (value, and under
+    ``ad.jit``), the same as ``ad.transpose(x, p)``; ``axes=None`` reverses; giving the
+    permutation both ways is refused by name.  Mutant: the keyword dropped (axes
+    reversed whatever ``p`` says)."""
+    p = tuple(data.draw(st.permutations(range(a.ndim))))
+    np.testing.assert_array_equal(ad.transpose(a, axes=p).to_numpy(), np.transpose(a, axes=p))
+    np.testing.assert_array_equal(
+        ad.jit(lambda t: ad.transpose(t, axes=p))(a).to_numpy(), np.transpose(a, p)
+    )
+    np.testing.assert_array_equal(ad.transpose(a, axes=None).to_numpy(), a.T)
+    with pytest.raises(ad.errors.ArgumentTypeError, match="transpose: argument 'axes'"):
+        ad.transpose(a, p, axes=p)

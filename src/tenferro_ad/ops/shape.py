@@ -233,15 +233,25 @@ defbatch(TRANSPOSE, _batch_transpose)
 
 
 @op("transpose")
-def transpose(x: Any, *axes: Any) -> EagerTensor:
+def transpose(x: Any, *args: Any, axes: Any = None) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy.
+
+    The permutation as numpy takes it: ``transpose(x, (1, 0))``, ``transpose(x, 1, 0)``
+    (``ndarray.transpose``'s form) or ``transpose(x, axes=(1, 0))`` (``numpy.transpose``'s
+    keyword); ``None`` or nothing reverses the axes.
 
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
     Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(value_of("transpose", x)[0])
-    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
-        axes = () if axes[0] is None else tuple(axes[0])
-    ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
+    if axes is not None:
+        if args:
+            raise ArgumentTypeError(
+                "transpose: argument 'axes' given both by position and by keyword"
+            )
+        args = (axes,)
+    if len(args) == 1 and (args[0] is None or isinstance(args[0], tuple | list)):
+        args = () if args[0] is None else tuple(args[0])
+    ax = tuple(range(nd - 1, -1, -1)) if not args else permutation("transpose", args, nd)
     return bind(TRANSPOSE, x, axes=ax)
 
 
