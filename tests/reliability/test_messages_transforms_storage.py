@@ -89,7 +89,8 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         r"^jacrev: argument 0 has dtype int64",
     ),
     "jacfwd of a float16 array": (
-        lambda: ad.jacfwd(_sum)(np.ones(2, np.float16)), TypeError, r"^jacfwd: argument 0: ",
+        lambda: ad.jacfwd(_sum)(np.ones(2, np.float16)), TypeError,
+        r"^jacfwd: argument 0 has dtype float16, which tenferro does not support",
     ),
     "elementwise_grad of a function returning a pair": (
         lambda: ad.elementwise_grad(_pair)(_x()), TypeError,

@@ -134,6 +134,8 @@ def _refused_dtype(value: Any) -> Any:
         return None if value.dtype in _STORED else value.dtype
     if isinstance(value, np.generic):
         return None if value.dtype.kind in "biufc" else value.dtype
+    if isinstance(value, str | bytes):  # a scalar numpy would import as a string array
+        return np.asarray(value).dtype
     if isinstance(value, list | tuple) and value and not any(
         isinstance(v, list | tuple | np.ndarray) or hasattr(type(v), "_r") for v in value
     ):
