@@ -11,9 +11,12 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._dtypes import STORED_NUMPY as _STORED
 from tenferro_storage.errors import DTypeError, TenferroError
 
 from ._core._handle import EagerTensor
+from .errors import UnsupportedDTypeError
+from .ops._axes import _refused_dtype
 
 __all__ = ["asarray"]
 
@@ -32,14 +35,25 @@ def asarray(x: Any, dtype: Any = None) -> Any:
 
     Cost: allocates a new owner unless ``x`` already is one (returned as is); copies a foreign array
     once (a recorded TRANSFER); no sync; no dispatch; O(n).
-    Raises: DTypeError, TypeError."""
+    Raises:
+        UnsupportedDTypeError: ``x`` has a dtype tenferro does not support (a string,
+            object or datetime array, ``float16``, ``uint8``...); it is a ``DTypeError``
+            and an ``ArgumentTypeError``.
+        DTypeError: ``dtype`` is not a dtype tenferro supports.
+        UseAfterMoveError: ``x`` is an owner or handle that was consumed.
+        ExpiredBorrowError: ``x`` is a view that was released.
+        TypeError: ``x`` cannot become an array."""
     if dtype is not None:
         try:
             dtype = ts.dtype(dtype)
         except TenferroError as e:
             raise DTypeError(f"asarray: argument 'dtype': {str(e).partition(': ')[2]}") from None
     if isinstance(x, _VALUES):
-        if dtype is None or dtype == x.dtype:
+        try:
+            own = x.dtype  # O(1); a consumed owner or handle, a released view raises
+        except TenferroError as e:
+            raise _dead(e) from None
+        if dtype is None or dtype == own:
             return x
         return x.astype(dtype)
     try:
@@ -48,5 +62,20 @@ def asarray(x: Any, dtype: Any = None) -> Any:
             return owner if dtype is None else asarray(owner, dtype)
         return ts.from_numpy(x, dtype)
     except DTypeError as e:  # named for this call: asarray's argument 'x'
+        dt = _refused_dtype(x)
+        if dt is None and isinstance(x, np.generic) and x.dtype not in _STORED:
+            dt = x.dtype
+        if dt is not None:
+            raise UnsupportedDTypeError("asarray", "argument 'x'", dt) from None
         rest = str(e).partition("argument '")[2].partition(" ")[2] or str(e)
         raise type(e)(f"asarray: argument 'x': {rest}") from None
+
+
+def _dead(e: TenferroError) -> TenferroError:
+    """``e`` (the metadata read of a consumed owner or handle, or of a released view) named
+    for ``asarray``'s argument ``'x'``, of the same class."""
+    rest = str(e).partition(": ")[2] or str(e)
+    try:
+        return type(e)(f"asarray: argument 'x': {rest}")
+    except Exception:  # pragma: no cover - every storage error takes a message
+        return e

@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
+from tenferro_storage._dtypes import STORED_NUMPY as _STORED
 from tenferro_storage._pytree import PyTreeDef, tree_flatten, tree_leaves
 from tenferro_storage.errors import TenferroError, shown
 
@@ -52,7 +53,7 @@ from ._traced._eval import eval_graph as _eval_graph
 from ._traced._trace import trace_closed as _trace_closed
 from ._traced._transform import value_and_grad as _graph_value_and_grad
 from ._traced._transform import vjp as _graph_vjp
-from .errors import ArgumentError, ArgumentTypeError, IntoValueError
+from .errors import ArgumentError, ArgumentTypeError, IntoValueError, UnsupportedDTypeError
 
 Leaf = Any
 _read_array = ts.kernel.read_array
@@ -288,12 +289,14 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
             leaf, bool | np.bool_
         ):
             dt = np.asarray(leaf).dtype
-            if dt.kind in "fc":
-                ts.dtype(dt if dt.isnative else dt.newbyteorder("="))  # (not float16)
+            if (dt if dt.isnative else dt.newbyteorder("=")) not in _STORED:
+                raise UnsupportedDTypeError(what, _argument_name(argnum, items), dt)
         else:
             _check_other(leaf, _argument_name(argnum, items), what)
         if dt.kind not in "fc":
             _refuse_dtype(dt, what, _argument_name(argnum, items))
+    except UnsupportedDTypeError:
+        raise
     except TenferroError as e:  # the error path: name the argument
         name = _argument_name(argnum, items)
         if not str(e).startswith(f"{what}: {name}"):

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as _np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
-from tenferro_storage.errors import ExtractError, TenferroError
+from tenferro_storage._dtypes import unsupported_message as _unsupported_message
+from tenferro_storage.errors import DTypeError, ExtractError, TenferroError
 
 __all__ = [
     "ArgumentError",
@@ -37,6 +38,7 @@ __all__ = [
     "ReverseModeError",
     "ScenarioError",
     "TapeError",
+    "UnsupportedDTypeError",
 ]
 
 NOT_UNIQUE_MESSAGE = (
@@ -205,6 +207,32 @@ class ArgumentTypeError(TenferroError, TypeError):
     """An op argument has a type the op cannot accept (a string axis, a float shape entry, an
     unsupported dtype object).  The message names the op and the argument; nothing is
     computed or recorded."""
+
+
+class UnsupportedDTypeError(DTypeError, ArgumentTypeError):
+    """A value passed to an op (a numpy array, a list, a numpy scalar, a DLPack array) has
+    a dtype tenferro does not support: a string, bytes, object or datetime array, or a
+    numeric dtype it does not store (``float16``, ``uint8``, ``int8``...).
+
+    Every op raises this one class for it, before anything is imported, allocated or
+    recorded, with one wording: ``"sin: argument 'x' has dtype <U1, which tenferro does not
+    support (supported: bool, int32, int64, float32, float64, complex64, complex128)"`` --
+    the public op and its parameter.  It is both a
+    :class:`~tenferro_storage.errors.DTypeError` (what ``tenferro_storage`` raises for the
+    same value, e.g. ``from_numpy``) and an :class:`ArgumentTypeError` (so also a
+    ``TypeError``): catching either catches it.  ``.operation`` is the op, ``.argument``
+    the argument as the message names it (``"argument 'x'"``, ``"argument 'xs'[1]"``),
+    ``.dtype`` the refused numpy dtype."""
+
+    operation: str
+    argument: str
+    dtype: Any
+
+    def __init__(self, operation: str, argument: str, dtype: Any) -> None:
+        super().__init__(_unsupported_message(f"{operation}: {argument}", dtype))
+        self.operation = operation
+        self.argument = argument
+        self.dtype = dtype
 
 
 class IndexOutOfBoundsError(TenferroError, IndexError):

@@ -84,6 +84,8 @@ class DType:
 SUPPORTED: Final = ("bool", "int32", "int64", "float32", "float64", "complex64", "complex128")
 _BY_NAME: Final[dict[str, DType]] = {name: DType(name) for name in SUPPORTED}
 _BY_NUMPY: Final[dict[np.dtype[Any], DType]] = {d.numpy: d for d in _BY_NAME.values()}
+#: the numpy dtypes tenferro stores (native byte order), for O(1) membership tests
+STORED_NUMPY: Final[frozenset[np.dtype[Any]]] = frozenset(_BY_NUMPY)
 _PARTNERS: Final = {
     "complex64": "float32",
     "float32": "complex64",
@@ -147,10 +149,18 @@ def from_numpy_dtype(nd: np.dtype[Any], operation: str) -> DType:
     """The :class:`DType` of a numpy dtype, or a ``DTypeError`` naming ``operation``."""
     found = _BY_NUMPY.get(nd)
     if found is None:
-        raise DTypeError(
-            f"{operation}: numpy dtype {nd} is not supported; supported: {', '.join(SUPPORTED)}"
-        )
+        raise DTypeError(unsupported_message(operation, nd))
     return found
+
+
+def unsupported_message(operation: str, nd: object) -> str:
+    """The one wording of an unsupported dtype, for ``operation`` (``"from_numpy: argument
+    'array'"``: an op and its argument; a bare op name says "a value")."""
+    what = operation if ": " in operation else f"{operation}: a value"
+    return (
+        f"{what} has dtype {nd}, which tenferro does not support (supported: "
+        f"{', '.join(SUPPORTED)})"
+    )
 
 
 def checked_cast(

@@ -291,6 +291,7 @@ PINNED_ERRORS = (
     "ReverseModeError",
     "ScenarioError",
     "TapeError",
+    "UnsupportedDTypeError",
 )
 
 

@@ -89,7 +89,8 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
         r"^jacrev: argument 0 has dtype int64",
     ),
     "jacfwd of a float16 array": (
-        lambda: ad.jacfwd(_sum)(np.ones(2, np.float16)), TypeError, r"^jacfwd: argument 0: ",
+        lambda: ad.jacfwd(_sum)(np.ones(2, np.float16)), TypeError,
+        r"^jacfwd: argument 0 has dtype float16, which tenferro does not support",
     ),
     "elementwise_grad of a function returning a pair": (
         lambda: ad.elementwise_grad(_pair)(_x()), TypeError,
@@ -117,11 +118,11 @@ CASES: dict[str, tuple[Callable[[], Any], type[BaseException], str]] = {
     ),
     "vmap of a float16 array": (
         lambda: ad.vmap(_sum)(np.ones(2, np.float16)), TypeError,
-        r"^vmap: argument 0 has numpy dtype float16, which tenferro does not support",
+        r"^vmap: argument 0 has dtype float16, which tenferro does not support",
     ),
     "vmap of an object array": (
         lambda: ad.vmap(_sum)(np.array([1, None], dtype=object)), TypeError,
-        r"^vmap: argument 0 has numpy dtype object",
+        r"^vmap: argument 0 has dtype object",
     ),
     "vmap of a str": (
         lambda: ad.vmap(_sum)("a str"), TypeError, r"^vmap: argument 0: a str has no shape",

@@ -46,7 +46,13 @@ from tenferro_storage.errors import (
     UseAfterMoveError,
 )
 
-from ..errors import ArgumentError, ArgumentTypeError, IndexOutOfBoundsError, LinAlgError
+from ..errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    IndexOutOfBoundsError,
+    LinAlgError,
+    UnsupportedDTypeError,
+)
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
 from ._retention import AdValueRecord, constant_record, record_alias, record_borrow
@@ -187,6 +193,12 @@ def kernel_error(name: str, e: Exception, vals: Sequence[Any] | None = None) -> 
 def _argument_error(name: str, i: int, e: Exception) -> Exception:
     """A refused argument (consumed owner, unsupported dtype...): the same project error,
     its message naming the op and the argument; other exceptions as ``kernel_error``."""
+    if isinstance(e, UnsupportedDTypeError):  # by position: the op's function names it
+        if e.operation == name and not e.argument.startswith(("argument ", "an ")):
+            return e
+        if e.operation == name and e.argument.startswith("argument ") and e.argument[9:].isdigit():
+            i = int(e.argument[9:])
+        return UnsupportedDTypeError(name, f"argument {i}", e.dtype)
     if isinstance(e, TenferroError):
         msg = f"{name}: argument {i}: {e}"
         try:

@@ -45,9 +45,16 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import BorrowError, ExtractError, GroupError, UseAfterMoveError
+from tenferro_storage._dtypes import STORED_NUMPY as _STORED
+from tenferro_storage.errors import (
+    BorrowError,
+    DTypeError,
+    ExtractError,
+    GroupError,
+    UseAfterMoveError,
+)
 
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, UnsupportedDTypeError
 
 _TV = ts.TensorView
 _claim = ts.kernel.claim_deferred
@@ -366,11 +373,16 @@ def constant_record(value: Any, operation: str, argument: str = "") -> AdValueRe
     Owners and views are not imported: ops borrow them.  Anything else raises
     ``ArgumentTypeError`` naming ``operation`` and, when given, ``argument`` (as the
     message spells it: ``"argument 'value'"``)."""
-    if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
-        t = ts.from_numpy(value)
-    elif hasattr(type(value), "__dlpack__"):
-        t = ts.from_dlpack(value)
-    else:
+    try:
+        if isinstance(value, np.ndarray | list | tuple) or np.isscalar(value):
+            t = ts.from_numpy(value)
+        elif hasattr(type(value), "__dlpack__"):
+            t = ts.from_dlpack(value)
+        else:
+            t = None
+    except DTypeError as e:  # the error path only: named for the op, not for the import
+        raise _unsupported(value, operation, argument, e) from None
+    if t is None:
         named = f"{argument} has " if argument else ""
         raise ArgumentTypeError(
             f"{operation}: {named}unsupported argument type {type(value).__name__}; expected an "
@@ -378,3 +390,20 @@ def constant_record(value: Any, operation: str, argument: str = "") -> AdValueRe
             "(JAX, torch: imported with a recorded TRANSFER copy) or a Python scalar"
         )
     return record_owner(t, ts.kernel.read_array(t), "constant")
+
+
+def _unsupported(value: Any, operation: str, argument: str, e: DTypeError) -> Exception:
+    """The error for a value the import refused (``e``): for its dtype,
+    :class:`~tenferro_ad.errors.UnsupportedDTypeError` naming ``operation`` and
+    ``argument`` (``"an argument"`` when not given: the binder names its position);
+    ``e`` itself when the dtype is not why (a ragged list)."""
+    try:
+        dt = value.dtype if hasattr(type(value), "dtype") else np.asarray(value).dtype
+        dt = np.dtype(dt)
+    except Exception:  # numpy cannot read it: the import's own words
+        return e
+    if dt in _STORED:
+        return e
+    return UnsupportedDTypeError(operation, argument or "an argument", dt)
+
+

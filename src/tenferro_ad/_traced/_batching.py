@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage.errors import DTypeError, TenferroError, shown
+from tenferro_storage.errors import TenferroError, shown
 
 from .._core._primitive import IDENTITY
-from ..errors import ArgumentError, ArgumentTypeError
+from ..errors import ArgumentError, ArgumentTypeError, UnsupportedDTypeError
 from ._batch_rules import RULES, broadcast_batch, defbatch, emit, leading, loop_fallback, shape_of
 from ._eval import eval_graph
 from ._graph import Graph, TracerError, TreeDef, Var, dce, tree_flatten, tree_unflatten
@@ -279,12 +279,8 @@ def _check_dtype(dt: np.dtype[Any], tree: TreeDef, leaf: int) -> None:
     argument, before anything is traced. O(1)."""
     try:
         ts.dtype(dt)
-    except TenferroError as e:
-        _, sep, supported = str(e).partition("supported: ")
-        raise DTypeError(
-            f"vmap: {_argument_of(tree, leaf)} has numpy dtype {dt}, which tenferro does not "
-            f"support{'; supported: ' + supported if sep else ''}"
-        ) from None
+    except TenferroError:
+        raise UnsupportedDTypeError("vmap", _argument_of(tree, leaf), dt) from None
 
 
 def _unbatched(

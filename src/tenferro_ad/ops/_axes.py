@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from tenferro_storage._dtypes import STORED_NUMPY as _STORED
 from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
 
-from ..errors import ArgumentError, ArgumentTypeError, AxisError
+from ..errors import ArgumentError, ArgumentTypeError, AxisError, UnsupportedDTypeError
 
 
 def axis_index(operation: str, axis: Any, ndim: int, what: str = "axis") -> int:
@@ -123,6 +124,82 @@ def consumed_parameter(
     return None
 
 
+
+
+def _refused_dtype(value: Any) -> Any:
+    """The dtype of a value an op would refuse for it (a numpy array or numpy scalar of a
+    dtype tenferro does not store, a list numpy makes one of), else ``None``.  A numeric
+    numpy scalar is a parameter and never refused.  Error path only."""
+    if isinstance(value, np.ndarray):
+        return None if value.dtype in _STORED else value.dtype
+    if isinstance(value, np.generic):
+        return None if value.dtype.kind in "biufc" else value.dtype
+    if isinstance(value, str | bytes):  # a scalar numpy would import as a string array
+        return np.asarray(value).dtype
+    if isinstance(value, list | tuple) and value and not any(
+        isinstance(v, list | tuple | np.ndarray) or hasattr(type(v), "_r") for v in value
+    ):
+        try:
+            dt = np.asarray(value).dtype
+        except Exception:
+            return None
+        return None if dt in _STORED or (dt.kind in "biufc" and dt.kind != "u") else dt
+    return None
+
+
+def dtype_parameter(
+    fn: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+    dtype: Any,
+) -> str | None:
+    """The argument of ``fn`` an :class:`UnsupportedDTypeError` of ``dtype`` raised below it
+    was about, as its message names it (``"argument 'x'"``, ``"argument 'xs'[1]"``): the
+    first parameter bound to a value of that refused dtype, or to a list or tuple holding
+    one.  ``None`` when none is.  Error path only; O(parameters + items)."""
+    if fn is None:
+        return None
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **(kwargs or {}))
+    except (TypeError, ValueError):
+        return None
+    for name, value in bound.arguments.items():
+        kind = sig.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            items = enumerate(value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            continue
+        elif _refused_dtype(value) == dtype:
+            return f"argument {name!r}"
+        elif isinstance(value, list | tuple):
+            items = enumerate(value)
+        else:
+            continue
+        for i, v in items:
+            if _refused_dtype(v) == dtype:
+                where = f"{name}" if kind is not inspect.Parameter.VAR_POSITIONAL else ""
+                return f"argument {where!r}[{i}]" if where else f"argument {i}"
+    return None
+
+
+def dtype_error(
+    operation: str, e: UnsupportedDTypeError, fn: Callable[..., Any] | None,
+    args: tuple[Any, ...], kwargs: dict[str, Any] | None,
+) -> UnsupportedDTypeError:
+    """``e`` named for the public op ``operation`` and the parameter of ``fn`` its value was
+    passed as (found by :func:`dtype_parameter`); ``e`` itself when it already names
+    ``operation`` and a parameter.  Error path only."""
+    if e.operation == operation and not re.fullmatch(r"argument \d+|an argument", e.argument):
+        return e
+    named = dtype_parameter(fn, args, kwargs, e.dtype)
+    if named is None:
+        if e.operation == operation:
+            return e
+        named = e.argument
+    again = UnsupportedDTypeError(operation, named, e.dtype)
+    again.__cause__ = e.__cause__
+    return again
+
+
 def arg_error(
     operation: str,
     e: BaseException,
@@ -137,6 +214,8 @@ def arg_error(
     ``ArgumentError`` and ``TypeError`` as ``ArgumentTypeError``, both naming the op and
     keeping numpy's words.  Ops are named by :func:`~._util.op`, which calls this on the
     error path only.  O(1) (O(parameters) for a consumed owner)."""
+    if isinstance(e, UnsupportedDTypeError):
+        return dtype_error(operation, e, fn, args, kwargs)
     if isinstance(e, TenferroError):
         # an error from a layer below (importing an argument, reading a consumed owner)
         # gets the op's name in front, so the message says which call failed

@@ -17,12 +17,13 @@ import numpy as np
 from numpy.exceptions import AxisError as _NumpyAxisError
 
 from tenferro_storage import Tensor, TensorView, TensorViewMut
-from tenferro_storage.errors import DTypeError, TenferroError, UseAfterMoveError, shown
+from tenferro_storage._dtypes import STORED_NUMPY
+from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
 
 from .._core._dispatch import bind1, bind2
 from .._core._handle import EagerTensor
-from ..errors import ArgumentError, ArgumentTypeError, AxisError
-from ._axes import KERNEL_ERRORS, _name_broadcast_operands, arg_error
+from ..errors import ArgumentError, ArgumentTypeError, AxisError, UnsupportedDTypeError
+from ._axes import KERNEL_ERRORS, _name_broadcast_operands, arg_error, dtype_error
 
 
 def shape_of(x: Any) -> tuple[int, ...]:
@@ -80,14 +81,15 @@ def value_arg(
     Python or numpy number, or a list/tuple numpy turns into a numeric array.  Anything else
     raises an error naming ``op`` and the argument (``"dot: argument 'b' must be an array
     or a number, got NoneType"``): a consumed handle or owner
-    (:class:`~tenferro_storage.errors.UseAfterMoveError`), a non-numeric dtype or another
-    type (:class:`~tenferro_ad.errors.ArgumentTypeError`), a ragged list
+    (:class:`~tenferro_storage.errors.UseAfterMoveError`), a non-numeric dtype (a string,
+    object or datetime array or list: :class:`~tenferro_ad.errors.UnsupportedDTypeError`)
+    or another type (:class:`~tenferro_ad.errors.ArgumentTypeError`), a ragged list
     (:class:`~tenferro_ad.errors.ArgumentError`).  O(1) metadata reads for arrays and
     handles; a list or tuple is converted once by numpy (O(size), a temporary).  ``name``
     is the parameter (an int: the argument's 0-based position, for ``*args`` items);
     ``item`` an index into a sequence parameter (``argument 'operands'[1]``).
     ``imported=True``: a numpy array or list the op will import must also have a dtype
-    tenferro stores (a :class:`~tenferro_storage.errors.DTypeError` for ``uint8``,
+    tenferro stores (an :class:`~tenferro_ad.errors.UnsupportedDTypeError` for ``uint8``,
     ``float16``...); numpy scalars stay parameters and are not checked."""
     t = type(x)  # the common kinds first, in O(1); the checks below run for the others
     if t is EagerTensor:
@@ -143,9 +145,7 @@ def _checked_value(
             raise ArgumentError(f"{op}: {label}: the int {x} does not fit in 64 bits")
         dt: np.dtype[Any] = np.result_type(x)
         if dt.kind not in "biufc":
-            raise ArgumentTypeError(
-                f"{op}: {label} must be numeric, got a {type(x).__name__} of dtype {dt}"
-            )
+            raise UnsupportedDTypeError(op, label, dt)
         return (), dt
     if isinstance(x, list | tuple):
         try:
@@ -163,10 +163,7 @@ def _checked_value(
                 f"array: {e}"
             ) from None
         if arr.dtype.kind not in "biufc":
-            raise ArgumentTypeError(
-                f"{op}: {label} is a {type(x).__name__} of non-numeric items "
-                f"(dtype {arr.dtype})"
-            )
+            raise UnsupportedDTypeError(op, label, arr.dtype)
         if imported:
             _stored(op, label, arr.dtype)
         return tuple(arr.shape), arr.dtype
@@ -191,9 +188,7 @@ def _checked_value(
             again = ArgumentTypeError(f"{op}: {label}: {rest}")
         raise again from None
     if dt.kind not in "biufc":
-        raise ArgumentTypeError(
-            f"{op}: {label} has dtype {dt}, which is not numeric"
-        )
+        raise UnsupportedDTypeError(op, label, dt)
     if imported and (type(x) is np.ndarray or (
         hasattr(type(x), "__dlpack__") and not isinstance(x, _STORED_VALUES)
     )):
@@ -206,16 +201,10 @@ _STORED_VALUES = (Tensor, TensorView, TensorViewMut)
 
 def _stored(op: str, label: str, dt: np.dtype[Any]) -> None:
     if dt not in _STORED_DTYPES:
-        raise DTypeError(
-            f"{op}: {label} has dtype {dt}, which tenferro does not store; supported: bool, "
-            "int32, int64, float32, float64, complex64, complex128"
-        )
+        raise UnsupportedDTypeError(op, label, dt)
 
 
-_STORED_DTYPES = frozenset(
-    np.dtype(n) for n in ("bool", "int32", "int64", "float32", "float64", "complex64",
-                          "complex128")
-)
+_STORED_DTYPES = STORED_NUMPY
 
 
 def dtype_arg(op: str, dtype: Any) -> np.dtype[Any]:
@@ -242,7 +231,7 @@ def stored_value_arg(
     """:func:`value_arg`, and the value's dtype must be one tenferro stores (``bool``,
     ``int32``, ``int64``, ``float32``, ``float64``, ``complex64``, ``complex128``): a numpy
     ``uint8`` or ``float16`` argument an op would import is refused up front with a
-    :class:`~tenferro_storage.errors.DTypeError` naming ``op`` and the argument (item
+    :class:`~tenferro_ad.errors.UnsupportedDTypeError` naming ``op`` and the argument (item
     ``item`` of a sequence parameter), instead of by the import deep inside.  Same cost as
     :func:`value_arg` (O(1) for arrays)."""
     shape, dt = value_arg(op, name, x, item)
@@ -506,6 +495,8 @@ def _located_error(
 ) -> BaseException:
     """The error path of ``@op(name, locate=True)``: the exception to raise (its
     ``__cause__`` set: ``e`` for a new one), ``e`` itself when it already names the op."""
+    if isinstance(e, UnsupportedDTypeError):
+        return dtype_error(op, e, fn, args, kwargs)
     if isinstance(e, TenferroError):
         msg = _name_broadcast_operands(str(e))
         if msg != str(e) and e.args:
