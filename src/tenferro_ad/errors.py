@@ -118,6 +118,9 @@ class MissingRuleError(TenferroError, NotImplementedError):
         self.rule = rule
         self.argument = argument
 
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
+        return type(self), (self.primitive, self.rule, self.argument)
+
 
 class ReverseModeError(TenferroError, ValueError):
     """Reverse-mode differentiation (``grad``, ``vjp``) reached a construct it cannot run
@@ -134,6 +137,9 @@ class LoweringError(TenferroError, NotImplementedError):
     def __init__(self, message: str, primitive: str) -> None:
         super().__init__(message)
         self.primitive = primitive
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
+        return type(self), (str(self), self.primitive)
 
 
 class EngineUnavailableError(TenferroError, RuntimeError):
@@ -233,6 +239,9 @@ class UnsupportedDTypeError(DTypeError, ArgumentTypeError):
         self.operation = operation
         self.argument = argument
         self.dtype = dtype
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
+        return type(self), (self.operation, self.argument, self.dtype)
 
 
 class IndexOutOfBoundsError(TenferroError, IndexError):

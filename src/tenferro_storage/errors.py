@@ -148,6 +148,10 @@ class LayoutError(TenferroError, ValueError):
             parts.append(f"(requested {request})")
         super().__init__(" ".join(parts))
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickle rebuilds it from the whole request
+        keywords = {k: getattr(self, k) for k in ("shape", "strides", "offset", "dtype", "span")}
+        return _rebuild, (type(self), (self.operation, self.reason), keywords)
+
 
 
 class BadIndexError(LayoutError, IndexError):
@@ -231,6 +235,10 @@ class DisjointViewError(TenferroError, ValueError):
         super().__init__(f"split_mut: {cause.value}: {message}")
         self.cause = cause
         self.slots = slots
+        self._message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
+        return type(self), (self.cause, self._message, self.slots)
 
 
 class ExtractError(TenferroError, RuntimeError):
@@ -248,6 +256,9 @@ class ExtractError(TenferroError, RuntimeError):
         super().__init__(message)
         self.reason = reason
 
+    def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
+        return type(self), (self.reason, str(self))
+
 
 class IntoTensorError(ExtractError):
     """Raised by the consuming ``AllocationGroup.into_tensor`` when it is refused.
@@ -261,6 +272,9 @@ class IntoTensorError(ExtractError):
         super().__init__(reason, message)
         self.value = value
         self.cause = reason
+
+    def __reduce__(self) -> tuple[Any, ...]:  # (its value pickles only if the group does)
+        return type(self), (self.reason, str(self), self.value)
 
     def into_parts(self) -> tuple[str, Any]:
         """Return ``(reason, group)``: why it failed and the unchanged group."""
@@ -425,3 +439,8 @@ class DistributedError(TenferroError, RuntimeError):
     coordinator that cannot be reached or processes that did not join within the
     initialization timeout, or an initialization after the engines were discovered.  The
     message names the coordinator address, the process id and count, and the timeout."""
+
+
+def _rebuild(cls: type[BaseException], args: tuple[Any, ...], keywords: dict[str, Any]) -> Any:
+    """An error rebuilt by pickle from its constructor's arguments (``LayoutError``)."""
+    return cls(*args, **keywords)
