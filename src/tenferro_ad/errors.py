@@ -243,6 +243,13 @@ class UnsupportedDTypeError(DTypeError, ArgumentTypeError):
     def __reduce__(self) -> tuple[Any, ...]:  # (pickle calls the constructor with these)
         return type(self), (self.operation, self.argument, self.dtype)
 
+    @classmethod
+    def of_leaf(cls, what: str, dtype: Any) -> UnsupportedDTypeError:
+        """The error for a transform's leaf named ``what`` (``"jit: argument leaf 0"``: the
+        op, then the argument). O(1)."""
+        op, _, argument = what.partition(": ")
+        return cls(op, argument or "an argument", dtype)
+
 
 class IndexOutOfBoundsError(TenferroError, IndexError):
     """An index (``x[5]`` on an axis of extent 3, too many indices, an index array with an

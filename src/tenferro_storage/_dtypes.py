@@ -86,6 +86,21 @@ _BY_NAME: Final[dict[str, DType]] = {name: DType(name) for name in SUPPORTED}
 _BY_NUMPY: Final[dict[np.dtype[Any], DType]] = {d.numpy: d for d in _BY_NAME.values()}
 #: the numpy dtypes tenferro stores (native byte order), for O(1) membership tests
 STORED_NUMPY: Final[frozenset[np.dtype[Any]]] = frozenset(_BY_NUMPY)
+
+
+def unstored(dt: np.dtype[Any]) -> bool:
+    """Whether numpy dtype ``dt`` is one tenferro does not store in either byte order (a
+    string, object, ``float16`` ... dtype); the refusal test of the traced paths. O(1)."""
+    return dt not in STORED_NUMPY and (dt.isnative or dt.newbyteorder("=") not in STORED_NUMPY)
+
+
+def dtype_of_constant(a: Any) -> np.dtype[Any] | None:
+    """The numpy dtype of a constant (a list: as numpy reads it), ``None`` for what numpy
+    cannot read; for error paths that look for the refused argument. O(size) for a list."""
+    try:
+        return a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
+    except Exception:
+        return None
 _PARTNERS: Final = {
     "complex64": "float32",
     "float32": "complex64",

@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 import tenferro_storage as ts
-from tenferro_storage._dtypes import STORED_NUMPY as _STORED
+from tenferro_storage._dtypes import dtype_of_constant, unstored
 from tenferro_storage.kernel import frozen
 
 from .._core._dispatch import bind as eager_bind
@@ -131,7 +131,7 @@ class Builder:
             atoms = tuple(self.atom(a, prim.name) for a in args)
         except UnsupportedDTypeError as e:  # the error path: name the argument's position
             i = next(i for i, a in enumerate(args) if type(a) is not Tracer
-                     and not isinstance(a, _SCALARS) and _dtype_of(a) == e.dtype)
+                     and not isinstance(a, _SCALARS) and dtype_of_constant(a) == e.dtype)
             raise UnsupportedDTypeError(prim.name, f"argument {i}", e.dtype) from None
         lits = [a for a in atoms if isinstance(a, Lit)]
         if len(lits) == len(atoms) and all(a.size <= _FOLD for a in lits):
@@ -222,8 +222,7 @@ def constant_literal(a: Any, operation: str) -> Lit:
     elements are what constant folding computes with. O(1) for storage values.
     """
     if isinstance(a, np.ndarray):
-        if a.dtype not in _STORED and (a.dtype.isnative or a.dtype.newbyteorder("=")
-                                       not in _STORED):
+        if unstored(a.dtype):
             raise UnsupportedDTypeError(operation, "an argument", a.dtype)
         return Lit(a)
     if isinstance(a, EagerTensor):
@@ -238,14 +237,6 @@ def constant_literal(a: Any, operation: str) -> Lit:
         f"{operation}: cannot use a {type(a).__name__} in a traced function; expected a traced "
         "value, a numpy array, a Tensor owner or view, a handle or a Python scalar"
     )
-
-
-def _dtype_of(a: Any) -> Any:
-    """The numpy dtype of a constant (a list: as numpy reads it); error path only."""
-    try:
-        return a.dtype if isinstance(a, np.ndarray) else np.asarray(a).dtype
-    except Exception:
-        return None
 
 
 def _bind(prim: Primitive, args: tuple[Any, ...], params: dict[str, Any]) -> Tracer:
@@ -410,12 +401,10 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
     if isinstance(x, _SCALARS):
         arr = np.asarray(x)
         if type(x) is np.str_ or arr.dtype.kind not in "biufc":  # np.str_, np.datetime64...
-            _refuse_dtype(what, arr.dtype)
+            raise UnsupportedDTypeError.of_leaf(what, arr.dtype)
         return (), arr.dtype
-    if type(x) is np.ndarray and x.dtype not in _STORED and (
-        x.dtype.isnative or x.dtype.newbyteorder("=") not in _STORED
-    ):
-        _refuse_dtype(what, x.dtype)  # a string, object or float16 array: before any import
+    if type(x) is np.ndarray and unstored(x.dtype):  # str, object, float16: before any import
+        raise UnsupportedDTypeError.of_leaf(what, x.dtype)
     shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
     if shape is None or dtype is None:
         raise ArgumentTypeError(
@@ -432,13 +421,6 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
             f"{what}: a {type(x).__name__} has no usable shape/dtype; pass arrays, Tensor "
             "owners, handles, Python scalars (or tuples/lists/dicts of them)"
         ) from None
-
-
-def _refuse_dtype(what: str, dt: np.dtype[Any]) -> NoReturn:
-    """:class:`~tenferro_ad.errors.UnsupportedDTypeError` for a leaf of dtype ``dt``, named
-    as ``what`` says (``"jit: argument leaf 0"``: the op, then the argument)."""
-    op, _, argument = what.partition(": ")
-    raise UnsupportedDTypeError(op, argument or "an argument", dt)
 
 
 def call_with_keywords(f: Callable[..., Any], nargs: int, *args: Any) -> Any:

@@ -233,7 +233,7 @@ defbatch(TRANSPOSE, _batch_transpose)
 
 
 @op("transpose")
-def transpose(x: Any, *args: Any, axes: Any = None) -> EagerTensor:
+def transpose(x: Any, *axes: Any, **keywords: Any) -> EagerTensor:
     """Permute axes (default: reverse).  A metadata-only alias: no allocation, no copy.
 
     The permutation as numpy takes it: ``transpose(x, (1, 0))``, ``transpose(x, 1, 0)``
@@ -243,15 +243,19 @@ def transpose(x: Any, *args: Any, axes: Any = None) -> EagerTensor:
     Cost: no allocation (an alias); no copy; no sync; no dispatch; O(1).
     Raises: AxisError, ArgumentError, ArgumentTypeError, UseAfterMoveError."""
     nd = len(value_of("transpose", x)[0])
-    if axes is not None:
-        if args:
+    if keywords:  # numpy.transpose(a, axes=...): the one keyword (``*axes`` holds the rest)
+        if set(keywords) != {"axes"}:
+            raise ArgumentTypeError(
+                f"transpose: unexpected keyword argument {sorted(set(keywords) - {'axes'})[0]!r}"
+            )
+        if axes:
             raise ArgumentTypeError(
                 "transpose: argument 'axes' given both by position and by keyword"
             )
-        args = (axes,)
-    if len(args) == 1 and (args[0] is None or isinstance(args[0], tuple | list)):
-        args = () if args[0] is None else tuple(args[0])
-    ax = tuple(range(nd - 1, -1, -1)) if not args else permutation("transpose", args, nd)
+        axes = (keywords["axes"],)
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], tuple | list)):
+        axes = () if axes[0] is None else tuple(axes[0])
+    ax = tuple(range(nd - 1, -1, -1)) if not axes else permutation("transpose", axes, nd)
     return bind(TRANSPOSE, x, axes=ax)
 
 
