@@ -148,8 +148,8 @@ def test_transpose_takes_axes_by_keyword_as_numpy_transpose_does(
 ) -> None:
     """``ad.transpose(x, axes=p)`` is ``numpy.transpose(a, axes=p)`` (value, and under
     ``ad.jit``), the same as ``ad.transpose(x, p)``; ``axes=None`` reverses; giving the
-    permutation both ways, or another keyword, is refused by name.  Mutant: the keyword dropped (axes
-    reversed whatever ``p`` says)."""
+    permutation both ways, or another keyword, is refused by name.  Mutant: the keyword
+    dropped (axes reversed whatever ``p`` says)."""
     p = tuple(data.draw(st.permutations(range(a.ndim))))
     np.testing.assert_array_equal(ad.transpose(a, axes=p).to_numpy(), np.transpose(a, axes=p))
     np.testing.assert_array_equal(
