@@ -37,7 +37,12 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage._dtypes import STORED_NUMPY as _STORED
 from tenferro_storage._pytree import PyTreeDef, tree_flatten, tree_leaves
-from tenferro_storage.errors import TenferroError, shown
+from tenferro_storage.errors import (
+    ExpiredBorrowError,
+    TenferroError,
+    UseAfterMoveError,
+    shown,
+)
 
 from ._core._dispatch import _TRACERS, _argument_error, bind
 from ._core._gradients import foreign_roots, own
@@ -53,7 +58,13 @@ from ._traced._eval import eval_graph as _eval_graph
 from ._traced._trace import trace_closed as _trace_closed
 from ._traced._transform import value_and_grad as _graph_value_and_grad
 from ._traced._transform import vjp as _graph_vjp
-from .errors import ArgumentError, ArgumentTypeError, IntoValueError, UnsupportedDTypeError
+from .errors import (
+    ArgumentError,
+    ArgumentTypeError,
+    IntoValueError,
+    UnsupportedDTypeError,
+    _reason,
+)
 
 Leaf = Any
 _read_array = ts.kernel.read_array
@@ -300,7 +311,8 @@ def _check_leaf(leaf: Leaf, argnum: int, what: str, items: str = "") -> None:
     except TenferroError as e:  # the error path: name the argument
         name = _argument_name(argnum, items)
         if not str(e).startswith(f"{what}: {name}"):
-            e.args = (f"{what}: {name}: {e}", *e.args[1:])
+            dead = isinstance(e, UseAfterMoveError | ExpiredBorrowError)  # named by a read
+            e.args = (f"{what}: {name}: {_reason(e) if dead else e}", *e.args[1:])
         raise
 
 

@@ -10,6 +10,7 @@ Errors that hand an object back follow the storage convention: the unchanged obj
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as _np
@@ -296,3 +297,10 @@ class NumpyFunctionError(TenferroError, TypeError):
 
     The message names the numpy function and, when it is a keyword, the argument;
     nothing is computed or recorded."""
+
+
+def _reason(e: BaseException) -> str:
+    """``e``'s message without the name of the internal read that raised it (``"shape: "``,
+    ``"read_array: "``): a refused argument's error is named for the user's op and the
+    argument instead. O(len(message))."""
+    return re.sub(r"^[\w.]+: (?!argument)", "", str(e))

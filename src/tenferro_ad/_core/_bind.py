@@ -41,6 +41,7 @@ import numpy as np
 import tenferro_storage as ts
 from tenferro_storage.errors import (
     AliasedOutputError,
+    ExpiredBorrowError,
     LayoutError,
     TenferroError,
     UseAfterMoveError,
@@ -52,6 +53,7 @@ from ..errors import (
     IndexOutOfBoundsError,
     LinAlgError,
     UnsupportedDTypeError,
+    _reason,
 )
 from ._handle import EagerTensor
 from ._primitive import CastTarget, Primitive
@@ -200,7 +202,8 @@ def _argument_error(name: str, i: int, e: Exception) -> Exception:
             i = int(e.argument[9:])
         return UnsupportedDTypeError(name, f"argument {i}", e.dtype)
     if isinstance(e, TenferroError):
-        msg = f"{name}: argument {i}: {e}"
+        dead = isinstance(e, UseAfterMoveError | ExpiredBorrowError)  # named by a read
+        msg = f"{name}: argument {i}: {_reason(e) if dead else e}"
         try:
             e.args = (msg, *e.args[1:])
         except (AttributeError, TypeError):  # pragma: no cover - every class allows it
@@ -226,8 +229,9 @@ def _resolve_other(
     if t is _ET:
         rec = a._rec
         if rec is None:
-            raise UseAfterMoveError(
-                f"{prim.name}: an argument EagerTensor was consumed by into_value()"
+            raise UseAfterMoveError(  # (its position is named by the caller)
+                f"{prim.name}: this EagerTensor was consumed by into_value(); use the owner "
+                "it returned"
             )
         return rec.a, rec, (a._id if key is not None and a._tape is key else -1)
     if t in _SCALARS or isinstance(a, np.generic):

@@ -161,7 +161,7 @@ def vmap(
         for i, (x, ax) in enumerate(zip(leaves, axes, strict=True)):
             try:
                 shape, dtype = aval_of(x, "vmap")
-            except TypeError:  # again, to raise naming the argument (error path only)
+            except (TypeError, TenferroError):  # again, naming the argument (error path)
                 aval_of(x, f"vmap: {_argument_of(tree, i)}")
                 raise
             if ax is not None:

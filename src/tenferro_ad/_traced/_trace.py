@@ -26,13 +26,14 @@ import numpy as np
 
 import tenferro_storage as ts
 from tenferro_storage._dtypes import dtype_of_constant, unstored
+from tenferro_storage.errors import TenferroError
 from tenferro_storage.kernel import frozen
 
 from .._core._dispatch import bind as eager_bind
 from .._core._handle import EagerTensor
 from .._core._namespace import NUMPY_NS, VOCABULARY
 from .._core._primitive import Primitive
-from ..errors import ArgumentTypeError, UnsupportedDTypeError
+from ..errors import ArgumentTypeError, UnsupportedDTypeError, _reason
 from ._graph import (
     Atom,
     Eqn,
@@ -405,7 +406,11 @@ def aval_of(x: Any, what: str) -> tuple[tuple[int, ...], np.dtype[Any]]:
         return (), arr.dtype
     if type(x) is np.ndarray and unstored(x.dtype):  # str, object, float16: before any import
         raise UnsupportedDTypeError.of_leaf(what, x.dtype)
-    shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    try:
+        shape, dtype = getattr(x, "shape", None), getattr(x, "dtype", None)
+    except TenferroError as e:  # a consumed owner or handle, a released view: named here
+        e.args = (f"{what}: {_reason(e)}", *e.args[1:])
+        raise
     if shape is None or dtype is None:
         raise ArgumentTypeError(
             f"{what}: a {type(x).__name__} has no shape/dtype; pass arrays, Tensor owners, "

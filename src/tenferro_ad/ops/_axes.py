@@ -18,9 +18,16 @@ from typing import Any
 
 import numpy as np
 
+import tenferro_storage as ts
 from tenferro_storage._dtypes import STORED_NUMPY as _STORED
-from tenferro_storage.errors import TenferroError, UseAfterMoveError, shown
+from tenferro_storage.errors import (
+    ExpiredBorrowError,
+    TenferroError,
+    UseAfterMoveError,
+    shown,
+)
 
+from .._core._handle import EagerTensor
 from ..errors import ArgumentError, ArgumentTypeError, AxisError, UnsupportedDTypeError
 
 
@@ -119,11 +126,11 @@ def consumed_parameter(
         kind = sig.parameters[name].kind
         if kind is inspect.Parameter.VAR_POSITIONAL or kind is inspect.Parameter.VAR_KEYWORD:
             continue
-        if getattr(value, "_moved_by", None) is not None:
+        if getattr(value, "_moved_by", None) is not None or (
+            isinstance(value, ts.TensorView | ts.TensorViewMut) and value._lender is None
+        ) or (type(value) is EagerTensor and value._rec is None):  # consumed, or released
             return name
     return None
-
-
 
 
 def _refused_dtype(value: Any) -> Any:
@@ -223,13 +230,18 @@ def arg_error(
         if isinstance(msg, str):
             msg = _name_broadcast_operands(msg)
             rest = msg.removeprefix(f"{operation}: ")
+            # "shape: this Tensor was consumed ..." from a metadata read, or "argument 0:
+            # this Tensor ..." from the dispatcher, which knows positions, not names
+            positional = re.match(r"argument \d+: ", rest)
             consumed = (
                 consumed_parameter(fn, args, kwargs)
-                if isinstance(e, UseAfterMoveError) and not rest.startswith("argument")
+                if isinstance(e, UseAfterMoveError | ExpiredBorrowError)
+                and (positional or not rest.startswith("argument"))
                 else None
             )
-            if consumed is not None:  # "shape: this Tensor was consumed ..." from a metadata read
-                msg = f"{operation}: argument {consumed!r}: {rest.partition(': ')[2]}"
+            if consumed is not None:
+                tail = rest[positional.end():] if positional else rest.partition(": ")[2]
+                msg = f"{operation}: argument {consumed!r}: {tail}"
             elif not msg.startswith(f"{operation}:"):
                 msg = f"{operation}: {msg}"
             e.args = (msg, *e.args[1:])
