@@ -127,8 +127,8 @@ def test_a_refused_leaf_changes_nothing() -> None:
         with pytest.raises(UseAfterMoveError) as info:
             ad.grad(_loss)([good, gone])
     assert str(info.value) == (
-        "grad: argument 0: read_array: this Tensor was consumed by Tensor.into_storage; it "
-        "holds nothing any more"
+        "grad: argument 0: this Tensor was consumed by Tensor.into_storage; it holds nothing "
+        "any more"
     )
     assert rec.events == []
     _free(good)
