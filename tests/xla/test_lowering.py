@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 import tenferro_ad as ad
 import tenferro_storage as ts
 from tenferro_ad import extend
+from tenferro_ad._core._dispatch import bind
 from tenferro_ad._core._primitive import REGISTRY
 from tenferro_ad._traced._lowering import LOWERINGS
 from tenferro_ad.errors import LoweringError
+from tenferro_ad.ops.einsum import EINSUM_BINARY
 from tests._opspecs import Op, table, values
 
 TRACED = table(mode="traced")
@@ -222,10 +224,8 @@ def test_a_binary_contraction_lowers_to_one_dot_and_at_most_one_transpose(
     transpose of its result, none when the result is already in order: its value and its
     gradients on the XLA engine equal numpy's ``einsum`` and the eager ones.  Mutant: the
     swap's operands not exchanged (wrong values)."""
-    from tenferro_ad._core._dispatch import bind
     from tenferro_ad._traced._lowering import lower_graph
     from tenferro_ad.ops._lowering.shape import _dot_plan
-    from tenferro_ad.ops.einsum import EINSUM_BINARY
     from tenferro_storage.providers._xla_support import _Namespace
 
     sub, sizes = case
@@ -253,5 +253,30 @@ def test_a_binary_contraction_lowers_to_one_dot_and_at_most_one_transpose(
     names = [e.primitive.name for e in eqns if e.primitive.name != "convert_element_type"]
     assert names in (["dot_general"], ["dot_general", "transpose"]), names
     if names == ["dot_general"]:  # no transpose: the natural order is the output's
-        plan = _dot_plan(sub)
+        plan = _dot_plan(sub, a.shape, b.shape)
         assert plan is not None and plan[2] is None
+
+
+@pytest.mark.parametrize("sub", ["kab,kc->abc", "abk,kc->cab", "kc,kab->abc"])
+def test_a_contraction_s_large_operand_is_read_in_place_not_copied_into_the_dot_layout(
+    sub: str,
+) -> None:
+    """A 16x16x16 operand contracted with a 16x2 one: the lowering picks the operand order
+    and contraction order under which XLA's CPU dot reads the large operand in place, so
+    the compiled executable's transposes and copies move fewer elements than that operand
+    has (only the small operand and the small result).  Mutant: the plan chosen without
+    the operands' sizes (the large operand copied: 8192 elements moved)."""
+    lhs, _ = sub.split("->")
+    sizes = {"k": 16, "a": 16, "b": 16, "c": 2}
+    a, b = (np.ones([sizes[c] for c in t]) for t in lhs.split(","))
+
+    def f(x: Any, y: Any) -> Any:
+        return bind(EINSUM_BINARY, x, y, subscripts=sub)
+
+    hlo = ad.jit(f, engine="xla").lower(a, b).program.executable.as_text()  # type: ignore[union-attr]
+    moved = sum(
+        int(np.prod([int(d) for d in m.group(1).split(",") if d]))
+        for m in re.finditer(r"= f64\[([\d,]*)\]\{[^}]*\} (?:transpose|copy)\(", hlo)
+    )
+    assert moved < 16 * 16 * 16, moved
+    np.testing.assert_array_equal(_np(ad.jit(f, engine="xla")(a, b)), np.einsum(sub, a, b))
