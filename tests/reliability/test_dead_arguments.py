@@ -2,10 +2,11 @@
 refused with its own error (``UseAfterMoveError`` / ``ExpiredBorrowError``) named for the
 op the user called and the argument -- by parameter name where the op has one, by position
 for operators and transforms -- never for the internal read that found it
-(``read_array:``, ``shape:``), and without changing anything."""
+(``read_array:``, ``shape:``), leaving nothing allocated."""
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable
 from typing import Any
@@ -15,7 +16,9 @@ import pytest
 
 import tenferro_ad as ad
 import tenferro_storage as ts
+from tenferro_storage import ledger
 from tenferro_storage.errors import ExpiredBorrowError, UseAfterMoveError
+from tenferro_storage.ledger import EventKind
 
 
 def _consumed_owner() -> Any:
@@ -59,12 +62,39 @@ CALLS: dict[str, tuple[Callable[[Any], Any], str]] = {
 @pytest.mark.parametrize("call", sorted(CALLS))
 def test_a_dead_argument_is_named_for_the_op_and_the_argument(call: str, dead: str) -> None:
     """Mutant: the dispatcher's positional name kept ("sin: argument 0: read_array: ..."),
-    or jit's leaf check letting the owner's ``shape`` read speak ("shape: this Tensor")."""
+    jit's leaf check letting the owner's ``shape`` read speak ("shape: this Tensor"), or a
+    reference cycle through the renamed error (matmul's imported ``x`` kept until the next
+    garbage collection)."""
     make, cls = DEAD[dead]
     fn, prefix = CALLS[call]
     value = make()
-    with pytest.raises(cls) as info:
-        fn(value)
-    message = str(info.value)
+    message = ""
+    gc.disable()  # released by reference counting when the error goes, not by a collection
+    try:
+        with ledger.capture() as rec:
+            try:
+                fn(value)
+            except cls as e:  # (its traceback, and what its frames hold, ends here)
+                message = str(e)
+    finally:
+        gc.enable()
+    assert message, f"{call} accepted a {dead}"
+    # an operand imported before the dead one was found is released again: nothing stays
+    made = {e.allocation for e in rec.events if e.kind is EventKind.ALLOCATE}
+    assert made == {e.allocation for e in rec.events if e.kind is EventKind.RELEASE}
     assert re.match(prefix + ": this (Tensor|TensorView|EagerTensor)", message), message
     assert "read_array" not in message and not re.search(r": (shape|dtype): ", message)
+
+
+@pytest.mark.parametrize(
+    ("make", "error"),
+    [DEAD[k] for k in sorted(DEAD)],
+)
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_asarray_refuses_a_dead_value(make: Callable[[], Any], error: type, dtype: Any) -> None:
+    """``asarray`` of a dead value raises, naming ``'x'``, and records nothing (it returned
+    the dead value before)."""
+    dead = make()
+    with ledger.capture() as rec, pytest.raises(error, match=r"^asarray: argument 'x': "):
+        ad.asarray(dead, dtype)
+    assert rec.events == []

@@ -186,7 +186,10 @@ def _checked_value(
             again: Exception = type(e)(f"{op}: {label}: {rest}")
         except Exception:
             again = ArgumentTypeError(f"{op}: {label}: {rest}")
-        raise again from None
+        try:
+            raise again from None
+        finally:  # the error's traceback holds this frame: no cycle through this local,
+            del again  # so what the caller imported is released when the error is
     if dt.kind not in "biufc":
         raise UnsupportedDTypeError(op, label, dt)
     if imported and (type(x) is np.ndarray or (
@@ -410,7 +413,10 @@ def op(
                     raise
                 except _LOCATED as e:
                     again = _located_error(name, e, fn, args, kwargs)
-                    raise again from again.__cause__
+                    try:
+                        raise again from again.__cause__
+                    finally:  # (no cycle through this frame, which the traceback holds)
+                        del again
 
             return cast(_F, located)
 

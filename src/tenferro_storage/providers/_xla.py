@@ -500,8 +500,12 @@ class XlaProvider(ExecutionProvider):
         if interrupt is not None:
             # An interrupt while the executable was being enqueued (it may have run): the
             # reaper retires the work as for a dropped handle (record released once, the
-            # package's owners dropped with the outcome); the interrupt propagates.
-            raise interrupt
+            # package's owners dropped with the outcome); the interrupt propagates (this
+            # frame's reference to it dropped: its traceback holds the frame).
+            try:
+                raise interrupt
+            finally:
+                del interrupt
         return ExecutionHandle._make(engine, cell)
 
     def prepare_scoped(
