@@ -19,9 +19,11 @@ import tenferro_storage as ts
 from tenferro_ad import extend
 from tenferro_ad._core._dispatch import bind
 from tenferro_ad._core._primitive import REGISTRY
-from tenferro_ad._traced._lowering import LOWERINGS
+from tenferro_ad._traced._lowering import LOWERINGS, lower_graph
 from tenferro_ad.errors import LoweringError
+from tenferro_ad.ops._lowering.shape import _dot_plan
 from tenferro_ad.ops.einsum import EINSUM_BINARY
+from tenferro_storage.providers._xla_support import _Namespace
 from tests._opspecs import Op, table, values
 
 TRACED = table(mode="traced")
@@ -224,10 +226,6 @@ def test_a_binary_contraction_lowers_to_one_dot_and_at_most_one_transpose(
     transpose of its result, none when the result is already in order: its value and its
     gradients on the XLA engine equal numpy's ``einsum`` and the eager ones.  Mutant: the
     swap's operands not exchanged (wrong values)."""
-    from tenferro_ad._traced._lowering import lower_graph
-    from tenferro_ad.ops._lowering.shape import _dot_plan
-    from tenferro_storage.providers._xla_support import _Namespace
-
     sub, sizes = case
     lhs, _ = sub.split("->")
     ta, tb = lhs.split(",")

@@ -107,6 +107,22 @@ def _name_broadcast_operands(msg: str) -> str:
     return f"{msg[: m.start()]}arguments {which}: {msg[m.start():]}"
 
 
+def _bound(
+    fn: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any] | None
+) -> list[tuple[str, Any, Any]]:
+    """``(parameter name, value, parameter kind)`` of the call ``fn(*args, **kwargs)`` in
+    signature order; empty when ``fn`` is unknown or the call does not fit it.  Error path
+    only; O(parameters)."""
+    if fn is None:
+        return []
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **(kwargs or {}))
+    except (TypeError, ValueError):
+        return []
+    return [(k, v, sig.parameters[k].kind) for k, v in bound.arguments.items()]
+
+
 def consumed_parameter(
     fn: Callable[..., Any] | None, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
 ) -> str | None:
@@ -115,15 +131,7 @@ def consumed_parameter(
     cannot know which argument it was.  Read from ``fn``'s signature and the call's own
     arguments (no frame inspection); ``*args``/``**kwargs`` parameters are not searched.
     Runs only on the error path; O(number of parameters)."""
-    if fn is None:
-        return None
-    try:
-        sig = inspect.signature(fn)
-        bound = sig.bind(*args, **(kwargs or {}))
-    except (TypeError, ValueError):
-        return None
-    for name, value in bound.arguments.items():
-        kind = sig.parameters[name].kind
+    for name, value, kind in _bound(fn, args, kwargs):
         if kind is inspect.Parameter.VAR_POSITIONAL or kind is inspect.Parameter.VAR_KEYWORD:
             continue
         if getattr(value, "_moved_by", None) is not None or (
@@ -162,15 +170,7 @@ def dtype_parameter(
     was about, as its message names it (``"argument 'x'"``, ``"argument 'xs'[1]"``): the
     first parameter bound to a value of that refused dtype, or to a list or tuple holding
     one.  ``None`` when none is.  Error path only; O(parameters + items)."""
-    if fn is None:
-        return None
-    try:
-        sig = inspect.signature(fn)
-        bound = sig.bind(*args, **(kwargs or {}))
-    except (TypeError, ValueError):
-        return None
-    for name, value in bound.arguments.items():
-        kind = sig.parameters[name].kind
+    for name, value, kind in _bound(fn, args, kwargs):
         if kind is inspect.Parameter.VAR_POSITIONAL:
             items = enumerate(value)
         elif kind is inspect.Parameter.VAR_KEYWORD:

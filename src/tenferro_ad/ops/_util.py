@@ -243,16 +243,23 @@ def stored_value_arg(
     return shape, dt
 
 
-def axis(operation: str, ax: Any, ndim: int, what: str = "axis") -> int:
-    """One axis in ``[-ndim, ndim)`` as a non-negative int; ``AxisError`` otherwise."""
-    if isinstance(ax, bool | np.bool_):
-        raise ArgumentTypeError(f"{operation}: argument {what!r} must be an int, got {ax!r}")
+def integer(operation: str, v: Any, what: str) -> int:
+    """``v`` as an int the way numpy reads an axis or a length (``operator.index``: a numpy
+    integer too); a bool, float, string... is ``ArgumentTypeError`` naming ``operation``
+    and ``what``. O(1)."""
+    if isinstance(v, bool | np.bool_):
+        raise ArgumentTypeError(f"{operation}: argument {what!r} must be an int, got {v!r}")
     try:
-        a = operator.index(ax)
+        return operator.index(v)
     except TypeError:
         raise ArgumentTypeError(
-            f"{operation}: argument {what!r} must be an int, got {shown(ax)}"
+            f"{operation}: argument {what!r} must be an int, got {shown(v)}"
         ) from None
+
+
+def axis(operation: str, ax: Any, ndim: int, what: str = "axis") -> int:
+    """One axis in ``[-ndim, ndim)`` as a non-negative int; ``AxisError`` otherwise."""
+    a = integer(operation, ax, what)
     if not -ndim <= a < ndim:
         raise AxisError(operation, a, ndim, what)
     return a + ndim if a < 0 else a

@@ -19,7 +19,6 @@ first (derived from slicing and ``slice_pad``), ``fftshift``/``ifftshift`` are r
 from __future__ import annotations
 
 import math
-import operator
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from . import manip
 from . import shape as sh
 from ._util import axis as _axis
 from ._util import dtype_of, guard_module, shape_of
+from ._util import integer as _integer
 from .elementwise import stop_gradient
 
 Array = Any
@@ -177,14 +177,7 @@ def _sizes(name: str, what: str, s: tuple[Any, ...]) -> tuple[int, ...]:
     a bool, float or string is refused by type) of at least 1, as numpy requires."""
     out = []
     for v in s:
-        if isinstance(v, bool | np.bool_):
-            raise ArgumentTypeError(f"{name}: argument {what!r} must be an int, got {v!r}")
-        try:
-            n = operator.index(v)
-        except TypeError:
-            raise ArgumentTypeError(
-                f"{name}: argument {what!r} must be an int, got {shown(v)}"
-            ) from None
+        n = _integer(name, v, what)
         if n < 1:
             raise ArgumentError(
                 f"{name}: argument {what!r}: invalid number of data points ({n}) specified"
